@@ -1,0 +1,36 @@
+# The README's two commands: `make demo` and `make test`. Both install what they need
+# into .venv first (torch is the CPU build, installed before anything that needs it).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+PIP    := $(BIN)/python -m pip
+
+.PHONY: install install-test demo test clean
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[all,dev]'
+	touch $@
+
+# llama-cpp-python builds from source (about 5 minutes, cached by pip afterwards);
+# chromium is Debian's, for the HTML report's browser test.
+$(VENV)/.installed-test: $(VENV)/.installed
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[local-llm]'
+	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	touch $@
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+demo: install
+	$(BIN)/unified-eval run examples/data/rag_examples.jsonl --backend embedding,native \
+	  --metrics precision@3,recall@3,mrr,ndcg@5,hit_rate@3,faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,semantic_similarity \
+	  --out runs/demo
+
+test: install-test
+	$(BIN)/python -m pytest -q
+
+clean:
+	rm -rf $(VENV) runs build *.egg-info

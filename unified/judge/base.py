@@ -1,0 +1,223 @@
+"""The judge contract every backend codes against: chat judges, embedders, errors, and
+the per-task accounting scope.
+
+Backends never talk to an LLM or an embedding model directly: they call a ``ChatJudge``
+or an ``Embedder`` and get a validated object or vectors back, or a ``JudgeError`` after
+retries. Cost is attributed through ``task_scope`` (a context variable), so calls made
+deep inside RAGAS or DeepEval code land on the right (backend, metric, sample) without
+threading arguments through their APIs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence, TypeVar
+
+from pydantic import BaseModel
+
+from unified.scores import Cost
+
+T = TypeVar("T", bound=BaseModel)
+Messages = list[dict[str, str]]
+
+
+# ---------------------------------------------------------------- errors (httpx-style)
+
+class JudgeError(Exception):
+    """A judge call failed after retries. The message never contains an API key."""
+
+
+class JudgeHTTPError(JudgeError):
+    """The server answered with an error status (after retries, for 429/5xx)."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class JudgeTimeoutError(JudgeError):
+    """No answer within the per-call timeout (after retries)."""
+
+
+class JudgeConnectionError(JudgeError):
+    """Could not reach the server (after retries)."""
+
+
+class JudgeOutputError(JudgeError):
+    """The model's answer was not valid JSON for the schema, even after one repair retry."""
+
+
+class JudgeLengthError(JudgeOutputError):
+    """The answer was cut at max_tokens (finish_reason == "length"): raise max_tokens."""
+
+
+class JudgeNotConfiguredError(JudgeError):
+    """A metric needs an LLM judge (or embedder) and none is configured."""
+
+
+# ---------------------------------------------------------------- accounting
+
+@dataclass
+class CallRecord:
+    """One judge or embedding call as seen by accounting."""
+
+    kind: str  # "chat" | "embedding"
+    backend: str
+    metric: str
+    sample_id: str
+    model: str
+    cached: bool
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tokens_estimated: bool = False
+    latency: float = 0.0
+    retries: int = 0
+    error: str | None = None
+
+
+@dataclass
+class TaskMeter:
+    """Accumulates the calls made while one (backend, metric, sample) task runs.
+
+    ``occurrences`` implements the cache's occurrence index: the k-th identical request
+    inside one task gets its own cache entry, so a framework that sends the same prompt
+    three times on purpose still gets three answers cold and zero calls warm.
+    """
+
+    backend: str = ""
+    metric: str = ""
+    sample_id: str = ""
+    records: list[CallRecord] = field(default_factory=list)
+    occurrences: dict[str, int] = field(default_factory=dict)
+    started: float = field(default_factory=time.perf_counter)
+
+    def next_occurrence(self, request_hash: str) -> int:
+        n = self.occurrences.get(request_hash, 0)
+        self.occurrences[request_hash] = n + 1
+        return n
+
+    def cost(self) -> Cost:
+        c = Cost(seconds=time.perf_counter() - self.started)
+        for r in self.records:
+            if r.kind == "embedding":
+                c.embedding_calls += 0 if r.cached else 1
+            else:
+                c.calls += 0 if r.cached else 1
+            c.cache_hits += 1 if r.cached else 0
+            c.input_tokens += r.input_tokens
+            c.output_tokens += r.output_tokens
+            c.tokens_estimated = c.tokens_estimated or r.tokens_estimated
+            c.retries += r.retries
+        return c
+
+
+_current: contextvars.ContextVar[TaskMeter | None] = contextvars.ContextVar("unified_task", default=None)
+_listeners: list[Any] = []
+
+
+def current_meter() -> TaskMeter:
+    """The meter of the running task, or a throwaway one outside any task."""
+    m = _current.get()
+    return m if m is not None else TaskMeter()
+
+
+@contextlib.contextmanager
+def task_scope(backend: str, metric: str, sample_id: str) -> Iterator[TaskMeter]:
+    """Attribute every judge call made inside (including in tasks it spawns) to one task."""
+    meter = TaskMeter(backend=backend, metric=metric, sample_id=sample_id)
+    token = _current.set(meter)
+    try:
+        yield meter
+    finally:
+        _current.reset(token)
+
+
+def record_call(rec: CallRecord) -> None:
+    """Called by judge clients after every call (cached or not)."""
+    m = _current.get()
+    if m is not None:
+        rec.backend = rec.backend or m.backend
+        rec.metric = rec.metric or m.metric
+        rec.sample_id = rec.sample_id or m.sample_id
+        m.records.append(rec)
+    for fn in list(_listeners):
+        fn(rec)
+
+
+def add_listener(fn: Any) -> None:
+    """Register ``fn(CallRecord)`` (progress bars, run-wide accounting)."""
+    _listeners.append(fn)
+
+
+def remove_listener(fn: Any) -> None:
+    with contextlib.suppress(ValueError):
+        _listeners.remove(fn)
+
+
+# ---------------------------------------------------------------- interfaces
+
+class ChatJudge(ABC):
+    """An LLM that answers a chat request with a validated pydantic object."""
+
+    model: str = ""
+
+    @abstractmethod
+    async def ask(self, messages: Messages, schema: type[T], **params: Any) -> T:
+        """Return ``schema``-validated output, or raise a ``JudgeError`` after retries
+        (``JudgeOutputError`` after one repair retry on invalid JSON)."""
+
+    async def ask_text(self, messages: Messages, **params: Any) -> str:
+        """Free-text answer (for frameworks that parse JSON themselves)."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        return None
+
+
+class Embedder(ABC):
+    """Texts -> vectors (list of float lists, one per text, in order)."""
+
+    model: str = ""
+
+    @abstractmethod
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Embed ``texts``; raise a ``JudgeError`` after retries."""
+
+    async def aclose(self) -> None:
+        return None
+
+
+@dataclass
+class Judges:
+    """What a backend gets: judge A, optional judge B on a second model, an embedder.
+
+    ``single_judge``: native metrics judge each item once (half the calls).
+    """
+
+    chat: ChatJudge | None = None
+    chat2: ChatJudge | None = None
+    embedder: Embedder | None = None
+    single_judge: bool = False
+
+    def require_chat(self) -> ChatJudge:
+        if self.chat is None:
+            raise JudgeNotConfiguredError(
+                "this metric needs an LLM judge: pass --base-url/--model or set "
+                "UNIFIED_JUDGE_BASE_URL and UNIFIED_JUDGE_MODEL")
+        return self.chat
+
+    def require_embedder(self) -> Embedder:
+        if self.embedder is None:
+            raise JudgeNotConfiguredError(
+                "this metric needs embeddings: pass --embedding local (extra `local`) or an "
+                "OpenAI-compatible embeddings URL")
+        return self.embedder
+
+    async def aclose(self) -> None:
+        for j in (self.chat, self.chat2, self.embedder):
+            if j is not None:
+                await j.aclose()

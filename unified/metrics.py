@@ -1,0 +1,317 @@
+"""The metric registry: canonical names, aliases, required fields, default thresholds.
+
+Modelled on ``sklearn.metrics.get_scorer_names()``: one naming scheme, every metric
+discoverable, an unknown name answered with the closest matches. A cutoff is part of
+the name as IR users write it (``precision@3``, ``ndcg@10``); ``parse_metric`` splits it.
+
+Custom metrics (as Embedchain's and Dingo's users write them) register with
+``@register_metric(...)`` on a plain function ``Sample -> raw`` (or ``-> Score``), or with
+``register_rubric(...)`` for an LLM rubric judged through the judge layer.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+Kind = Literal["llm", "embedding", "deterministic"]
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """What a metric is, independent of any backend.
+
+    ``required``: Sample fields it reads. ``threshold``: default pass bound on 0–10.
+    ``aliases``: framework -> that framework's name for it. ``takes_k``: accepts ``@k``.
+    ``raw_range``/``higher_is_better``: the raw scale of the native/custom implementation.
+    ``fn``: for custom deterministic metrics, ``Sample -> float | Score``.
+    ``rubric``: for custom LLM rubric metrics, ``{"criteria": str, "scale": (lo, hi)}``.
+    """
+
+    name: str
+    description: str
+    required: tuple[str, ...]
+    kind: Kind
+    threshold: float = 5.0
+    aliases: dict[str, str] = field(default_factory=dict)
+    takes_k: bool = False
+    raw_range: tuple[float, float] = (0.0, 1.0)
+    higher_is_better: bool = True
+    fn: Callable[..., Any] | None = None
+    rubric: dict[str, Any] | None = None
+    custom: bool = False
+
+
+@dataclass(frozen=True)
+class MetricRef:
+    """A metric as the user asked for it: ``name`` as written (``precision@3``), the spec,
+    the cutoff ``k`` (None = whole list) and free parameters (``variant=sentence``)."""
+
+    name: str
+    spec: MetricSpec
+    k: int | None = None
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def canonical(self) -> str:
+        return self.spec.name
+
+    def param(self, key: str, default: Any = None) -> Any:
+        return dict(self.params).get(key, default)
+
+
+_REGISTRY: dict[str, MetricSpec] = {}
+_ALIAS_INDEX: dict[str, str] = {}
+
+
+class UnknownMetricError(KeyError):
+    def __str__(self) -> str:  # KeyError quotes its message; we want it plain
+        return str(self.args[0])
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[\s\-]+", "_", name.strip()).lower()
+
+
+def register(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
+    """Add a spec to the registry (its canonical name and every alias resolve to it)."""
+    key = _norm(spec.name)
+    if key in _REGISTRY and not replace:
+        raise ValueError(f"metric '{spec.name}' is already registered")
+    _REGISTRY[key] = spec
+    _ALIAS_INDEX[key] = key
+    for alias in spec.aliases.values():
+        a = _norm(alias)
+        # an alias never steals another metric's canonical name
+        if a not in _REGISTRY or a == key:
+            _ALIAS_INDEX.setdefault(a, key)
+    return spec
+
+
+def metric_names() -> list[str]:
+    """Canonical names of every registered metric, sorted."""
+    return sorted(s.name for s in _REGISTRY.values())
+
+
+def all_metrics() -> list[MetricSpec]:
+    return [_REGISTRY[k] for k in sorted(_REGISTRY)]
+
+
+def get_metric(name_or_alias: str) -> MetricSpec:
+    """Resolve a canonical name or a framework's alias (``FaithfulnessMetric``,
+    ``ContextPrecisionWithReference``, ``context_precision``) to its spec."""
+    key = _norm(name_or_alias)
+    if key in _ALIAS_INDEX:
+        return _REGISTRY[_ALIAS_INDEX[key]]
+    close = difflib.get_close_matches(key, list(_ALIAS_INDEX), n=3, cutoff=0.5)
+    hint = f"; did you mean {', '.join(repr(_REGISTRY[_ALIAS_INDEX[c]].name) for c in dict.fromkeys(close))}?" if close else ""
+    raise UnknownMetricError(f"unknown metric '{name_or_alias}'{hint} (see `unified-eval metrics`)")
+
+
+_NAME_RE = re.compile(r"^(?P<base>[^@\[]+?)(?:@(?P<k>[^\[]+))?(?:\[(?P<params>.*)\])?$")
+
+
+def parse_metric(text: str) -> MetricRef:
+    """``precision@3`` -> (precision_at_k, k=3); ``context_relevancy[variant=sentence]`` ->
+    params. ``precision`` and ``precision_at_k`` without a cutoff mean the whole list."""
+    m = _NAME_RE.match(text.strip())
+    if not m:
+        raise UnknownMetricError(f"cannot parse metric name '{text}'")
+    base = m.group("base").strip()
+    spec = _resolve_base(base)
+    k = None
+    if m.group("k") is not None:
+        if not spec.takes_k:
+            raise UnknownMetricError(f"metric '{spec.name}' takes no cutoff; write '{base}' without '@{m.group('k')}'")
+        try:
+            k = int(m.group("k"))
+        except ValueError:
+            raise UnknownMetricError(f"cutoff in '{text}' must be a whole number, like '{base}@5'") from None
+        if k < 1:
+            raise UnknownMetricError(f"cutoff in '{text}' must be at least 1")
+    params: list[tuple[str, Any]] = []
+    if m.group("params"):
+        for part in m.group("params").split(","):
+            if "=" not in part:
+                raise UnknownMetricError(f"metric parameter '{part}' in '{text}' must be key=value")
+            key, val = part.split("=", 1)
+            params.append((key.strip(), _coerce(val.strip())))
+    return MetricRef(name=text.strip(), spec=spec, k=k, params=tuple(params))
+
+
+def parse_metrics(text: str | list[str]) -> list[MetricRef]:
+    """A comma list (``faithfulness,precision@3``) or a list of names."""
+    items = text if isinstance(text, list) else _split_top_level(text)
+    return [parse_metric(t) for t in items if t.strip()]
+
+
+def _split_top_level(text: str) -> list[str]:
+    out, depth, cur = [], 0, ""
+    for ch in text:
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(cur)
+            cur = ""
+        else:
+            cur += ch
+    out.append(cur)
+    return out
+
+
+def _resolve_base(base: str) -> MetricSpec:
+    key = _norm(base)
+    # IR users write precision@3 / recall@5 / hit_rate@1: map the short stem to *_at_k
+    if key + "_at_k" in _REGISTRY:
+        return _REGISTRY[key + "_at_k"]
+    return get_metric(base)
+
+
+def _coerce(val: str) -> Any:
+    for conv in (int, float):
+        try:
+            return conv(val)
+        except ValueError:
+            pass
+    return {"true": True, "false": False}.get(val.lower(), val)
+
+
+# ---------------------------------------------------------------- custom metrics
+
+def register_metric(name: str, *, required: tuple[str, ...] | list[str] = ("user_input",),
+                    raw_range: tuple[float, float] = (0.0, 1.0), higher_is_better: bool = True,
+                    threshold: float = 5.0, description: str | None = None,
+                    kind: Kind = "deterministic") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorator: register ``fn(sample) -> float | Score`` as a metric.
+
+    The returned raw number is normalised from ``raw_range`` to 0–10 like any built-in.
+    It is served by the ``native`` backend and works in the CLI (``--plugins module``),
+    reports and aggregation like a built-in metric.
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        register(MetricSpec(
+            name=name, description=description or (fn.__doc__ or name).strip().splitlines()[0],
+            required=tuple(required), kind=kind, threshold=threshold, raw_range=raw_range,
+            higher_is_better=higher_is_better, fn=fn, custom=True), replace=True)
+        return fn
+
+    return deco
+
+
+def register_rubric(name: str, criteria: str, *, scale: tuple[int, int] = (0, 10),
+                    required: tuple[str, ...] | list[str] = ("user_input", "response"),
+                    threshold: float = 5.0) -> MetricSpec:
+    """Register an LLM rubric metric: the judge reads ``criteria`` and the sample's
+    ``required`` fields and answers an integer on ``scale``; value = normalised score."""
+    return register(MetricSpec(
+        name=name, description=f"LLM rubric: {criteria}", required=tuple(required), kind="llm",
+        threshold=threshold, raw_range=(float(scale[0]), float(scale[1])),
+        rubric={"criteria": criteria, "scale": tuple(scale)}, custom=True), replace=True)
+
+
+def load_plugins(modules: list[str] | str | None) -> None:
+    """Import user modules that register metrics (CLI ``--plugins a,b``). A module path
+    ending in ``.py`` is loaded from the file."""
+    import importlib
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    if not modules:
+        return
+    items = modules.split(",") if isinstance(modules, str) else modules
+    for mod in (m.strip() for m in items if m.strip()):
+        if mod.endswith(".py"):
+            path = Path(mod)
+            spec = importlib.util.spec_from_file_location(path.stem, path)
+            if spec is None or spec.loader is None:
+                raise ImportError(f"cannot load plugin file {mod}")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[path.stem] = module
+            spec.loader.exec_module(module)
+        else:
+            importlib.import_module(mod)
+
+
+# ---------------------------------------------------------------- built-ins
+
+def _builtin(name: str, description: str, required: tuple[str, ...], kind: Kind,
+             threshold: float = 5.0, **aliases: str) -> None:
+    register(MetricSpec(name=name, description=description, required=required, kind=kind,
+                        threshold=threshold, aliases=aliases))
+
+
+Q, R, C, REF = "user_input", "response", "retrieved_contexts", "reference"
+
+_builtin("faithfulness",
+         "Share of the response's claims supported by the retrieved contexts: supported / total claims.",
+         (Q, R, C), "llm", 7.0, ragas="Faithfulness", deepeval="FaithfulnessMetric",
+         dingo="LLMRAGFaithfulness", patronus="answer-faithfulness", embedchain="groundedness")
+_builtin("answer_relevancy",
+         "Mean cosine similarity between the question and questions generated back from the "
+         "response; 0 when the response is noncommittal.",
+         (Q, R), "llm", 5.0, ragas="AnswerRelevancy", deepeval="AnswerRelevancyMetric",
+         dingo="LLMRAGAnswerRelevancy", patronus="answer-relevance", embedchain="answer_relevancy",
+         ragas_v1="answer_relevance")
+_builtin("context_relevancy",
+         "Share of retrieved contexts relevant to the question (each rated 0/1/2 by two judges; "
+         "relevant when the mean rating ≥ 1).",
+         (Q, C), "llm", 5.0, ragas="ContextRelevance", deepeval="ContextualRelevancyMetric",
+         dingo="LLMRAGContextRelevancy", patronus="context-relevance", embedchain="context_relevancy",
+         ragas_v1="context_relevance")
+_builtin("context_recall",
+         "Share of the reference's claims attributable to the retrieved contexts.",
+         (Q, C, REF), "llm", 5.0, ragas="ContextRecall", deepeval="ContextualRecallMetric",
+         dingo="LLMRAGContextRecall", patronus="context-recall")
+_builtin("context_precision",
+         "Average precision of the per-context 'useful for the reference' verdicts: "
+         "Σ_k (P@k · v_k) / Σ_k v_k.",
+         (Q, C, REF), "llm", 5.0, ragas="ContextPrecisionWithReference",
+         deepeval="ContextualPrecisionMetric", dingo="LLMRAGContextPrecision",
+         ragas_short="ContextPrecision")
+_builtin("answer_correctness",
+         "F1 of the response's claims against the reference's claims: TP / (TP + ½(FP + FN)).",
+         (Q, R, REF), "llm", 5.0, ragas="AnswerCorrectness", deepeval="GEval",
+         patronus="answer-correctness", ragas_factual="FactualCorrectness")
+_builtin("context_sufficiency",
+         "Whether the contexts alone suffice to answer the question as the reference does "
+         "(rating 0/1/2).",
+         (Q, C, REF), "llm", 5.0, patronus="context-sufficiency")
+_builtin("context_correctness",
+         "Share of the reference's facts that the contexts state consistently (Patronus).",
+         (Q, C, REF), "llm", 5.0, patronus="context-correctness")
+_builtin("response_groundedness",
+         "Whole-response grounding in the contexts, rated 0/1/2.",
+         (R, C), "llm", 5.0, ragas="ResponseGroundedness")
+_builtin("hallucination",
+         "Pass/fail: passes when faithfulness reaches the threshold; the reason lists the "
+         "unsupported claims. Value = share of contexts/claims not contradicted.",
+         (Q, R, C), "llm", 5.0, deepeval="HallucinationMetric", patronus="hallucination",
+         dingo="LLMRAGHallucination")
+_builtin("semantic_similarity",
+         "Cosine similarity of the response and reference embeddings, clipped to [0, 1].",
+         (R, REF), "embedding", 5.0, ragas="SemanticSimilarity", ragas_v1="answer_similarity")
+_builtin("bertscore",
+         "BERTScore F1 between response and reference from contextual token embeddings.",
+         (R, REF), "embedding", 5.0)
+
+for _name, _desc, _req, _thr in [
+    ("precision_at_k", "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k.",
+     ("retrieved_ids",), 5.0),
+    ("recall_at_k", "Share of the relevant ids found in the top k: |rel ∩ top_k| / |rel|.",
+     ("retrieved_ids",), 5.0),
+    ("mrr", "Reciprocal rank of the first relevant id in the top k: 1 / rank (0 if none).",
+     ("retrieved_ids",), 5.0),
+    ("ndcg_at_k", "Normalised discounted cumulative gain, gain 2^rel − 1, discount log2(rank + 1).",
+     ("retrieved_ids",), 5.0),
+    ("hit_rate_at_k", "1 when at least one relevant id is in the top k, else 0.",
+     ("retrieved_ids",), 5.0),
+]:
+    register(MetricSpec(name=_name, description=_desc, required=_req, kind="deterministic",
+                        threshold=_thr, takes_k=True,
+                        aliases={"short": _name.removesuffix("_at_k")} if _name.endswith("_at_k") else {}))

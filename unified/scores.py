@@ -1,0 +1,167 @@
+"""Scores on one 0–10 scale, and aggregation that never sees NaN.
+
+A failure is ``value=None`` with ``error`` set — never NaN, never 0. Aggregates skip
+failures and say how many there were.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any, Iterable
+
+from pydantic import BaseModel, Field
+
+SCALE = 10.0
+
+
+class Cost(BaseModel):
+    """What producing one Score cost. ``tokens_estimated`` is true when a server gave no
+    ``usage`` and tokens were estimated from text length (4 characters ≈ 1 token)."""
+
+    calls: int = 0
+    cache_hits: int = 0
+    embedding_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tokens_estimated: bool = False
+    retries: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: "Cost") -> "Cost":
+        return Cost(
+            calls=self.calls + other.calls,
+            cache_hits=self.cache_hits + other.cache_hits,
+            embedding_calls=self.embedding_calls + other.embedding_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            tokens_estimated=self.tokens_estimated or other.tokens_estimated,
+            retries=self.retries + other.retries,
+            seconds=self.seconds + other.seconds,
+        )
+
+
+class Score(BaseModel):
+    """One (sample, metric, backend) result.
+
+    ``metric`` is the name as the user wrote it, cutoff included (``precision@3``).
+    ``value`` is on 0–10, higher is better, or None when ``error`` is set. ``raw`` is the
+    backend's own number on ``raw_range``; ``details`` holds claims, verdicts and each
+    judge's ratings; ``degraded`` marks a value computed from fewer judges than asked.
+    """
+
+    metric: str
+    backend: str
+    sample_id: str
+    value: float | None = None
+    raw: float | None = None
+    raw_range: tuple[float, float] | None = None
+    higher_is_better: bool = True
+    threshold: float | None = None
+    passed: bool | None = None
+    reason: str | None = None
+    details: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = None
+    degraded: bool = False
+    cost: Cost = Field(default_factory=Cost)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.value is not None
+
+    @classmethod
+    def failure(cls, metric: str, backend: str, sample_id: str, error: str, **kw: Any) -> "Score":
+        return cls(metric=metric, backend=backend, sample_id=sample_id, value=None, error=error, **kw)
+
+    @classmethod
+    def from_raw(cls, metric: str, backend: str, sample_id: str, raw: float | None, *,
+                 raw_range: tuple[float, float] = (0.0, 1.0), higher_is_better: bool = True,
+                 threshold: float | None = None, **kw: Any) -> "Score":
+        """Normalise ``raw`` to 0–10 and set ``passed``. A None/NaN/inf raw becomes a
+        failure whose error says so (with any ``error`` given in ``kw`` kept first)."""
+        value = normalize(raw, raw_range, higher_is_better=higher_is_better)
+        if value is None:
+            err = kw.pop("error", None) or f"backend returned no usable score (raw={raw!r})"
+            return cls(metric=metric, backend=backend, sample_id=sample_id, value=None, raw=None,
+                       raw_range=raw_range, higher_is_better=higher_is_better,
+                       threshold=threshold, error=err, **kw)
+        passed = None if threshold is None else value >= threshold
+        return cls(metric=metric, backend=backend, sample_id=sample_id, value=value, raw=float(raw),
+                   raw_range=raw_range, higher_is_better=higher_is_better, threshold=threshold,
+                   passed=passed, **kw)
+
+
+def normalize(raw: float | None, raw_range: tuple[float, float] = (0.0, 1.0), *,
+              higher_is_better: bool = True) -> float | None:
+    """Map a raw score onto 0–10.
+
+        value = 10 · (raw − lo) / (hi − lo)          (higher is better)
+        value = 10 · (hi − raw) / (hi − lo)          (lower is better: inverted)
+
+    clipped to [0, 10] (so a cosine similarity below 0 on a [0, 1] range gives 0).
+    None, NaN, ±inf or a non-number give None: the caller turns that into an error.
+    """
+    if raw is None or isinstance(raw, bool):
+        return None
+    try:
+        raw = float(raw)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(raw):
+        return None
+    lo, hi = raw_range
+    if hi <= lo:
+        raise ValueError(f"raw range must have hi > lo, got {raw_range}")
+    frac = (raw - lo) / (hi - lo) if higher_is_better else (hi - raw) / (hi - lo)
+    return min(SCALE, max(0.0, SCALE * frac))
+
+
+class Aggregate(BaseModel):
+    """Summary of the Scores of one (metric, backend). ``mean``/``median``/``pass_rate``
+    are None when no score succeeded (never NaN)."""
+
+    metric: str
+    backend: str
+    count: int
+    scored: int
+    errors: int
+    mean: float | None
+    median: float | None
+    stdev: float | None
+    pass_rate: float | None
+    cost: Cost
+
+
+def aggregate(scores: Iterable[Score], metric: str = "", backend: str = "") -> Aggregate:
+    """mean, median, stdev, pass rate and error count over the successful scores only."""
+    values: list[float] = []
+    passes: list[bool] = []
+    count = errors = 0
+    cost = Cost()
+    for s in scores:
+        count += 1
+        cost = cost.add(s.cost)
+        metric = metric or s.metric
+        backend = backend or s.backend
+        if s.ok and s.value is not None and math.isfinite(s.value):
+            values.append(s.value)
+            if s.passed is not None:
+                passes.append(s.passed)
+        else:
+            errors += 1
+    return Aggregate(
+        metric=metric, backend=backend, count=count, scored=len(values), errors=errors,
+        mean=statistics.fmean(values) if values else None,
+        median=statistics.median(values) if values else None,
+        stdev=statistics.stdev(values) if len(values) > 1 else None,
+        pass_rate=(sum(passes) / len(passes)) if passes else None,
+        cost=cost,
+    )
+
+
+def aggregate_by(scores: Iterable[Score]) -> list[Aggregate]:
+    """One Aggregate per (metric, backend), in first-seen order."""
+    groups: dict[tuple[str, str], list[Score]] = {}
+    for s in scores:
+        groups.setdefault((s.metric, s.backend), []).append(s)
+    return [aggregate(v, m, b) for (m, b), v in groups.items()]
