@@ -1,0 +1,246 @@
+"""Reading and writing samples: every format round-trips, bad rows are reported with their
+line and field, JSONL is streamed."""
+
+import json
+import os
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from unified.io import (RowError, SampleLoadError, load_samples, parse_mapping, read_samples,
+                        samples_from_pandas, samples_to_hf, samples_to_pandas, validate_source,
+                        write_samples)
+from unified.sample import Sample
+
+DATA = Path(__file__).parent.parent / "examples" / "data"
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+@pytest.fixture
+def samples():
+    """Samples exercising every field type: lists (incl. empty), graded relevance,
+    nested metadata with None inside, absent fields, unicode and embedded newlines."""
+    return [
+        Sample(user_input="How far is the Moon?", response="About 384,400 km.",
+               retrieved_contexts=["The Moon orbits at about 384,400 km.", "Line one\nline two, \"quoted\""],
+               reference="384,400 km", retrieved_ids=["doc-26", "doc-32"], relevant_ids=["doc-26"],
+               graded_relevance={"doc-26": 3.0, "doc-32": 0.5},
+               metadata={"expect": "good", "nested": {"a": [1, None, {"b": "ü"}]}, "n": None}),
+        Sample(user_input="Température sur Vénus ?", retrieved_contexts=[], retrieved_ids=[]),
+        Sample(user_input="Only a question", id="custom-id", reference_contexts=["ref ctx"]),
+    ]
+
+
+def _dump(items):
+    return [s.model_dump() for s in items]
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
+def test_round_trip_files(tmp_path, samples, fmt):
+    path = tmp_path / f"out.{fmt}"
+    assert write_samples(samples, path) == len(samples)
+    good, bad = load_samples(path)
+    assert bad == [] and _dump(good) == _dump(samples)
+
+
+def test_round_trip_with_explicit_format(tmp_path, samples):
+    path = tmp_path / "out.txt"
+    write_samples(samples, path, fmt="jsonl")
+    assert _dump(load_samples(path, fmt="jsonl")[0]) == _dump(samples)
+
+
+def test_round_trip_dataframe(samples):
+    df = samples_to_pandas(samples)
+    assert list(df.columns)[:2] == ["user_input", "response"] and len(df) == 3
+    assert _dump(samples_from_pandas(df)) == _dump(samples)
+
+
+def test_round_trip_parquet_via_pandas(tmp_path, samples):
+    # a DataFrame saved by pandas itself (NaN/None, numpy arrays) reads back the same
+    path = tmp_path / "pd.parquet"
+    write_samples(samples, path)
+    df = pd.read_parquet(path)
+    assert _dump(load_samples(df)[0]) == _dump(samples)
+
+
+def test_round_trip_hf_dataset_and_dataset_dict(samples):
+    import datasets
+
+    ds = samples_to_hf(samples)
+    assert ds.num_rows == 3
+    assert _dump(load_samples(ds)[0]) == _dump(samples)
+    dd = datasets.DatasetDict({"train": ds, "test": samples_to_hf(samples[:1])})
+    assert _dump(load_samples(dd, split="test")[0]) == _dump(samples[:1])
+    with pytest.raises(ValueError, match="several splits.*train, test"):
+        load_samples(dd)
+    with pytest.raises(ValueError, match="no split 'dev'.*train, test"):
+        load_samples(dd, split="dev")
+    single = datasets.DatasetDict({"eval": ds})
+    assert len(load_samples(single)[0]) == 3  # one split: no need to name it
+
+
+def test_iterable_of_dicts_with_mapping():
+    rows = [{"q": "What is a sol?", "ctx": ["A sol is a Martian day."]}, {"ctx": ["x"]}]
+    items = list(read_samples(iter(rows), mapping="q=user_input,ctx=retrieved_contexts"))
+    assert isinstance(items[0], Sample) and items[0].retrieved_contexts == ["A sol is a Martian day."]
+    assert isinstance(items[1], RowError)
+    assert str(items[1]) == "records:2: field 'user_input': missing (required)"
+
+
+def test_row_error_is_one_line():
+    e = RowError("data.jsonl", 7, "retrieved_contexts",
+                 "expected a list of strings, got a single string in 'contexts'; wrap it in a list: [\"...\"]")
+    assert str(e) == ("data.jsonl:7: field 'retrieved_contexts': expected a list of strings, got a "
+                      "single string in 'contexts'; wrap it in a list: [\"...\"]")
+    assert str(RowError("DataFrame", 3, None, "invalid")) == "DataFrame:3: invalid"
+
+
+@pytest.mark.filterwarnings("ignore:unknown field")
+def test_mixed_good_and_bad_jsonl():
+    good, bad = load_samples(DATA / "bad_rows.jsonl")
+    assert [s.id for s in good] == ["ok-1", "ok-2", "ok-3"]
+    assert good[2].metadata == {"annotator": "kb"}
+    where = [(e.source, e.row, e.field) for e in bad]
+    assert where == [
+        ("bad_rows.jsonl", 2, None),                      # broken JSON
+        ("bad_rows.jsonl", 3, "retrieved_contexts"),      # "contexts": "a string"
+        ("bad_rows.jsonl", 5, "retrieved_contexts[1]"),   # a number among the contexts
+        ("bad_rows.jsonl", 6, "user_input"),              # empty question
+        ("bad_rows.jsonl", 7, "user_input"),              # question vs user_input
+        ("bad_rows.jsonl", 8, "user_input"),              # no question
+    ]
+    assert "invalid JSON" in bad[0].reason
+    assert "wrap it in a list" in str(bad[1])
+    assert all("\n" not in str(e) for e in bad)
+
+
+@pytest.mark.filterwarnings("ignore:unknown field")
+def test_mixed_good_and_bad_csv():
+    good, bad = load_samples(FIXTURES / "mixed.csv")
+    assert [s.id for s in good] == ["ok-1", "ok-2"]
+    assert good[0].graded_relevance == {"doc-27": 3.0} and good[0].relevant_ids == ["doc-27"]
+    assert good[1].user_input == "What is the\ncore collaboration window?"
+    assert good[1].relevant_ids is None  # empty cell = absent
+    assert good[1].metadata == {"notes": "multi-line question"}
+    # rows are numbered by their first physical line; the quoted question spans lines 5-6
+    assert [(e.row, e.field) for e in bad] == [
+        (3, "retrieved_contexts"), (4, "retrieved_contexts"), (7, "graded_relevance")]
+    assert "single string in 'contexts'" in bad[0].reason
+    assert "invalid JSON array in column 'contexts'" in bad[1].reason
+    assert "expected a JSON object" in bad[2].reason
+
+
+def test_validate_source_lists_warnings_once(tmp_path):
+    path = tmp_path / "v.jsonl"
+    rows = [{"user_input": "a?", "annotator": "kb"}, {"user_input": "b?", "annotator": "mm"},
+            {"user_input": "a?", "annotator": "zz"}, {"question": ""}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    for _ in range(2):  # the same answer on a second validation in the same process
+        ok, errors, warns = validate_source(path)
+        assert ok == 3 and [(e.row, e.field) for e in errors] == [(4, "user_input")]
+        assert warns == ["unknown field 'annotator' kept in metadata (first at v.jsonl:1)",
+                         f"duplicate id '{Sample(user_input='a?').id}' at v.jsonl:1 and v.jsonl:3"]
+
+
+def test_validate_with_mapping_has_no_unknown_field_warning():
+    ok, errors, warns = validate_source([{"q": "x?"}], mapping={"q": "user_input"})
+    assert (ok, errors, warns) == (1, [], [])
+
+
+def test_jsonl_is_streamed(tmp_path):
+    """A FIFO: the writer sends the malformed last line only after the reader has
+    yielded the first sample, so a reader that loads the whole file would hang."""
+    fifo = tmp_path / "stream.jsonl"
+    os.mkfifo(fifo)
+    first_received = threading.Event()
+
+    def writer():
+        with open(fifo, "w") as f:
+            f.write(json.dumps({"user_input": "first?"}) + "\n")
+            f.flush()
+            if not first_received.wait(timeout=10):
+                return  # the reader never got the first row before the end of the file
+            f.write(json.dumps({"user_input": "second?"}) + "\n")
+            f.write('{"user_input": "broken\n')
+
+    t = threading.Thread(target=writer, daemon=True)
+    t.start()
+    it = read_samples(fifo)
+    first = next(it)
+    assert first_received.is_set() is False
+    first_received.set()
+    rest = list(it)
+    t.join(timeout=10)
+    assert isinstance(first, Sample) and first.user_input == "first?"
+    assert isinstance(rest[0], Sample) and rest[0].user_input == "second?"
+    assert isinstance(rest[1], RowError) and rest[1].row == 3
+
+
+def test_blank_lines_skipped_and_numbering_kept(tmp_path):
+    path = tmp_path / "b.jsonl"
+    path.write_text('{"user_input": "a?"}\n\n   \n{"response": "no question"}\n')
+    good, bad = load_samples(path)
+    assert len(good) == 1 and bad[0].row == 4
+
+
+def test_json_list_rows_are_positions(tmp_path):
+    path = tmp_path / "l.json"
+    path.write_text(json.dumps([{"user_input": "a?"}, "not an object", {"question": "b?"}]))
+    good, bad = load_samples(path)
+    assert [s.user_input for s in good] == ["a?", "b?"]
+    assert (bad[0].source, bad[0].row) == ("l.json", 2) and "must be an object" in bad[0].reason
+
+
+def test_dataframe_with_framework_columns_and_nan():
+    df = pd.DataFrame({"question": ["a?", "b?"], "contexts": [["c1"], None],
+                       "ground_truth": ["x", float("nan")]})
+    good = samples_from_pandas(df)
+    assert good[0].retrieved_contexts == ["c1"] and good[0].reference == "x"
+    assert good[1].retrieved_contexts is None and good[1].reference is None
+
+
+def test_samples_from_pandas_is_strict():
+    df = pd.DataFrame({"question": ["a?", ""], "answer": ["x", "y"]})
+    with pytest.raises(SampleLoadError, match=r"DataFrame:2: field 'user_input'") as ei:
+        samples_from_pandas(df)
+    assert len(ei.value.errors) == 1
+
+
+def test_source_level_errors_raise(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no such file"):
+        load_samples(tmp_path / "missing.jsonl")
+    with pytest.raises(ValueError, match="cannot tell the format"):
+        load_samples(tmp_path / "data.xlsx")
+    with pytest.raises(ValueError, match="unknown format"):
+        load_samples(tmp_path / "a.jsonl", fmt="xml")
+    with pytest.raises(TypeError, match="iterable of records"):
+        load_samples({"user_input": "a?"})
+
+
+def test_parse_mapping():
+    assert parse_mapping("question=user_input, ctx=retrieved_contexts") == {
+        "question": "user_input", "ctx": "retrieved_contexts"}
+    assert parse_mapping(["a=response", "b=reference,c=id"]) == {
+        "a": "response", "b": "reference", "c": "id"}
+    assert parse_mapping(None) == {} and parse_mapping("") == {}
+    with pytest.raises(ValueError, match="not a Sample field.*did you mean 'user_input'"):
+        parse_mapping("q=user_inptu")
+    with pytest.raises(ValueError, match="expected SOURCE=FIELD"):
+        parse_mapping("question:user_input")
+    with pytest.raises(ValueError, match="mapped twice"):
+        parse_mapping("q=user_input,q=response")
+
+
+def test_example_files_are_valid():
+    for name, n in [("rag_examples.jsonl", 28), ("questions.jsonl", 28),
+                    ("rag_examples_ragas_v1.jsonl", 5)]:
+        ok, errors, warns = validate_source(DATA / name)
+        assert (ok, errors, warns) == (n, [], []), name
+    corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text().splitlines()]
+    texts = {d["id"]: d["text"] for d in corpus}
+    # retrieved_contexts are the texts of retrieved_ids, in rank order
+    for s in load_samples(DATA / "rag_examples.jsonl")[0]:
+        assert s.retrieved_contexts == [texts[i] for i in s.retrieved_ids]
+        assert set(s.relevant_ids) <= set(texts)

@@ -1,0 +1,93 @@
+"""Metric registry: aliases, suggestions, cutoffs, custom metrics through scoring."""
+
+import pytest
+
+from unified.metrics import (UnknownMetricError, get_metric, metric_names, parse_metric,
+                             parse_metrics, register_metric)
+from unified.sample import Sample
+from unified.scores import Score, aggregate
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("FaithfulnessMetric", "faithfulness"),
+    ("Faithfulness", "faithfulness"),
+    ("ContextPrecisionWithReference", "context_precision"),
+    ("ContextualPrecisionMetric", "context_precision"),
+    ("ContextualRelevancyMetric", "context_relevancy"),
+    ("ContextRelevance", "context_relevancy"),
+    ("context-recall", "context_recall"),
+    ("AnswerRelevancyMetric", "answer_relevancy"),
+    ("HallucinationMetric", "hallucination"),
+    ("answer_similarity", "semantic_similarity"),
+])
+def test_aliases_resolve(alias, canonical):
+    assert get_metric(alias).name == canonical
+
+
+def test_unknown_name_suggests_close_matches():
+    with pytest.raises(UnknownMetricError) as ei:
+        get_metric("faithfullness")
+    msg = str(ei.value)
+    assert "unknown metric 'faithfullness'" in msg and "'faithfulness'" in msg
+    assert not msg.startswith("'")  # plain message, not KeyError's quoted repr
+
+
+def test_names_are_listed():
+    names = metric_names()
+    assert names == sorted(names)
+    assert {"faithfulness", "precision_at_k", "ndcg_at_k", "mrr"} <= set(names)
+
+
+@pytest.mark.parametrize("text, canonical, k", [
+    ("precision@3", "precision_at_k", 3),
+    ("ndcg@10", "ndcg_at_k", 10),
+    ("recall", "recall_at_k", None),
+    ("hit_rate@1", "hit_rate_at_k", 1),
+    ("mrr@5", "mrr", 5),
+    ("precision_at_k", "precision_at_k", None),
+])
+def test_parse_metric_cutoffs(text, canonical, k):
+    ref = parse_metric(text)
+    assert (ref.canonical, ref.k, ref.name) == (canonical, k, text)
+
+
+def test_parse_metric_params_and_lists():
+    ref = parse_metric("context_relevancy[variant=sentence,n=3]")
+    assert ref.param("variant") == "sentence" and ref.param("n") == 3
+    refs = parse_metrics("faithfulness,precision@3,context_relevancy[a=1,b=2]")
+    assert [r.name for r in refs] == ["faithfulness", "precision@3", "context_relevancy[a=1,b=2]"]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ("faithfulness@3", "takes no cutoff"),
+    ("precision@x", "whole number"),
+    ("precision@0", "at least 1"),
+    ("context_relevancy[variant]", "key=value"),
+])
+def test_parse_metric_errors(text, fragment):
+    with pytest.raises(UnknownMetricError, match=fragment):
+        parse_metric(text)
+
+
+def test_custom_metric_through_score_computation():
+    @register_metric("test_answer_mentions_reference", required=("response", "reference"),
+                     raw_range=(0.0, 1.0), threshold=6.0)
+    def mentions(sample: Sample) -> float:
+        """Share of the reference's words that appear in the response."""
+        ref = set(sample.reference.lower().split())
+        return len(ref & set(sample.response.lower().split())) / len(ref)
+
+    ref = parse_metric("test_answer_mentions_reference")
+    spec = ref.spec
+    assert spec.custom and spec.kind == "deterministic" and spec.fn is mentions
+    assert spec.description == "Share of the reference's words that appear in the response."
+    samples = [Sample(user_input="q?", response="about 25 days", reference="25 days"),
+               Sample(user_input="q2?", response="no idea", reference="25 days")]
+    scores = [Score.from_raw(ref.name, "native", s.id, spec.fn(s), raw_range=spec.raw_range,
+                             higher_is_better=spec.higher_is_better, threshold=spec.threshold)
+              for s in samples]
+    # first: reference words {25, days} both in the response -> 1.0 -> 10/10, passes 6
+    # second: none -> 0 -> 0/10, fails
+    assert [(s.value, s.passed) for s in scores] == [(10.0, True), (0.0, False)]
+    agg = aggregate(scores)
+    assert agg.mean == 5.0 and agg.pass_rate == 0.5 and agg.errors == 0

@@ -1,0 +1,120 @@
+"""Sample: every framework's field names load to the same Sample; validation messages."""
+
+import uuid
+import warnings
+
+import pytest
+
+from unified.sample import Sample, SampleError
+
+Q = "How many days of annual leave do full-time employees get?"
+A = "25 days per year plus public holidays."
+CTX = ["Full-time employees receive 25 days of paid annual leave per calendar year."]
+REF = "25 days per calendar year."
+
+CANONICAL = {"user_input": Q, "response": A, "retrieved_contexts": CTX, "reference": REF}
+
+# each framework's own names, written out by hand (not derived from sample.ALIASES, so
+# that a wrong alias table fails here)
+FRAMEWORK_ROWS = {
+    "ragas_v2": {"user_input": Q, "response": A, "retrieved_contexts": CTX, "reference": REF},
+    "ragas_v1": {"question": Q, "answer": A, "contexts": CTX, "ground_truth": REF},
+    "deepeval": {"input": Q, "actual_output": A, "retrieval_context": CTX, "expected_output": REF},
+    "dingo": {"prompt": Q, "content": A, "context": CTX, "reference": REF},
+    "patronus": {"evaluated_model_input": Q, "evaluated_model_output": A,
+                 "evaluated_model_retrieved_context": CTX, "evaluated_model_gold_answer": REF},
+    "others": {"query": Q, "answer": A, "contexts": CTX, "reference_answer": REF},
+}
+
+
+@pytest.mark.parametrize("framework", sorted(FRAMEWORK_ROWS))
+def test_framework_names_give_the_same_sample(framework):
+    expected = Sample.from_record(CANONICAL).model_dump()
+    assert Sample.from_record(FRAMEWORK_ROWS[framework]).model_dump() == expected
+
+
+def test_embedchain_names():
+    # Embedchain's rows have no reference
+    row = {"question": Q, "answer": A, "contexts": CTX}
+    canonical = {"user_input": Q, "response": A, "retrieved_contexts": CTX}
+    assert Sample.from_record(row).model_dump() == Sample.from_record(canonical).model_dump()
+
+
+def test_relevant_docs_alias_and_int_ids():
+    s = Sample.from_record({"query": Q, "relevant_docs": [7, "doc-8"]})
+    assert s.relevant_ids == ["7", "doc-8"]
+
+
+def test_mapping_renames_first():
+    s = Sample.from_record({"q": Q, "ctx": CTX}, {"q": "user_input", "ctx": "retrieved_contexts"})
+    assert s.user_input == Q and s.retrieved_contexts == CTX and s.metadata == {}
+
+
+def _error(record):
+    with pytest.raises(SampleError) as ei:
+        Sample.from_record(record)
+    return ei.value
+
+
+def test_string_contexts_error_names_the_source_and_the_fix():
+    e = _error({"question": Q, "contexts": "one long context"})
+    assert e.field == "retrieved_contexts"
+    assert "single string in 'contexts'" in e.reason and "wrap it in a list" in e.reason
+
+
+def test_non_string_context_names_the_index():
+    e = _error({"user_input": Q, "retrieved_contexts": ["ok", 42]})
+    assert e.field == "retrieved_contexts[1]" and "got int" in e.reason
+
+
+def test_empty_user_input():
+    e = _error({"user_input": "   "})
+    assert e.field == "user_input" and "empty" in e.reason
+
+
+def test_missing_user_input():
+    e = _error({"response": A})
+    assert e.field == "user_input" and "missing" in e.reason
+
+
+def test_conflicting_aliases_are_an_error():
+    e = _error({"question": Q, "user_input": "another question?"})
+    assert e.field == "user_input"
+    assert "'question'" in e.reason and "'user_input'" in e.reason and "given twice" in e.reason
+
+
+def test_equal_aliases_are_accepted():
+    assert Sample.from_record({"question": Q, "user_input": Q}).user_input == Q
+
+
+def test_bad_graded_relevance():
+    e = _error({"user_input": Q, "graded_relevance": {"doc-1": "high"}})
+    assert e.field == "graded_relevance.doc-1"
+
+
+def test_unknown_field_kept_in_metadata_and_warned_once():
+    field = f"annotator_{uuid.uuid4().hex[:8]}"  # unique: the warning is once per process
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s1 = Sample.from_record({"user_input": Q, field: "kb"})
+        s2 = Sample.from_record({"user_input": Q + " again", field: "mm"})
+    assert s1.metadata == {field: "kb"} and s2.metadata == {field: "mm"}
+    mine = [w for w in caught if field in str(w.message)]
+    assert len(mine) == 1 and issubclass(mine[0].category, UserWarning)
+    assert "kept in metadata" in str(mine[0].message)
+
+
+def test_content_hash_id_is_stable_and_content_based():
+    a = Sample.from_record(CANONICAL)
+    b = Sample.from_record(FRAMEWORK_ROWS["deepeval"])
+    assert a.id == b.id and len(a.id) == 16
+    # metadata does not change the id, content does
+    assert Sample.from_record({**CANONICAL, "metadata": {"x": 1}}).id == a.id
+    assert Sample.from_record({**CANONICAL, "response": "30 days."}).id != a.id
+    # an explicit id wins and is kept as a string
+    assert Sample.from_record({**CANONICAL, "id": 17}).id == "17"
+
+
+def test_has_treats_empty_retrieval_as_present():
+    s = Sample(user_input=Q, retrieved_contexts=[], relevant_ids=[], response=" ")
+    assert s.has("retrieved_contexts") and not s.has("relevant_ids") and not s.has("response")
