@@ -1,0 +1,166 @@
+"""The per-sample call plan: call counts whatever K, fused vs. alone prompts, prompts
+that contain the texts they judge, cost attribution, custom and retrieval metrics."""
+
+from __future__ import annotations
+
+import pytest
+
+from unified.adapters.native import NativeBackend
+from unified.adapters.native.testing import ScriptedEmbedder, ScriptedJudge, fill_keys
+from unified.judge.base import Judges
+from unified.metrics import parse_metrics, register_metric, register_rubric
+from unified.sample import Sample
+from unified.scores import Score
+
+CORE = "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision"
+
+
+def generic(schema, messages):
+    """Schema-valid answers whatever the request (plumbing only)."""
+    name = schema.__name__
+    if name == "ClaimList":
+        return {"claims": ["claim one.", "claim two.", "claim three."]}
+    if name == "GeneratedQuestions":
+        return {"questions": ["q1?", "q2?", "q3?"], "noncommittal": False}
+    if name == "WholeRating":
+        return {"reason": "ok", "rating": 1}
+    if name.startswith("RubricScore"):
+        return {"reason": "fine", "score": 3}
+    return fill_keys(schema, lambda k: 1 if k.endswith("relevance") else
+                     ("yes" if k.endswith("useful") or name.startswith("Comparison") else "supported"))
+
+
+def make(k: int) -> Sample:
+    return Sample(user_input="Which river flows through Paris?", response="The Seine flows through Paris.",
+                  reference="The Seine.", retrieved_contexts=[f"context number {i} about rivers" for i in range(k)],
+                  retrieved_ids=[f"d{i}" for i in range(k)], relevant_ids=["d1"], id=f"k{k}")
+
+
+def bundle(single=False):
+    j = ScriptedJudge(generic, "m")
+    e = ScriptedEmbedder()
+    return Judges(chat=j, embedder=e, single_judge=single), j, e
+
+
+@pytest.mark.parametrize("k", [3, 10])
+@pytest.mark.parametrize("single,limit", [(False, 9), (True, 5)])
+async def test_core_metrics_call_budget_is_independent_of_k(k, single, limit):
+    judges, j, e = bundle(single)
+    scores = await NativeBackend(judges).score(make(k), parse_metrics(CORE))
+    assert all(s.ok for s in scores), [s.error for s in scores]
+    assert len(j.calls) <= limit
+    assert len(j.calls) == (5 if single else 8)  # the plan: 1 + 1 + 2 + 2 + 2 (dual)
+    assert len(e.calls) == 1
+    # every call is charged to exactly one metric: the Scores' costs add up to the calls
+    assert sum(s.cost.calls for s in scores) == len(j.calls)
+    assert sum(s.cost.embedding_calls for s in scores) == 1
+
+
+async def test_fused_calls_are_charged_to_the_first_metric_and_noted_as_shared():
+    judges, j, _ = bundle()
+    out = {s.metric: s for s in await NativeBackend(judges).score(
+        make(3), parse_metrics("faithfulness,context_recall,context_relevancy,context_precision"))}
+    assert out["faithfulness"].cost.calls == 1 + 2  # response extraction + verification A/B
+    assert out["context_recall"].cost.calls == 1  # reference extraction only
+    assert out["context_recall"].details["shared_steps"]["verify"] == {
+        "charged_to": "faithfulness", "shared_with": ["faithfulness"]}
+    assert out["context_precision"].cost.calls == 0
+    assert out["context_precision"].details["shared_steps"]["contexts"]["charged_to"] == "context_relevancy"
+    # the fused context call asks both relevance and usefulness
+    ctx_calls = [c for c in j.calls if c[0].startswith("ContextJudgement")]
+    assert len(ctx_calls) == 2
+    assert "relevance" in ctx_calls[0][1][0]["content"] and "REFERENCE ANSWER" in ctx_calls[0][1][0]["content"]
+
+
+async def test_each_metric_alone_uses_its_own_smaller_prompt():
+    judges, j, _ = bundle()
+    await NativeBackend(judges).score(make(3), parse_metrics("context_relevancy"))
+    schemas = [(name, msgs) for name, msgs in j.calls]
+    assert [n for n, _ in schemas] == ["ContextJudgementA", "ContextJudgementB"]
+    user_text = schemas[0][1][-1]["content"]
+    assert "The Seine." not in user_text  # relevance alone never shows the reference
+    j.calls.clear()
+    await NativeBackend(judges).score(make(3), parse_metrics("context_recall"))
+    verify = [m for n, m in j.calls if n.startswith("Verification")]
+    assert len(verify) == 2 and "response_claim" not in verify[0][-1]["content"]
+
+
+async def test_extraction_prompt_is_identical_whichever_metric_asks():
+    judges, j, _ = bundle()
+    await NativeBackend(judges).score(make(3), parse_metrics("faithfulness"))
+    first = [m for n, m in j.calls if n == "ClaimList"]
+    j.calls.clear()
+    await NativeBackend(judges).score(make(3), parse_metrics("answer_correctness"))
+    second = [m for n, m in j.calls if n == "ClaimList"]
+    assert first[0] in second  # same request -> a judge-cache hit across score() calls
+
+
+async def test_prompts_contain_the_texts_they_judge_and_b_reverses_the_order():
+    judges, j, _ = bundle()
+    s = make(4)
+    await NativeBackend(judges).score(s, parse_metrics(
+        "faithfulness,context_recall,context_relevancy,context_precision,answer_relevancy,"
+        "answer_correctness,context_sufficiency,response_groundedness"))
+    by = {}
+    for name, msgs in j.calls:
+        by.setdefault(name, []).append("\n".join(m["content"] for m in msgs))
+    for name in ("VerificationA", "VerificationB", "ContextJudgementA", "ContextJudgementB"):
+        text = by[name][0]
+        positions = [text.index(c) for c in s.retrieved_contexts]
+        assert positions == sorted(positions, reverse=name.endswith("B"))
+    for name in ("VerificationA", "VerificationB"):
+        assert "claim one." in by[name][0]
+    assert all(s.user_input in t for t in by["ContextJudgementA"] + by["ContextJudgementB"])
+    assert all(s.reference in t for t in by["ContextJudgementA"])
+    assert any(s.response in t for t in by["ClaimList"]) and any(s.reference in t for t in by["ClaimList"])
+    assert all(s.response in t for t in by["GeneratedQuestions"])
+    assert s.user_input not in by["GeneratedQuestions"][0]  # the question is never shown
+    ratings = by["WholeRating"]
+    assert any(s.reference in t and all(c in t for c in s.retrieved_contexts) for t in ratings)
+    assert any(s.response in t and all(c in t for c in s.retrieved_contexts) for t in ratings)
+    assert len(set(by["GeneratedQuestions"])) == 2  # A and B are different phrasings
+
+
+@pytest.fixture
+def scratch_registry():
+    """Custom metrics registered by a test leave the shared registry as they found it."""
+    import unified.metrics as metrics
+    saved = dict(metrics._REGISTRY), dict(metrics._ALIAS_INDEX)
+    yield
+    metrics._REGISTRY.clear(), metrics._REGISTRY.update(saved[0])
+    metrics._ALIAS_INDEX.clear(), metrics._ALIAS_INDEX.update(saved[1])
+
+
+async def test_custom_function_and_rubric_metrics(scratch_registry):
+    @register_metric("test_native_length", raw_range=(0, 100), higher_is_better=False)
+    def length(sample):
+        return len(sample.response)
+
+    @register_metric("test_native_score_obj")
+    def ready(sample):
+        return Score(metric="x", backend="", sample_id="", value=4.0)
+
+    @register_metric("test_native_broken")
+    def broken(sample):
+        raise RuntimeError("boom")
+
+    register_rubric("test_native_polite", "The response is polite.", scale=(1, 5))
+    judges, j, _ = bundle()
+    backend = NativeBackend(judges)
+    refs = parse_metrics("test_native_length,test_native_score_obj,test_native_broken,test_native_polite")
+    assert all(backend.implements(r) for r in refs) and backend.implements("test_native_polite")
+    out = {s.metric: s for s in await backend.score(make(3), refs)}
+    n = len(make(3).response)
+    assert out["test_native_length"].value == pytest.approx(10 * (100 - n) / 100)
+    assert out["test_native_score_obj"].value == 4.0 and out["test_native_score_obj"].backend == "native"
+    assert out["test_native_broken"].value is None and "boom" in out["test_native_broken"].error
+    rub = out["test_native_polite"]
+    assert rub.value == pytest.approx(5.0) and rub.details["score_a"] == 3.0 and rub.cost.calls == 2
+    assert any("The response is polite." in m[0]["content"] for n_, m in j.calls if n_.startswith("Rubric"))
+
+
+async def test_retrieval_metrics_are_delegated_without_judge_calls():
+    judges, j, _ = bundle()
+    out = await NativeBackend(judges).score(make(3), parse_metrics("precision@2,mrr,hit_rate@1"))
+    assert [s.value for s in out] == pytest.approx([5.0, 5.0, 0.0])
+    assert j.calls == []
