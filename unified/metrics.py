@@ -299,6 +299,29 @@ _builtin("semantic_similarity",
 _builtin("bertscore",
          "BERTScore F1 between response and reference from contextual token embeddings.",
          (R, REF), "embedding", 5.0)
+# further ragas collections metrics (served by the ragas backend; table in adapters/ragas.py)
+_builtin("factual_correctness",
+         "F1 of claim overlap: response claims supported by the reference (precision) and "
+         "reference claims supported by the response (recall); F1 = 2PR / (P + R). "
+         "(The bare alias 'FactualCorrectness' resolves to answer_correctness.)",
+         (R, REF), "llm", 5.0)
+_builtin("context_utilization",
+         "Average precision of per-context 'useful for the response' verdicts: "
+         "Σ_k (P@k · v_k) / Σ_k v_k (no reference needed).",
+         (Q, R, C), "llm", 5.0, ragas="ContextPrecisionWithoutReference",
+         ragas_short="ContextUtilization")
+_builtin("context_entity_recall",
+         "Share of the reference's entities found in the contexts: |E_ref ∩ E_ctx| / |E_ref|.",
+         (C, REF), "llm", 5.0, ragas="ContextEntityRecall")
+_builtin("answer_accuracy",
+         "Agreement of response and reference, rated 0/2/4 by two judges with swapped roles; "
+         "mean rating / 4.",
+         (Q, R, REF), "llm", 5.0, ragas="AnswerAccuracy")
+_builtin("noise_sensitivity",
+         "Share of the response's claims that are incorrect (unsupported by the reference) "
+         "yet drawn from the contexts; ragas's raw score is lower-is-better, shown inverted: "
+         "value = 10 · (1 − raw).",
+         (Q, R, C, REF), "llm", 5.0, ragas="NoiseSensitivity")
 
 for _name, _desc, _req, _thr in [
     ("precision_at_k", "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k.",

@@ -1,0 +1,317 @@
+"""The RAGAS backend: our Sample and judge inside ragas 0.4's collections metrics.
+
+ragas does the scoring, unchanged; this module only translates:
+
+- ``Sample`` -> the keyword arguments of ``await metric.ascore(**fields)``
+  (``ragas.metrics.collections``; the old ``ragas.metrics`` + ``evaluate()`` stack is
+  deprecated and is not used);
+- our judge -> ragas's own extension points: ``JudgeRagasLLM`` (a subclass of ragas's
+  instructor-style ``InstructorBaseRagasLLM``) and ``JudgeRagasEmbedding`` (a subclass of
+  ``BaseRagasEmbedding``). Every prompt ragas sends therefore goes through
+  ``unified.judge``: cached, retried, rate-limited and counted like a native call;
+- ragas's number -> ``Score``: ``value = 10 · (raw − lo)/(hi − lo)`` on the raw range of
+  ``RAGAS_METRICS`` (inverted for the one lower-is-better metric, noise_sensitivity).
+  ragas's NaN or exception becomes ``value=None`` with ``error="ragas <Class>: <what
+  ragas said>"``.
+
+ragas collections metrics keep no per-call state on ``self`` (only the llm, embeddings
+and prompt objects set in ``__init__``), so one instance per (metric, parameters) is
+built lazily and shared by all samples of a backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import inspect
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Coroutine, TypeVar
+
+from unified.adapters._quiet import quiet_frameworks, redirect_ragas_user_dir
+
+quiet_frameworks()  # before ragas is imported: its switches are read once
+
+import ragas  # noqa: E402
+import ragas.metrics.collections as ragas_collections  # noqa: E402
+from ragas.embeddings.base import BaseRagasEmbedding  # noqa: E402
+from ragas.llms.base import InstructorBaseRagasLLM  # noqa: E402
+
+redirect_ragas_user_dir()
+
+from pydantic import BaseModel  # noqa: E402
+
+from unified.adapters import Backend  # noqa: E402
+from unified.judge.base import Judges, task_scope  # noqa: E402
+from unified.metrics import MetricRef  # noqa: E402
+from unified.sample import Sample  # noqa: E402
+from unified.scores import Score  # noqa: E402
+
+BACKEND = "ragas"
+T = TypeVar("T", bound=BaseModel)
+R = TypeVar("R")
+
+# the last judge error raised inside one task: nv-style ragas metrics (ContextRelevance,
+# ResponseGroundedness, AnswerAccuracy) swallow exceptions and return NaN, and a bare
+# "NaN" would not tell the user that the judge was unreachable
+_last_judge_error: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
+    "ragas_last_judge_error", default=None)
+# vectors fetched ahead for metrics that call the *sync* embed_text (SemanticSimilarity)
+_primed: contextvars.ContextVar[dict[str, list[list[float]]] | None] = contextvars.ContextVar(
+    "ragas_primed_vectors", default=None)
+
+
+def run_blocking(factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
+    """Run a coroutine to completion from sync code, even inside a running event loop.
+
+    Inside a loop we cannot ``asyncio.run``; the coroutine then runs on a fresh loop in a
+    worker thread (with the caller's context, so judge calls keep their task attribution)
+    while the caller blocks. ragas's sync paths are rare (``SemanticSimilarity`` only).
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(ctx.run, lambda: asyncio.run(factory())).result()
+
+
+def _note_error(e: BaseException) -> None:
+    box = _last_judge_error.get()
+    if box is not None:
+        box.append(f"{type(e).__name__}: {e}")
+
+
+class JudgeRagasLLM(InstructorBaseRagasLLM):
+    """ragas's structured-output LLM interface answered by our ``ChatJudge``.
+
+    ``agenerate(prompt, response_model)`` sends the prompt ragas built as one user
+    message and returns the validated ``response_model`` instance (ragas's instructor
+    clients return exactly that). ``is_async`` tells ragas to use the async path.
+    """
+
+    is_async = True
+
+    def __init__(self, judges: Judges):
+        self.judges = judges
+        self.model = getattr(judges.chat, "model", "") or "unified-judge"
+        self.provider = "unified"
+
+    async def agenerate(self, prompt: str, response_model: type[T]) -> T:
+        try:
+            return await self.judges.require_chat().ask(
+                [{"role": "user", "content": prompt}], response_model)
+        except Exception as e:
+            _note_error(e)
+            raise
+
+    def generate(self, prompt: str, response_model: type[T]) -> T:
+        return run_blocking(lambda: self.agenerate(prompt, response_model))
+
+
+class JudgeRagasEmbedding(BaseRagasEmbedding):
+    """ragas's modern embedding interface answered by our ``Embedder``.
+
+    ``aembed_text`` sends one text per ``Embedder.embed`` call and ``aembed_texts`` one
+    batch, exactly as ragas asks, so a direct ragas call with this object and the backend
+    send identical requests (the judge cache keys on the request).
+    """
+
+    def __init__(self, judges: Judges):
+        super().__init__(cache=None)
+        self.judges = judges
+
+    async def aembed_text(self, text: str, **kwargs: Any) -> list[float]:
+        try:
+            return (await self.judges.require_embedder().embed([text]))[0]
+        except Exception as e:
+            _note_error(e)
+            raise
+
+    async def aembed_texts(self, texts: list[str], **kwargs: Any) -> list[list[float]]:
+        # one batched request instead of ragas's default of one request per text
+        try:
+            return await self.judges.require_embedder().embed(list(texts))
+        except Exception as e:
+            _note_error(e)
+            raise
+
+    def embed_text(self, text: str, **kwargs: Any) -> list[float]:
+        primed = _primed.get()
+        if primed and primed.get(text):
+            return primed[text].pop(0)
+        return run_blocking(lambda: self.aembed_text(text))
+
+    async def prime(self, texts: list[str]) -> None:
+        """Embed ``texts`` now (in order, one call each) for the sync ``embed_text`` calls
+        that follow in this task, so they need no thread hop."""
+        store = _primed.get()
+        if store is None:
+            raise RuntimeError("prime() outside a ragas backend task")
+        for t in texts:
+            store.setdefault(t, []).append(await self.aembed_text(t))
+
+
+# ---------------------------------------------------------------- the mapping table
+
+def _fields(*names: str) -> Callable[[Sample], dict[str, Any]]:
+    """ascore keyword arguments named exactly like Sample fields (ragas's modern names)."""
+    return lambda s: {n: getattr(s, n) for n in names}
+
+
+@dataclass(frozen=True)
+class RagasMetric:
+    """How one canonical metric runs on ragas.
+
+    ``cls``: class name in ``ragas.metrics.collections``; ``fields``: Sample ->
+    ``ascore`` kwargs; ``raw_range``/``higher_is_better``: ragas's scale; ``uses``: which
+    of "llm"/"embeddings" the constructor takes; ``init``: fixed constructor kwargs;
+    ``sync_embed``: Sample fields whose text ragas embeds through the sync API.
+    """
+
+    cls: str
+    fields: Callable[[Sample], dict[str, Any]]
+    uses: tuple[str, ...] = ("llm",)
+    raw_range: tuple[float, float] = (0.0, 1.0)
+    higher_is_better: bool = True
+    init: dict[str, Any] = field(default_factory=dict)
+    sync_embed: Callable[[Sample], list[str]] | None = None
+
+
+Q, RESP, C, REF = "user_input", "response", "retrieved_contexts", "reference"
+
+#: canonical metric -> ragas collections metric. The one table the backend obeys.
+RAGAS_METRICS: dict[str, RagasMetric] = {
+    "faithfulness": RagasMetric("Faithfulness", _fields(Q, RESP, C)),
+    "answer_relevancy": RagasMetric("AnswerRelevancy", _fields(Q, RESP), uses=("llm", "embeddings")),
+    "context_relevancy": RagasMetric("ContextRelevance", _fields(Q, C)),
+    "context_recall": RagasMetric("ContextRecall", _fields(Q, C, REF)),
+    "context_precision": RagasMetric("ContextPrecisionWithReference", _fields(Q, REF, C)),
+    "answer_correctness": RagasMetric("AnswerCorrectness", _fields(Q, RESP, REF),
+                                      uses=("llm", "embeddings")),
+    "response_groundedness": RagasMetric("ResponseGroundedness", _fields(RESP, C)),
+    # ragas embeds reference then response, with the sync API; empty text becomes " "
+    "semantic_similarity": RagasMetric(
+        "SemanticSimilarity", _fields(REF, RESP), uses=("embeddings",),
+        sync_embed=lambda s: [s.reference or " ", s.response or " "]),
+    # further collections metrics whose inputs a Sample has
+    "factual_correctness": RagasMetric("FactualCorrectness", _fields(RESP, REF)),
+    "context_utilization": RagasMetric("ContextPrecisionWithoutReference", _fields(Q, RESP, C)),
+    "context_entity_recall": RagasMetric("ContextEntityRecall", _fields(REF, C)),
+    "answer_accuracy": RagasMetric("AnswerAccuracy", _fields(Q, RESP, REF)),
+    # share of the response's claims that are wrong: lower is better, so it is inverted
+    "noise_sensitivity": RagasMetric("NoiseSensitivity", _fields(Q, RESP, REF, C),
+                                     higher_is_better=False),
+}
+
+def _one_line(text: str, limit: int = 300) -> str:
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class RagasBackend(Backend):
+    """Run canonical metrics with ragas 0.4 collections metrics over our judge.
+
+    Options: ``concurrency`` (int, default 16): metric evaluations in flight at once
+    across all samples of this backend (the judge layer limits HTTP calls separately);
+    ``run_dir``: the run's output folder, where ragas's uuid file then goes.
+    A metric's bracket parameters (``answer_relevancy[strictness=5]``) are passed to the
+    ragas constructor.
+    """
+
+    name: ClassVar[str] = BACKEND
+    metrics: ClassVar[frozenset[str]] = frozenset(RAGAS_METRICS)
+
+    def __init__(self, judges: Judges | None = None, **options: Any):
+        super().__init__(judges, **options)
+        if options.get("run_dir"):  # ragas's uuid file then lands in the run folder
+            quiet_frameworks(options["run_dir"])
+        self.llm = JudgeRagasLLM(self.judges)
+        self.embeddings = JudgeRagasEmbedding(self.judges)
+        self._instances: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
+        self._concurrency = int(options.get("concurrency", 16))
+        self._limits: dict[int, asyncio.Semaphore] = {}
+
+    def _limit(self) -> asyncio.Semaphore:
+        # one semaphore per event loop: a semaphore is bound to the loop that first waits
+        # on it, and a backend may serve several asyncio.run() calls (CLI, benchmarks)
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id not in self._limits:
+            self._limits = {loop_id: asyncio.Semaphore(self._concurrency)}
+        return self._limits[loop_id]
+
+    def ragas_metric(self, canonical: str, params: tuple[tuple[str, Any], ...] = ()) -> Any:
+        """The (shared, lazily built) ragas metric object for ``canonical``."""
+        key = (canonical, params)
+        if key not in self._instances:
+            m = RAGAS_METRICS[canonical]
+            kwargs: dict[str, Any] = dict(m.init)
+            if "llm" in m.uses:
+                kwargs["llm"] = self.llm
+            if "embeddings" in m.uses:
+                kwargs["embeddings"] = self.embeddings
+            cls = getattr(ragas_collections, m.cls)
+            # ragas constructors take **kwargs and drop unknown ones silently: check names
+            accepted = [p for p in inspect.signature(cls.__init__).parameters
+                        if p not in ("self", "kwargs", "llm", "embeddings")]
+            for name, _ in params:
+                if name not in accepted:
+                    raise TypeError(f"unknown parameter '{name}' (accepted: {', '.join(accepted)})")
+            kwargs.update(dict(params))
+            self._instances[key] = cls(**kwargs)
+        return self._instances[key]
+
+    async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
+        return list(await asyncio.gather(*(self._score_one(sample, ref) for ref in metrics)))
+
+    async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
+        spec = ref.spec
+        m = RAGAS_METRICS.get(ref.canonical)
+        if m is None:
+            return Score.failure(ref.name, BACKEND, sample.id,
+                                 f"metric '{ref.canonical}' is not available on the ragas backend; "
+                                 f"ragas implements: {', '.join(sorted(RAGAS_METRICS))}")
+        missing = [f for f in spec.required if not sample.has(f)]
+        if missing:
+            return Score.failure(ref.name, BACKEND, sample.id,
+                                 f"sample {sample.id}: metric '{ref.name}' needs field "
+                                 f"'{missing[0]}', which is missing or empty")
+        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better,
+                      threshold=spec.threshold)
+        details: dict[str, Any] = {"framework": "ragas", "ragas_version": ragas.__version__,
+                                   "ragas_metric": m.cls}
+        async with self._limit():
+            with task_scope(BACKEND, ref.name, sample.id) as meter:
+                errors: list[str] = []
+                err_token = _last_judge_error.set(errors)
+                primed_token = _primed.set({})
+                try:
+                    metric = self.ragas_metric(ref.canonical, ref.params)
+                    if m.sync_embed is not None:
+                        await self.embeddings.prime(m.sync_embed(sample))
+                    result = await metric.ascore(**m.fields(sample))
+                except Exception as e:  # ragas's own message is what the user needs
+                    return Score.failure(ref.name, BACKEND, sample.id,
+                                         _one_line(f"ragas {m.cls}: {type(e).__name__}: {e}"),
+                                         details=details, cost=meter.cost(), **common)
+                finally:
+                    _primed.reset(primed_token)
+                    _last_judge_error.reset(err_token)
+                raw = result.value
+                reason = getattr(result, "reason", None)
+                if raw is None or not isinstance(raw, (int, float)) or not math.isfinite(float(raw)):
+                    why = f"returned {raw!r}"
+                    if errors:  # the metric swallowed a judge failure on the way
+                        why += f" after a judge error: {errors[-1]}"
+                    elif isinstance(raw, float) and math.isnan(raw):
+                        why += " (no usable judge verdicts, e.g. no statements or ratings)"
+                    return Score.failure(ref.name, BACKEND, sample.id,
+                                         _one_line(f"ragas {m.cls}: {why}"), reason=reason,
+                                         details=details, cost=meter.cost(), **common)
+                lo, hi = m.raw_range
+                if not lo <= float(raw) <= hi:  # the framework left its own range: say so
+                    details["clipped_from"] = float(raw)
+                return Score.from_raw(ref.name, BACKEND, sample.id, float(raw), reason=reason,
+                                      details=details, cost=meter.cost(), **common)
