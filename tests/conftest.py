@@ -1,0 +1,31 @@
+"""Shared fixtures. Keep small: every test module imports from here.
+
+``judge_server``: a fresh loopback OpenAI-compatible server (tests/judge_server.py) per
+test; build a custom one with ``JudgeServer(latency=..., fault_rate=...)`` as a context
+manager. It is a plumbing and fault fixture, never evidence of judgment quality.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+# frameworks must be quiet and offline before anything imports them
+for _k, _v in {"RAGAS_DO_NOT_TRACK": "true", "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
+               "DEEPEVAL_DISABLE_DOTENV": "1", "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
+               "DEEPEVAL_FILE_SYSTEM": "READ_ONLY", "HF_HUB_OFFLINE": "1",
+               "TRANSFORMERS_OFFLINE": "1"}.items():
+    os.environ.setdefault(_k, _v)
+
+sys.path.insert(0, str(Path(__file__).parent))
+from judge_server import JudgeServer  # noqa: E402
+
+
+@pytest.fixture
+def judge_server():
+    """A started loopback judge server (no latency, no faults); stopped after the test."""
+    with JudgeServer() as srv:
+        yield srv

@@ -1,0 +1,175 @@
+"""Judge and embedding configuration: pydantic models, environment variables, run files.
+
+The API key is never a field: configs hold only the *name* of the environment variable
+(``api_key_env``) and clients read the value when they are created, so a config can be
+dumped into a report or a cache key without leaking anything.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+StructuredOutput = Literal["auto", "json_schema", "llama_cpp", "prompt"]
+
+_KEY_FIELDS = {"api_key", "apikey", "key", "openai_api_key", "token", "secret"}
+
+
+def _reject_literal_key(data: Any, section: str) -> Any:
+    if isinstance(data, dict):
+        found = _KEY_FIELDS & {str(k).lower() for k in data}
+        if found:
+            raise ValueError(
+                f"[{section}] has a literal `{sorted(found)[0]}` field: keys never go in config "
+                "files; set api_key_env to the NAME of an environment variable holding it")
+    return data
+
+
+class JudgeConfig(BaseModel):
+    """An OpenAI-compatible chat judge (or a local ``.gguf`` file for llama-cpp-python).
+
+    ``structured_output``: ``json_schema`` (OpenAI ``response_format``), ``llama_cpp``
+    (``{"type": "json_object", "schema": ...}``), ``prompt`` (schema in the prompt, validated
+    and repaired once) or ``auto`` (llama_cpp when the URL or model looks like llama.cpp,
+    else json_schema, switching to llama_cpp for good if the server rejects json_schema).
+    """
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), hide_input_in_errors=True)
+
+    base_url: str | None = None
+    model: str
+    api_key_env: str = "OPENAI_API_KEY"
+    temperature: float = 0.0
+    max_tokens: int = 2048
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    backoff_base: float = Field(0.5, ge=0)  # seconds; doubled per retry, with jitter
+    concurrency: int = Field(8, ge=1)
+    requests_per_minute: float | None = Field(None, gt=0)
+    structured_output: StructuredOutput = "auto"
+    seed: int | None = None
+    gguf_path: str | None = None
+    chat_format: str | None = None  # llama-cpp-python only; None -> the model's template
+    n_ctx: int = 4096  # llama-cpp-python only
+    extra: dict[str, Any] = Field(default_factory=dict)  # more sampling params, sent as-is
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_literal_key(cls, data: Any) -> Any:
+        return _reject_literal_key(data, "judge")
+
+    @property
+    def is_gguf(self) -> bool:
+        """True for an in-process llama-cpp-python judge."""
+        return bool(self.gguf_path) or self.model.lower().endswith(".gguf")
+
+    def api_key(self) -> str | None:
+        """The key, read from the environment now (never stored on the config)."""
+        return os.environ.get(self.api_key_env) or None
+
+    @classmethod
+    def from_env(cls, prefix: str = "UNIFIED_JUDGE") -> "JudgeConfig | None":
+        """From UNIFIED_JUDGE_BASE_URL / _MODEL / _API_KEY_ENV; None when no model is set."""
+        model = os.environ.get(f"{prefix}_MODEL")
+        if not model:
+            return None
+        data: dict[str, Any] = {"model": model,
+                                "base_url": os.environ.get(f"{prefix}_BASE_URL") or None}
+        if os.environ.get(f"{prefix}_API_KEY_ENV"):
+            data["api_key_env"] = os.environ[f"{prefix}_API_KEY_ENV"]
+        return cls(**data)
+
+
+class EmbeddingConfig(BaseModel):
+    """``local`` (the packaged all-MiniLM-L6-v2, offline) or an OpenAI-compatible endpoint."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), hide_input_in_errors=True)
+
+    kind: Literal["local", "openai"] = "local"
+    base_url: str | None = None
+    model: str = "all-MiniLM-L6-v2"
+    api_key_env: str = "OPENAI_API_KEY"
+    batch_size: int = Field(64, ge=1)
+    timeout: float = Field(60.0, gt=0)
+    max_retries: int = Field(4, ge=0)
+    backoff_base: float = Field(0.5, ge=0)
+    concurrency: int = Field(4, ge=1)
+    requests_per_minute: float | None = Field(None, gt=0)
+    dimensions: int | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_literal_key(cls, data: Any) -> Any:
+        return _reject_literal_key(data, "embedding")
+
+    def api_key(self) -> str | None:
+        return os.environ.get(self.api_key_env) or None
+
+    @classmethod
+    def parse(cls, value: "str | EmbeddingConfig | None", model: str | None = None) -> "EmbeddingConfig | None":
+        """``"local"`` or a URL (``model`` then names the remote model) -> config."""
+        if value is None or isinstance(value, EmbeddingConfig):
+            return value
+        if value.strip().lower() == "local":
+            return cls(kind="local")
+        if not value.startswith(("http://", "https://")):
+            raise ValueError(f"embedding must be 'local' or an http(s) URL, got {value!r}")
+        return cls(kind="openai", base_url=value, model=model or "text-embedding-3-small")
+
+    @classmethod
+    def from_env(cls) -> "EmbeddingConfig | None":
+        """From UNIFIED_EMBEDDING (local|URL) and UNIFIED_EMBEDDING_MODEL; None when unset."""
+        value = os.environ.get("UNIFIED_EMBEDDING")
+        if not value:
+            return None
+        cfg = cls.parse(value, os.environ.get("UNIFIED_EMBEDDING_MODEL"))
+        if cfg is not None and os.environ.get("UNIFIED_JUDGE_API_KEY_ENV"):
+            cfg = cfg.model_copy(update={"api_key_env": os.environ["UNIFIED_JUDGE_API_KEY_ENV"]})
+        return cfg
+
+
+class RunConfig(BaseModel):
+    """The judge part of a run file: sections [judge], [judge2], [embedding]."""
+
+    model_config = ConfigDict(extra="allow", hide_input_in_errors=True)
+
+    judge: JudgeConfig | None = None
+    judge2: JudgeConfig | None = None
+    embedding: EmbeddingConfig | None = None
+
+
+def load_run_config(path: str | Path) -> RunConfig:
+    """Read a TOML (``.toml``) or YAML (``.yaml``/``.yml``) run file.
+
+    Other top-level sections are kept (``extra``) for the runner to read.
+    """
+    p = Path(path)
+    suffix = p.suffix.lower()
+    if suffix not in (".toml", ".yaml", ".yml"):
+        raise ValueError(f"{p}: run config must be .toml, .yaml or .yml")
+    text = p.read_text(encoding="utf-8")
+    if suffix == ".toml":
+        import tomllib
+        data = tomllib.loads(text)
+    else:
+        import yaml
+        data = yaml.safe_load(text) or {}
+    if not isinstance(data, dict):
+        raise ValueError(f"{p}: run config must be a mapping of sections")
+    for section in ("judge", "judge2", "embedding"):
+        try:
+            _reject_literal_key(data.get(section), section)
+        except ValueError as exc:
+            raise ValueError(f"{p}: {exc}") from None
+    emb = data.get("embedding")
+    if isinstance(emb, str):  # embedding = "local" / a URL
+        data["embedding"] = EmbeddingConfig.parse(emb)
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ()))
+        raise ValueError(f"{p}: {where}: {first.get('msg')}") from None

@@ -1,0 +1,105 @@
+"""``OpenAIEmbedder``: an OpenAI-compatible ``/v1/embeddings`` endpoint as an ``Embedder``.
+
+Texts go out in batches of ``batch_size`` (concurrently, under the client's semaphore) and
+come back in input order. Vectors are requested base64-encoded (little-endian float32,
+a quarter of the JSON size) and decoded here; servers that ignore ``encoding_format`` and
+send float lists are handled too. Retries and errors follow ``unified.judge.resilience``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import time
+from typing import Any, Sequence
+
+import numpy as np
+import openai
+
+from unified.judge.base import CallRecord, Embedder, JudgeHTTPError, record_call
+from unified.judge.config import EmbeddingConfig
+from unified.judge.resilience import (Attempts, RateLimiter, RetryPolicy, call_with_retries,
+                                      loop_local, scrub)
+
+
+def decode_embedding(value: Any) -> list[float]:
+    """A float list, or a base64 string of little-endian float32 values -> float list."""
+    if isinstance(value, str):
+        return np.frombuffer(base64.b64decode(value), dtype="<f4").astype(float).tolist()
+    return [float(x) for x in value]
+
+
+class OpenAIEmbedder(Embedder):
+    """Embeddings from an OpenAI-compatible endpoint, batched, with retries."""
+
+    def __init__(self, config: EmbeddingConfig):
+        if config.kind != "openai":
+            raise ValueError("OpenAIEmbedder needs EmbeddingConfig(kind='openai', base_url=...)")
+        self.config = config
+        self.model = config.model
+        self._secret = config.api_key()
+        secret = self._secret or "not-needed"
+        self._policy = RetryPolicy(max_retries=config.max_retries,
+                                   backoff_base=config.backoff_base, timeout=config.timeout)
+        self._limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
+        self._client = loop_local(lambda: openai.AsyncOpenAI(
+            base_url=config.base_url, api_key=secret, max_retries=0, timeout=config.timeout))
+        self._sem = loop_local(lambda: asyncio.Semaphore(config.concurrency))
+        self._what = f"embeddings model={config.model} at {config.base_url}"
+
+    async def _batch(self, texts: list[str]) -> list[list[float]]:
+        attempts = Attempts()
+        start = time.perf_counter()
+        extra: dict[str, Any] = {}
+        if self.config.dimensions:
+            extra["dimensions"] = self.config.dimensions
+
+        async def once() -> Any:
+            if self._limiter is not None:
+                await self._limiter.acquire()
+            # the timeout covers the request, not the wait for a concurrency slot
+            async with self._sem(), asyncio.timeout(self.config.timeout):
+                resp = await self._client().embeddings.create(
+                    model=self.model, input=texts, encoding_format="base64", **extra)
+            if not getattr(resp, "data", None) or len(resp.data) != len(texts):
+                raise ValueError("embedding count does not match input count")
+            return resp
+
+        try:
+            resp = await call_with_retries(once, self._policy, self._what, self._secret, attempts,
+                                           key_env=self.config.api_key_env)
+        except Exception as exc:
+            record_call(CallRecord(kind="embedding", backend="", metric="", sample_id="",
+                                   model=self.model, cached=False, retries=attempts.retries,
+                                   latency=time.perf_counter() - start,
+                                   error=scrub(str(exc), self._secret)[:300]))
+            raise
+        rows = sorted(resp.data, key=lambda d: d.index)
+        try:
+            vectors = [decode_embedding(d.embedding) for d in rows]
+        except (ValueError, TypeError) as exc:
+            raise JudgeHTTPError(f"{self._what}: undecodable embedding ({type(exc).__name__})",
+                                 200) from None
+        usage = getattr(resp, "usage", None)
+        tokens = getattr(usage, "prompt_tokens", None)
+        record_call(CallRecord(
+            kind="embedding", backend="", metric="", sample_id="", model=self.model,
+            cached=False, input_tokens=tokens if tokens is not None else
+            sum(max(1, len(t) // 4) for t in texts),
+            tokens_estimated=tokens is None, latency=time.perf_counter() - start,
+            retries=attempts.retries))
+        return vectors
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = [t if t else " " for t in texts]  # some servers reject empty strings
+        size = self.config.batch_size
+        batches = [texts[i:i + size] for i in range(0, len(texts), size)]
+        results = await asyncio.gather(*(self._batch(b) for b in batches))
+        return [v for batch in results for v in batch]
+
+    async def aclose(self) -> None:
+        try:
+            client = self._client()
+        except RuntimeError:
+            return
+        await client.close()
