@@ -1,0 +1,179 @@
+"""Regression tools for CI: ``--fail-under`` gates on a run's means, and the paired diff
+of two runs with a bootstrap confidence interval.
+
+Gate: a run fails when, for a gated metric, ``mean < bound`` on any backend that ran it
+(a metric with no successful score fails too: an all-error run must not pass CI).
+
+Diff of runs A and B, per (metric, backend), over the samples both scored without error
+(paired by sample id)::
+
+    d_i = value_B(i) − value_A(i),   Δ = mean(d)
+    95 % CI: percentiles 2.5 and 97.5 of mean(d*) over ``n_boot`` resamples d* of d drawn
+    with replacement (seeded, so the same runs always give the same interval).
+
+Pairing removes between-sample variance: a small real change shows up even when the
+per-run spreads are wide.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from unified.metrics import UnknownMetricError, parse_metric
+from unified.scores import Aggregate
+
+
+class GateError(ValueError):
+    """A malformed ``--fail-under`` specification."""
+
+
+def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[str, float]:
+    """``"faithfulness=7,context_recall=6"`` (or a list of such items, or a dict) ->
+    ``{metric: bound}``. Unknown metric names and bounds outside 0–10 are errors."""
+    if not spec:
+        return {}
+    if isinstance(spec, Mapping):
+        items = [f"{k}={v}" for k, v in spec.items()]
+    elif isinstance(spec, str):
+        items = spec.split(",")
+    else:
+        items = [p for s in spec for p in s.split(",")]
+    gates: dict[str, float] = {}
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        name, sep, bound = item.partition("=")
+        if not sep:
+            raise GateError(f"gate '{item}' must be metric=bound, like faithfulness=7")
+        name = name.strip()
+        try:
+            parse_metric(name)
+        except UnknownMetricError as e:
+            raise GateError(f"gate '{item}': {e}") from None
+        try:
+            value = float(bound)
+        except ValueError:
+            raise GateError(f"gate '{item}': bound '{bound}' is not a number") from None
+        if not 0.0 <= value <= 10.0:
+            raise GateError(f"gate '{item}': bound must be on the 0–10 scale")
+        gates[name] = value
+    return gates
+
+
+def _matches(gate: str, metric: str) -> bool:
+    """Exact name (``precision@3``), or the same canonical metric when the gate names
+    no cutoff (``faithfulness`` gates ``faithfulness``; ``precision_at_k`` gates every k)."""
+    if gate == metric:
+        return True
+    try:
+        g, m = parse_metric(gate), parse_metric(metric)
+    except UnknownMetricError:
+        return False
+    return g.k is None and not g.params and g.canonical == m.canonical
+
+
+def check_gates(aggregates: Iterable[Aggregate], gates: Mapping[str, float]) -> tuple[bool, list[str]]:
+    """(all passed, one line per gate and backend)."""
+    aggs = list(aggregates)
+    ok = True
+    lines: list[str] = []
+    for gate, bound in gates.items():
+        hit = [a for a in aggs if _matches(gate, a.metric)]
+        if not hit:
+            ok = False
+            lines.append(f"FAIL {gate}: not scored in this run (add it to --metrics)")
+            continue
+        for a in hit:
+            if a.mean is None:
+                ok = False
+                lines.append(f"FAIL {a.metric} ({a.backend}): no successful score ({a.errors} errors)")
+            elif a.mean < bound:
+                ok = False
+                lines.append(f"FAIL {a.metric} ({a.backend}): mean {a.mean:.2f} < {bound:.2f} "
+                             f"(short by {bound - a.mean:.2f})")
+            else:
+                lines.append(f"PASS {a.metric} ({a.backend}): mean {a.mean:.2f} >= {bound:.2f}")
+    return ok, lines
+
+
+# ---------------------------------------------------------------- diff
+
+def _values(run_dir: Path) -> dict[tuple[str, str], dict[str, float | None]]:
+    from unified.report import Report
+
+    out: dict[tuple[str, str], dict[str, float | None]] = {}
+    for d in Report.from_dir(run_dir).iter_score_dicts():
+        ok = d.get("error") is None and d.get("value") is not None
+        out.setdefault((d["metric"], d["backend"]), {})[d["sample_id"]] = float(d["value"]) if ok else None
+    return out
+
+
+def bootstrap_mean_ci(diffs: list[float], n_boot: int = 2000, seed: int = 0,
+                      level: float = 0.95) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of the mean of ``diffs``; None for fewer than 2."""
+    import numpy as np
+
+    n = len(diffs)
+    if n < 2:
+        return None
+    d = np.asarray(diffs, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    step = max(1, min(n_boot, 2_000_000 // n))  # bound memory: step × n indices at a time
+    for start in range(0, n_boot, step):
+        k = min(step, n_boot - start)
+        idx = rng.integers(0, n, size=(k, n))
+        means[start:start + k] = d[idx].mean(axis=1)
+    alpha = (1.0 - level) / 2
+    lo, hi = np.quantile(means, [alpha, 1 - alpha])
+    return float(lo), float(hi)
+
+
+def diff_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000, seed: int = 0,
+              top: int = 5) -> list[dict[str, Any]]:
+    """Per (metric, backend) in both runs: n paired, mean A, mean B (over the paired
+    samples), Δ = mean(B − A), its bootstrap CI, and the ``top`` samples that moved most."""
+    va, vb = _values(Path(run_a)), _values(Path(run_b))
+    rows = []
+    for key in list(va) + [k for k in vb if k not in va]:  # metrics of either run; unpaired ones say so
+        metric, backend = key
+        a, b = va.get(key, {}), vb.get(key, {})
+        paired = [sid for sid in a if sid in b and a[sid] is not None and b[sid] is not None]
+        diffs = [b[s] - a[s] for s in paired]  # type: ignore[operator]
+        row: dict[str, Any] = {"metric": metric, "backend": backend, "n_paired": len(paired),
+                               "only_a": sum(1 for s in a if s not in b), "only_b": sum(1 for s in b if s not in a),
+                               "failed": sum(1 for s in a if s in b and (a[s] is None or b[s] is None))}
+        if paired:
+            row["mean_a"] = sum(a[s] for s in paired) / len(paired)  # type: ignore[misc]
+            row["mean_b"] = sum(b[s] for s in paired) / len(paired)  # type: ignore[misc]
+            row["delta"] = sum(diffs) / len(diffs)
+            ci = bootstrap_mean_ci(diffs, n_boot=n_boot, seed=seed)
+            row["ci95"] = list(ci) if ci else None
+            movers = sorted(zip(paired, diffs), key=lambda t: (-abs(t[1]), t[0]))[:top]
+            row["movers"] = [{"sample_id": s, "a": a[s], "b": b[s], "delta": d} for s, d in movers]
+        else:
+            row.update(mean_a=None, mean_b=None, delta=None, ci95=None, movers=[])
+        rows.append(row)
+    return rows
+
+
+def format_diff(rows: list[dict[str, Any]]) -> Any:
+    """A rich Table of ``diff_runs`` rows (Δ with CI; ✱ marks a CI that excludes 0)."""
+    from rich.table import Table
+
+    t = Table(title="B − A per metric and backend (paired samples; 95% bootstrap CI)")
+    for col in ("metric", "backend", "n", "mean A", "mean B", "Δ", "95% CI", "moved most"):
+        t.add_column(col, justify="left" if col in ("metric", "backend", "moved most") else "right")
+    for r in rows:
+        if r["delta"] is None:
+            t.add_row(r["metric"], r["backend"], "0", "—", "—", "—", "—",
+                      f"no paired samples (only A {r['only_a']}, only B {r['only_b']})")
+            continue
+        ci = r["ci95"]
+        sig = ci is not None and (ci[0] > 0 or ci[1] < 0)
+        movers = ", ".join(f"{m['sample_id']} {m['delta']:+.1f}" for m in r["movers"][:3])
+        t.add_row(r["metric"], r["backend"], str(r["n_paired"]), f"{r['mean_a']:.2f}", f"{r['mean_b']:.2f}",
+                  f"{r['delta']:+.2f}{' ✱' if sig else ''}",
+                  "—" if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]", movers)
+    return t
