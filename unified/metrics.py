@@ -106,7 +106,9 @@ def get_metric(name_or_alias: str) -> MetricSpec:
     if key in _ALIAS_INDEX:
         return _REGISTRY[_ALIAS_INDEX[key]]
     close = difflib.get_close_matches(key, list(_ALIAS_INDEX), n=3, cutoff=0.5)
-    hint = f"; did you mean {', '.join(repr(_REGISTRY[_ALIAS_INDEX[c]].name) for c in dict.fromkeys(close))}?" if close else ""
+    # several aliases of one metric may match: suggest each metric once
+    names = dict.fromkeys(_REGISTRY[_ALIAS_INDEX[c]].name for c in close)
+    hint = f"; did you mean {', '.join(repr(n) for n in names)}?" if names else ""
     raise UnknownMetricError(f"unknown metric '{name_or_alias}'{hint} (see `unified-eval metrics`)")
 
 

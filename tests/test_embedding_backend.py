@@ -1,0 +1,165 @@
+"""The offline ``embedding`` backend on hand-checked cases, with the real MiniLM model.
+
+Each expectation is one a reader can verify by eye (an answer copied from the context is
+supported, an unrelated one is not). No figure here is evidence of agreement with people:
+that is ``benchmarks/meta_eval.py``'s job.
+"""
+
+import asyncio
+from typing import Sequence
+
+import pytest
+
+from unified.adapters import get_backend
+from unified.judge.base import Embedder, JudgeConnectionError, Judges
+from unified.metrics import parse_metric, parse_metrics
+from unified.sample import Sample
+
+pytestmark = pytest.mark.local
+
+PARIS = ("Paris is the capital and largest city of France. The Eiffel Tower was completed in 1889 "
+         "for the World's Fair.")
+BANANA = "Bananas are a yellow tropical fruit. They are rich in potassium and grow in clusters."
+Q = "What is the capital of France?"
+
+
+def score(sample: Sample, names: str, judges: Judges | None = None):
+    backend = get_backend("embedding", judges)
+    return asyncio.run(backend.score(sample, parse_metrics(names)))
+
+
+def one(sample: Sample, name: str) -> float:
+    (s,) = score(sample, name)
+    assert s.ok, s.error
+    return s.value
+
+
+def test_faithfulness_copied_high_unrelated_low_nonanswer_zero():
+    copied = one(Sample(user_input=Q, response="Paris is the capital and largest city of France.",
+                        retrieved_contexts=[PARIS]), "faithfulness")
+    unrelated = one(Sample(user_input=Q, response="Quantum computers use qubits to factor integers.",
+                           retrieved_contexts=[PARIS]), "faithfulness")
+    dodge = score(Sample(user_input=Q, response="The capital is not mentioned in the context.",
+                         retrieved_contexts=[PARIS]), "faithfulness")[0]
+    assert copied == pytest.approx(10.0)
+    assert unrelated < 5.0 < copied
+    assert dodge.value == 0.0 and dodge.details["sentences"][0]["non_answer"] is True
+    # the best-matching context sentence is reported per response sentence
+    s = score(Sample(user_input=Q, response="The Eiffel Tower was completed in 1889.",
+                     retrieved_contexts=[PARIS]), "faithfulness")[0]
+    assert s.details["sentences"][0]["best_match"].startswith("The Eiffel Tower")
+
+
+def test_answer_relevancy_penalises_echo_and_unrelated():
+    good = one(Sample(user_input=Q, response="France's capital city is Paris, on the Seine river."),
+               "answer_relevancy")
+    echo = one(Sample(user_input=Q, response="What is the capital of France?"), "answer_relevancy")
+    off = one(Sample(user_input=Q, response="Bananas are rich in potassium."), "answer_relevancy")
+    assert echo == 0.0  # no new content word: it only restates the question
+    assert good > off and good > echo
+
+
+def test_context_relevancy_orders_relevant_above_irrelevant_and_sentence_variant():
+    rel = one(Sample(user_input=Q, retrieved_contexts=[PARIS]), "context_relevancy")
+    irr = one(Sample(user_input=Q, retrieved_contexts=[BANANA]), "context_relevancy")
+    both = one(Sample(user_input=Q, retrieved_contexts=[PARIS, BANANA]), "context_relevancy")
+    assert rel > both > irr
+    (v,) = score(Sample(user_input=Q, retrieved_contexts=[PARIS, BANANA]),
+                 "context_relevancy[variant=sentence,t=0.4]")
+    # 4 context sentences; only the one naming the capital of France reaches 0.4
+    assert v.details["sentences"] == 4
+    assert v.value == pytest.approx(10.0 * v.details["relevant_sentences"] / 4)
+    assert 1 <= v.details["relevant_sentences"] <= 2
+
+
+def test_context_precision_rewards_relevant_context_first():
+    ref = "Paris is the capital of France."
+    first = one(Sample(user_input=Q, retrieved_contexts=[PARIS, BANANA], reference=ref), "context_precision")
+    second = one(Sample(user_input=Q, retrieved_contexts=[BANANA, PARIS], reference=ref), "context_precision")
+    none = one(Sample(user_input=Q, retrieved_contexts=[BANANA], reference=ref), "context_precision")
+    assert (first, second, none) == (pytest.approx(10.0), pytest.approx(5.0), 0.0)  # AP = 1, 1/2, 0
+
+
+def test_context_recall_covered_vs_uncovered_reference():
+    covered = one(Sample(user_input=Q, retrieved_contexts=[PARIS],
+                         reference="Paris is the capital of France. The Eiffel Tower dates from 1889."),
+                  "context_recall")
+    half = one(Sample(user_input=Q, retrieved_contexts=[PARIS],
+                      reference="Paris is the capital of France. Bananas grow in tropical clusters."),
+               "context_recall")
+    # default t = 1.0: the mean best cosine; a paraphrase scores ~0.8-0.9, an absent fact ~0.1
+    assert covered > half and covered >= 8.0 and half < 6.0
+
+
+def test_semantic_similarity_and_bertscore_identical_strings():
+    s = Sample(user_input=Q, response="Paris is the capital of France.", reference="Paris is the capital of France.")
+    sim, bert = score(s, "semantic_similarity,bertscore")
+    assert sim.value == pytest.approx(10.0, abs=1e-3)
+    assert bert.raw == pytest.approx(1.0, abs=1e-5)
+    assert bert.details["precision"] == pytest.approx(1.0, abs=1e-4)
+    assert bert.details["recall"] == pytest.approx(1.0, abs=1e-4)
+    (other,) = score(Sample(user_input=Q, response="Bananas are yellow.", reference=s.reference), "bertscore")
+    assert other.raw < bert.raw and 0 <= other.details["precision"] <= 1
+
+
+def test_one_score_per_metric_in_order_errors_not_raised():
+    s = Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS])
+    out = score(s, "faithfulness,context_recall,answer_relevancy")
+    assert [o.metric for o in out] == ["faithfulness", "context_recall", "answer_relevancy"]
+    assert out[1].error and "reference" in out[1].error and out[1].value is None
+    assert out[0].ok and out[2].ok
+    # the sample's single embedding call is charged once
+    assert sum(o.cost.embedding_calls for o in out) == 1
+    # a retriever that found nothing: 0, not an error
+    empty = score(Sample(user_input=Q, response="Paris.", retrieved_contexts=[]), "faithfulness")[0]
+    assert empty.value == 0.0
+
+
+class CountingEmbedder(Embedder):
+    """Wraps the real local embedder and counts calls (plumbing check only)."""
+
+    def __init__(self, fail: bool = False):
+        from unified.judge.local import LocalEmbedder
+        self.inner, self.calls, self.fail, self.model = LocalEmbedder(), [], fail, "counting"
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls.append(list(texts))
+        if self.fail:
+            raise JudgeConnectionError("embedding server unreachable")
+        return await self.inner.embed(texts)
+
+
+def test_configured_embedder_gets_one_deduplicated_call_per_sample():
+    emb = CountingEmbedder()
+    s = Sample(user_input=Q, response="Paris is the capital and largest city of France.",
+               retrieved_contexts=[PARIS, PARIS], reference="Paris is the capital of France.")
+    out = score(s, "faithfulness,context_relevancy,context_recall,context_precision,semantic_similarity",
+                Judges(embedder=emb))
+    assert all(o.ok for o in out)
+    assert len(emb.calls) == 1
+    assert len(emb.calls[0]) == len(set(emb.calls[0]))  # each distinct text once
+
+
+def test_embedder_failure_becomes_error_scores():
+    out = score(Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS]),
+                "faithfulness,answer_relevancy", Judges(embedder=CountingEmbedder(fail=True)))
+    assert all(o.value is None and "unreachable" in o.error for o in out)
+
+
+def test_parameters_override_threshold_and_pass_bound():
+    s = Sample(user_input=Q, response="The Eiffel Tower is in Paris.", retrieved_contexts=[PARIS])
+    strict, lax = score(s, "faithfulness[t=1.0,threshold=9.5],faithfulness[t=0.3,threshold=1]")
+    assert strict.threshold == 9.5 and lax.threshold == 1.0
+    assert lax.value >= strict.value and lax.passed is True
+
+
+def test_loopback_embeddings_server_is_used(judge_server):
+    """An OpenAI-compatible embedder (the loopback fake) instead of the local model:
+    proves the routing and the one-call-per-sample batching, not score quality."""
+    from unified.judge import build_judges
+    judges = build_judges(embedding=judge_server.base_url)
+    judge_server.reset_counts()
+    out = score(Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS]),
+                "faithfulness,answer_relevancy,context_relevancy", judges)
+    assert all(o.error is None for o in out), [o.error for o in out]
+    assert judge_server.embedding_count == 1 and judge_server.chat_count == 0
