@@ -48,6 +48,16 @@ class Backend(ABC):
         return None
 
 
+def missing_field_error(sample: Sample, metric: MetricRef) -> str | None:
+    """The one-line error for the first field ``metric`` needs that ``sample`` lacks, or
+    None. The runner checks this before calling a backend; backends check it too, so that
+    calling one directly fails the same way."""
+    missing = next((f for f in metric.spec.required if not sample.has(f)), None)
+    if missing is None:
+        return None
+    return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
+
+
 class BackendUnavailableError(ImportError):
     """A backend's extra is not installed; the message says which pip command to run."""
 

@@ -46,7 +46,7 @@ with contextlib.redirect_stdout(io.StringIO()):
     from deepeval.test_case import LLMTestCase, SingleTurnParams  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from unified.adapters import Backend  # noqa: E402
+from unified.adapters import Backend, missing_field_error  # noqa: E402
 from unified.judge.base import Judges, task_scope  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
@@ -223,11 +223,9 @@ class DeepEvalBackend(Backend):
             return Score.failure(ref.name, BACKEND, sample.id,
                                  f"metric '{ref.canonical}' is not available on the deepeval "
                                  f"backend; deepeval implements: {', '.join(sorted(DEEPEVAL_METRICS))}")
-        missing = [f for f in spec.required if not sample.has(f)]
+        missing = missing_field_error(sample, ref)
         if missing:
-            return Score.failure(ref.name, BACKEND, sample.id,
-                                 f"sample {sample.id}: metric '{ref.name}' needs field "
-                                 f"'{missing[0]}', which is missing or empty")
+            return Score.failure(ref.name, BACKEND, sample.id, missing)
         common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better,
                       threshold=spec.threshold)
         details: dict[str, Any] = {"framework": "deepeval", "deepeval_version": deepeval.__version__,

@@ -78,7 +78,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from unified.adapters import Backend
+from unified.adapters import Backend, missing_field_error
 from unified.judge.base import Embedder, JudgeError
 from unified.metrics import MetricRef
 from unified.sample import Sample
@@ -135,10 +135,9 @@ class EmbeddingBackend(Backend):
             if fn is None:
                 plans.append((ref, None, f"metric '{ref.canonical}' is not implemented by the embedding backend"))
                 continue
-            missing = [f for f in ref.spec.required if not sample.has(f)]
+            missing = missing_field_error(sample, ref)
             if missing:
-                plans.append((ref, None, f"sample '{sample.id}': field '{missing[0]}' is missing "
-                                         f"(needed by {ref.name})"))
+                plans.append((ref, None, missing))
                 continue
             if ref.canonical != "bertscore":
                 texts.update(dict.fromkeys(_texts_for(ref.canonical, sample)))

@@ -97,8 +97,8 @@ async def test_missing_field_gives_a_one_line_error_without_judge_calls(judge_se
     bare = Sample(user_input="q?", response="a", id="bare")
     [score] = await backend.score(bare, [parse_metric("context_recall")])
     assert score.value is None
-    assert score.error == ("sample bare: metric 'context_recall' needs field 'retrieved_contexts', "
-                           "which is missing or empty")
+    assert score.error == ("sample 'bare': field 'retrieved_contexts' is missing or empty "
+                           "(needed by context_recall)")
     assert judge_server.request_count == 0
 
 

@@ -90,8 +90,8 @@ async def test_missing_field_gives_a_one_line_error_without_judge_calls(judge_se
     bare = Sample(user_input="q?", response="a", id="bare")
     [score] = await backend.score(bare, [parse_metric("faithfulness")])
     assert score.value is None and score.raw is None
-    assert score.error == ("sample bare: metric 'faithfulness' needs field 'retrieved_contexts', "
-                           "which is missing or empty")
+    assert score.error == ("sample 'bare': field 'retrieved_contexts' is missing or empty "
+                           "(needed by faithfulness)")
     assert judge_server.request_count == 0
 
 

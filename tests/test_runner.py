@@ -179,7 +179,8 @@ def test_missing_field_is_an_error_score_naming_field_and_metric(tmp_path):
     evaluate([s], "context_recall,faithfulness", [b], judges=judges, out=tmp_path, quiet=True)
     by_metric = {d["metric"]: d for d in lines(tmp_path / "scores.jsonl")}
     assert by_metric["context_recall"]["value"] is None
-    assert by_metric["context_recall"]["error"] == "missing field 'reference' (needed by context_recall)"
+    assert by_metric["context_recall"]["error"] == ("sample 'noref': field 'reference' is missing or empty "
+                                                 "(needed by context_recall)")
     assert by_metric["faithfulness"]["error"] is None  # the other metric still ran
     assert b.calls == [("noref", ("faithfulness",))]
 

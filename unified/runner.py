@@ -341,7 +341,7 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
     is true, finished triples are skipped. ``concurrency``: (sample, backend) groups in
     flight — the memory window; the judge layer applies its own call limits.
     """
-    from unified.adapters import Backend, get_backend
+    from unified.adapters import Backend, get_backend, missing_field_error
     from unified.report import Report, RunningAggregates
 
     t0 = time.monotonic()
@@ -446,10 +446,9 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
             scores: list[Score] = []
             runnable: list[_Pair] = []
             for p in todo:
-                missing = next((f for f in p.metric.spec.required if not sample.has(f)), None)
+                missing = missing_field_error(sample, p.metric)
                 if missing:
-                    scores.append(Score.failure(p.metric.name, backend.name, sample.id,
-                                                f"missing field '{missing}' (needed by {p.metric.canonical})",
+                    scores.append(Score.failure(p.metric.name, backend.name, sample.id, missing,
                                                 threshold=p.metric.spec.threshold))
                 else:
                     runnable.append(p)

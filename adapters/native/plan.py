@@ -39,6 +39,7 @@ import contextlib
 import inspect
 from typing import Any, Iterator
 
+from unified.adapters import missing_field_error
 from unified.judge.base import JudgeError, Judges, current_meter, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
@@ -112,10 +113,9 @@ class SamplePlan:
         name = ref.canonical
         if name in RETRIEVAL_METRICS or (ref.spec.custom and ref.spec.fn is not None):
             return None
-        missing = [f for f in ref.spec.required if not self.sample.has(f)]
+        missing = missing_field_error(self.sample, ref)
         if missing:
-            return (f"sample '{self.sample.id}': field '{missing[0]}' is missing or empty; "
-                    f"{ref.name} needs {', '.join(ref.spec.required)}")
+            return missing
         if name in CONTEXT_METRICS and not self.contexts:
             return f"sample '{self.sample.id}': no retrieved contexts; {ref.name} needs at least one"
         if (name in LLM_METRICS or ref.spec.rubric is not None) and self.judges.chat is None:
