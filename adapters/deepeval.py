@@ -23,15 +23,12 @@ with ``ignore_errors``, silently returns fewer results.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextlib
-import contextvars
 import io
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Coroutine, TypeVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 from unified.adapters._quiet import quiet_frameworks
 
@@ -46,7 +43,8 @@ with contextlib.redirect_stdout(io.StringIO()):
     from deepeval.test_case import LLMTestCase, SingleTurnParams  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from unified.adapters import Backend, missing_field_error  # noqa: E402
+from unified.adapters import missing_field_error  # noqa: E402
+from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
 from unified.judge.base import Judges, task_scope  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
@@ -54,25 +52,12 @@ from unified.scores import Score  # noqa: E402
 
 BACKEND = "deepeval"
 T = TypeVar("T", bound=BaseModel)
-R = TypeVar("R")
 
 
 class DeepEvalJudgeError(RuntimeError):
     """A judge failure inside ``a_generate``, re-raised under a type deepeval does not
     treat specially: its ``a_generate_with_schema`` catches ``TypeError`` and retries
     without the schema, which would silently double the calls."""
-
-
-def run_blocking(factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
-    """Run a coroutine from sync code; inside a running loop, on a worker thread's own
-    loop with the caller's context (so calls keep their task attribution)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    ctx = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(ctx.run, lambda: asyncio.run(factory())).result()
 
 
 class JudgeDeepEvalLLM(DeepEvalBaseLLM):
@@ -168,16 +153,11 @@ DEEPEVAL_METRICS: dict[str, DeepEvalMetric] = {
 }
 
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-class DeepEvalBackend(Backend):
+class DeepEvalBackend(FrameworkBackend):
     """Run canonical metrics with deepeval 4.3 metrics over our judge.
 
-    Options: ``concurrency`` (int, default 16): test cases measured at once across all
-    samples of this backend; ``run_dir``: the run's output folder (see ``quiet_frameworks``). A metric's bracket parameters (``faithfulness[include_reason=false]``)
+    Options as ``FrameworkBackend`` (``concurrency``: test cases measured at once across
+    all samples of this backend; ``run_dir``). A metric's bracket parameters (``faithfulness[include_reason=false]``)
     are passed to the deepeval constructor. deepeval's ``threshold`` is set to our
     spec threshold / 10, so ``details['deepeval_success']`` agrees with ``passed``.
     """
@@ -187,18 +167,7 @@ class DeepEvalBackend(Backend):
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
-        if options.get("run_dir"):
-            quiet_frameworks(options["run_dir"])
         self.model = JudgeDeepEvalLLM(self.judges)
-        self._concurrency = int(options.get("concurrency", 16))
-        self._limits: dict[int, asyncio.Semaphore] = {}
-
-    def _limit(self) -> asyncio.Semaphore:
-        # one semaphore per event loop (a semaphore binds to the first loop that waits)
-        loop_id = id(asyncio.get_running_loop())
-        if loop_id not in self._limits:
-            self._limits = {loop_id: asyncio.Semaphore(self._concurrency)}
-        return self._limits[loop_id]
 
     def new_metric(self, canonical: str, threshold: float = 0.5,
                    params: tuple[tuple[str, Any], ...] = ()) -> Any:
@@ -212,9 +181,6 @@ class DeepEvalBackend(Backend):
             warnings.filterwarnings("ignore", message=".*now scores in the same direction",
                                     category=DeprecationWarning)
             return getattr(deepeval_metrics, m.cls)(**kwargs)
-
-    async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
-        return list(await asyncio.gather(*(self._score_one(sample, ref) for ref in metrics)))
 
     async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
         spec = ref.spec
@@ -239,14 +205,14 @@ class DeepEvalBackend(Backend):
                     raw = await metric.a_measure(m.case(sample), _show_indicator=False)
                 except Exception as e:  # deepeval's own message is what the user needs
                     return Score.failure(ref.name, BACKEND, sample.id,
-                                         _one_line(f"deepeval {m.cls}: {type(e).__name__}: {e}"),
+                                         one_line(f"deepeval {m.cls}: {type(e).__name__}: {e}"),
                                          details=details, cost=meter.cost(), **common)
                 reason = getattr(metric, "reason", None)
                 details["deepeval_success"] = getattr(metric, "success", None)
                 if raw is None or not math.isfinite(float(raw)):
                     err = getattr(metric, "error", None) or f"returned {raw!r}"
                     return Score.failure(ref.name, BACKEND, sample.id,
-                                         _one_line(f"deepeval {m.cls}: {err}"), reason=reason,
+                                         one_line(f"deepeval {m.cls}: {err}"), reason=reason,
                                          details=details, cost=meter.cost(), **common)
                 lo, hi = m.raw_range
                 if not lo <= float(raw) <= hi:  # the framework left its own range: say so

@@ -21,13 +21,11 @@ built lazily and shared by all samples of a backend.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import contextvars
 import inspect
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Coroutine, TypeVar
+from typing import Any, Callable, ClassVar, TypeVar
 
 from unified.adapters._quiet import quiet_frameworks, redirect_ragas_user_dir
 
@@ -42,7 +40,8 @@ redirect_ragas_user_dir()
 
 from pydantic import BaseModel  # noqa: E402
 
-from unified.adapters import Backend, missing_field_error  # noqa: E402
+from unified.adapters import missing_field_error  # noqa: E402
+from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
 from unified.judge.base import Judges, task_scope  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
@@ -50,7 +49,6 @@ from unified.scores import Score  # noqa: E402
 
 BACKEND = "ragas"
 T = TypeVar("T", bound=BaseModel)
-R = TypeVar("R")
 
 # the last judge error raised inside one task: nv-style ragas metrics (ContextRelevance,
 # ResponseGroundedness, AnswerAccuracy) swallow exceptions and return NaN, and a bare
@@ -60,22 +58,6 @@ _last_judge_error: contextvars.ContextVar[list[str] | None] = contextvars.Contex
 # vectors fetched ahead for metrics that call the *sync* embed_text (SemanticSimilarity)
 _primed: contextvars.ContextVar[dict[str, list[list[float]]] | None] = contextvars.ContextVar(
     "ragas_primed_vectors", default=None)
-
-
-def run_blocking(factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
-    """Run a coroutine to completion from sync code, even inside a running event loop.
-
-    Inside a loop we cannot ``asyncio.run``; the coroutine then runs on a fresh loop in a
-    worker thread (with the caller's context, so judge calls keep their task attribution)
-    while the caller blocks. ragas's sync paths are rare (``SemanticSimilarity`` only).
-    """
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(factory())
-    ctx = contextvars.copy_context()
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(ctx.run, lambda: asyncio.run(factory())).result()
 
 
 def _note_error(e: BaseException) -> None:
@@ -206,18 +188,11 @@ RAGAS_METRICS: dict[str, RagasMetric] = {
                                      higher_is_better=False),
 }
 
-def _one_line(text: str, limit: int = 300) -> str:
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
-
-
-class RagasBackend(Backend):
+class RagasBackend(FrameworkBackend):
     """Run canonical metrics with ragas 0.4 collections metrics over our judge.
 
-    Options: ``concurrency`` (int, default 16): metric evaluations in flight at once
-    across all samples of this backend (the judge layer limits HTTP calls separately);
-    ``run_dir``: the run's output folder, where ragas's uuid file then goes.
-    A metric's bracket parameters (``answer_relevancy[strictness=5]``) are passed to the
+    Options as ``FrameworkBackend`` (``concurrency``; ``run_dir``, where ragas's uuid file
+    then goes). A metric's bracket parameters (``answer_relevancy[strictness=5]``) are passed to the
     ragas constructor.
     """
 
@@ -226,21 +201,9 @@ class RagasBackend(Backend):
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
-        if options.get("run_dir"):  # ragas's uuid file then lands in the run folder
-            quiet_frameworks(options["run_dir"])
         self.llm = JudgeRagasLLM(self.judges)
         self.embeddings = JudgeRagasEmbedding(self.judges)
         self._instances: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
-        self._concurrency = int(options.get("concurrency", 16))
-        self._limits: dict[int, asyncio.Semaphore] = {}
-
-    def _limit(self) -> asyncio.Semaphore:
-        # one semaphore per event loop: a semaphore is bound to the loop that first waits
-        # on it, and a backend may serve several asyncio.run() calls (CLI, benchmarks)
-        loop_id = id(asyncio.get_running_loop())
-        if loop_id not in self._limits:
-            self._limits = {loop_id: asyncio.Semaphore(self._concurrency)}
-        return self._limits[loop_id]
 
     def ragas_metric(self, canonical: str, params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """The (shared, lazily built) ragas metric object for ``canonical``."""
@@ -262,9 +225,6 @@ class RagasBackend(Backend):
             kwargs.update(dict(params))
             self._instances[key] = cls(**kwargs)
         return self._instances[key]
-
-    async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
-        return list(await asyncio.gather(*(self._score_one(sample, ref) for ref in metrics)))
 
     async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
         spec = ref.spec
@@ -292,7 +252,7 @@ class RagasBackend(Backend):
                     result = await metric.ascore(**m.fields(sample))
                 except Exception as e:  # ragas's own message is what the user needs
                     return Score.failure(ref.name, BACKEND, sample.id,
-                                         _one_line(f"ragas {m.cls}: {type(e).__name__}: {e}"),
+                                         one_line(f"ragas {m.cls}: {type(e).__name__}: {e}"),
                                          details=details, cost=meter.cost(), **common)
                 finally:
                     _primed.reset(primed_token)
@@ -306,7 +266,7 @@ class RagasBackend(Backend):
                     elif isinstance(raw, float) and math.isnan(raw):
                         why += " (no usable judge verdicts, e.g. no statements or ratings)"
                     return Score.failure(ref.name, BACKEND, sample.id,
-                                         _one_line(f"ragas {m.cls}: {why}"), reason=reason,
+                                         one_line(f"ragas {m.cls}: {why}"), reason=reason,
                                          details=details, cost=meter.cost(), **common)
                 lo, hi = m.raw_range
                 if not lo <= float(raw) <= hi:  # the framework left its own range: say so

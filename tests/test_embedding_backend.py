@@ -12,7 +12,7 @@ import pytest
 
 from unified.adapters import get_backend
 from unified.judge.base import Embedder, JudgeConnectionError, Judges
-from unified.metrics import parse_metric, parse_metrics
+from unified.metrics import parse_metrics
 from unified.sample import Sample
 
 pytestmark = pytest.mark.local

@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from unified.judge.base import CallRecord, Judges, add_listener, remove_listener, task_scope
 from unified.metrics import MetricRef, parse_metric, parse_metrics

@@ -1,0 +1,73 @@
+"""What the RAGAS and DeepEval adapters share: a per-loop concurrency limit, one Score per
+metric gathered concurrently, one-line error text, and a sync bridge for the frameworks'
+rare blocking paths. The translation itself stays in each adapter."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+from abc import abstractmethod
+from typing import Any, Callable, Coroutine, TypeVar
+
+from unified.adapters import Backend
+from unified.adapters._quiet import quiet_frameworks
+from unified.judge.base import Judges
+from unified.metrics import MetricRef
+from unified.sample import Sample
+from unified.scores import Score
+
+R = TypeVar("R")
+
+
+def run_blocking(factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
+    """Run a coroutine to completion from sync code, even inside a running event loop.
+
+    Inside a loop we cannot ``asyncio.run``; the coroutine then runs on a fresh loop in a
+    worker thread (with the caller's context, so judge calls keep their task attribution)
+    while the caller blocks.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(factory())
+    ctx = contextvars.copy_context()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(ctx.run, lambda: asyncio.run(factory())).result()
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """A framework's (often multi-line) error message as one line of at most ``limit``."""
+    line = " ".join(str(text).split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class FrameworkBackend(Backend):
+    """Base of the adapters that drive another framework's metric objects.
+
+    Options: ``concurrency`` (int, default 16): metric evaluations in flight at once
+    across all samples of this backend (the judge layer limits HTTP calls separately);
+    ``run_dir``: the run's output folder, where the framework's stray files then go.
+    """
+
+    def __init__(self, judges: Judges | None = None, **options: Any):
+        super().__init__(judges, **options)
+        if options.get("run_dir"):
+            quiet_frameworks(options["run_dir"])
+        self._concurrency = int(options.get("concurrency", 16))
+        self._limits: dict[int, asyncio.Semaphore] = {}
+
+    def _limit(self) -> asyncio.Semaphore:
+        # one semaphore per event loop: a semaphore is bound to the loop that first waits
+        # on it, and a backend may serve several asyncio.run() calls (CLI, benchmarks)
+        loop_id = id(asyncio.get_running_loop())
+        if loop_id not in self._limits:
+            self._limits = {loop_id: asyncio.Semaphore(self._concurrency)}
+        return self._limits[loop_id]
+
+    async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
+        return list(await asyncio.gather(*(self._score_one(sample, ref) for ref in metrics)))
+
+    @abstractmethod
+    async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
+        """One metric on one sample; a failure is a Score with ``error``, never a raise."""
