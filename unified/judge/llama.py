@@ -19,15 +19,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
 
 from unified.judge.base import (CallRecord, ChatJudge, JudgeLengthError,
-                                JudgeNotConfiguredError, JudgeOutputError, JudgeTimeoutError,
+                                JudgeNotConfiguredError, JudgeTimeoutError,
                                 Messages, T, record_call)
 from unified.judge.config import JudgeConfig
-from unified.judge.openai_client import estimate_tokens, extract_json_text
+from unified.judge.openai_client import estimate_tokens, parse_with_repair
 from unified.judge.openai_client import schema_json as _schema_json
-from unified.judge.openai_client import short_validation_error
 
 _NO_SYSTEM_ROLE = {"gemma"}
 
@@ -132,21 +130,10 @@ class LlamaCppJudge(ChatJudge):
 
     async def ask(self, messages: Messages, schema: type[T], **params: Any) -> T:
         schema_json = _schema_json(schema)
-        text = await self._complete(list(messages), schema_json, params)
-        try:
-            return schema.model_validate_json(extract_json_text(text))
-        except ValidationError as exc:
-            error = short_validation_error(exc)
-        repair = [*messages, {"role": "assistant", "content": text[:4000]},
-                  {"role": "user", "content": f"Your answer is not valid: {error}\n"
-                   "Reply with only the corrected JSON object."}]
-        text2 = await self._complete(repair, schema_json, params)
-        try:
-            return schema.model_validate_json(extract_json_text(text2))
-        except ValidationError as exc:
-            raise JudgeOutputError(
-                f"gguf judge {self.model}: answer is not valid {schema.__name__} JSON after one "
-                f"repair retry: {short_validation_error(exc)}") from None
+        # the grammar already constrains the output to the schema; the repair turn is for
+        # answers cut short or otherwise invalid
+        return await parse_with_repair(lambda m: self._complete(m, schema_json, params),
+                                       list(messages), schema, f"gguf judge {self.model}")
 
     async def ask_text(self, messages: Messages, **params: Any) -> str:
         return await self._complete(list(messages), None, params)

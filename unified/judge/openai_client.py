@@ -24,7 +24,7 @@ import functools
 import json
 import re
 import time
-from typing import Any
+from typing import Any, Awaitable, Callable
 
 import openai
 from openai.types.chat import ChatCompletion
@@ -199,23 +199,8 @@ class OpenAIChatJudge(ChatJudge):
 
     async def ask(self, messages: Messages, schema: type[T], **params: Any) -> T:
         msgs = self._with_schema_prompt(messages, schema)
-        text = await self._complete(msgs, schema, params)
-        try:
-            return schema.model_validate_json(extract_json_text(text))
-        except ValidationError as exc:
-            error = short_validation_error(exc)
-        # one repair: show the model its answer and what was wrong with it
-        repair = [*msgs, {"role": "assistant", "content": text[:4000]},
-                  {"role": "user", "content":
-                   f"Your answer is not valid: {error}\nReply with only the corrected JSON "
-                   f"object for this schema:\n{json.dumps(schema_json(schema))}"}]
-        text2 = await self._complete(repair, schema, params)
-        try:
-            return schema.model_validate_json(extract_json_text(text2))
-        except ValidationError as exc:
-            raise JudgeOutputError(
-                f"{self._what}: answer is not valid {schema.__name__} JSON after one repair "
-                f"retry: {short_validation_error(exc)}") from None
+        return await parse_with_repair(lambda m: self._complete(m, schema, params), msgs, schema,
+                                       self._what, f"\nfor this schema:\n{json.dumps(schema_json(schema))}")
 
     async def ask_text(self, messages: Messages, **params: Any) -> str:
         return await self._complete(list(messages), None, params)
@@ -226,6 +211,29 @@ class OpenAIChatJudge(ChatJudge):
         except RuntimeError:  # no running loop
             return
         await client.close()
+
+
+async def parse_with_repair(complete: Callable[[Messages], Awaitable[str]], messages: Messages,
+                            schema: type[T], what: str, schema_hint: str = "") -> T:
+    """Ask, validate against ``schema``; on invalid JSON or a schema mismatch, ONE repair
+    turn that shows the model its answer and the error; then ``JudgeOutputError``.
+
+    ``complete(messages) -> text`` sends one request (with the client's own retries)."""
+    text = await complete(messages)
+    try:
+        return schema.model_validate_json(extract_json_text(text))
+    except ValidationError as exc:
+        error = short_validation_error(exc)
+    repair = [*messages, {"role": "assistant", "content": text[:4000]},
+              {"role": "user", "content": f"Your answer is not valid: {error}\n"
+               f"Reply with only the corrected JSON object{schema_hint}."}]
+    text2 = await complete(repair)
+    try:
+        return schema.model_validate_json(extract_json_text(text2))
+    except ValidationError as exc:
+        raise JudgeOutputError(
+            f"{what}: answer is not valid {schema.__name__} JSON after one repair retry: "
+            f"{short_validation_error(exc)}") from None
 
 
 def short_validation_error(exc: ValidationError) -> str:
