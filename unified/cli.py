@@ -265,7 +265,8 @@ def _do_run(file: Path, metrics: str, backends: list[str], out: Path | None, *, 
                                           o.get("structured_output"), o.get("concurrency"), o.get("config"),
                                           cache_path)
         from unified.adapters import get_backend
-        backend_objs = [get_backend(b, judges) for b in backends]
+        # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
+        backend_objs = [get_backend(b, judges, run_dir=out_dir) for b in backends]
     hint_parts = ["unified-eval", "compare" if compare else "run", str(file), "--metrics", metrics,
                   "--backends" if compare else "--backend", ",".join(backends), "--out", str(out_dir)]
     for flag in ("base_url", "model", "judge2_model", "embedding"):
