@@ -118,3 +118,14 @@ def test_content_hash_id_is_stable_and_content_based():
 def test_has_treats_empty_retrieval_as_present():
     s = Sample(user_input=Q, retrieved_contexts=[], relevant_ids=[], response=" ")
     assert s.has("retrieved_contexts") and not s.has("relevant_ids") and not s.has("response")
+
+
+def test_deepeval_context_beside_retrieval_context_is_the_reference_context():
+    # DeepEval rows carry both: `retrieval_context` (what the retriever found) and
+    # `context` (the ideal context); Dingo's lone `context` is the retrieved one
+    deepeval_row = {"input": "q?", "actual_output": "a", "retrieval_context": ["found"],
+                    "context": ["ideal"]}
+    s = Sample.from_record(deepeval_row)
+    assert s.retrieved_contexts == ["found"] and s.reference_contexts == ["ideal"]
+    dingo_row = {"prompt": "q?", "content": "a", "context": ["found"]}
+    assert Sample.from_record(dingo_row).retrieved_contexts == ["found"]

@@ -161,6 +161,10 @@ def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = 
         if key == "metadata":
             continue
         target = mapping.get(key) or _ALIAS_TO_CANONICAL.get(key)
+        if key == "context" and key not in mapping and "retrieval_context" in record:
+            # `context` is ambiguous: Dingo's retrieved context, but beside DeepEval's
+            # `retrieval_context` it is DeepEval's ideal (reference) context
+            target = "reference_contexts"
         if target is None:
             metadata[key] = value
             if warn_unknown and key not in _warned_unknown:
