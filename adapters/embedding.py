@@ -79,7 +79,7 @@ from typing import Any, Callable, ClassVar
 import numpy as np
 
 from unified.adapters import Backend, missing_field_error
-from unified.judge.base import Embedder, JudgeError
+from unified.judge.base import Embedder, JudgeError, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
 from unified.scores import Cost, Score
@@ -145,10 +145,17 @@ class EmbeddingBackend(Backend):
 
         vectors: dict[str, np.ndarray] = {}
         embed_error: str | None = None
+        embed_cost = Cost()
         if texts:
             order = list(texts)
             try:
-                got = await self.embedder.embed(order)
+                # a scope of its own, so the charge is what the embedder really did (zero
+                # calls and one cache hit when a cached embedder had every vector)
+                with task_scope(BACKEND, metrics[0].name, sample.id) as meter:
+                    try:
+                        got = await self.embedder.embed(order)
+                    finally:
+                        embed_cost = meter.cost()
                 arr = np.asarray(got, dtype=float)
                 # normalise here: an OpenAI-compatible embedder need not return unit vectors
                 arr = arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True), 1e-12)
@@ -179,7 +186,7 @@ class EmbeddingBackend(Backend):
             # the one shared embedding call is charged to the first metric that used it
             cost = Cost(seconds=time.perf_counter() - t1)
             if uses_embedder and not charged:
-                cost = Cost(embedding_calls=1, seconds=cost.seconds + embed_seconds)
+                cost = embed_cost.model_copy(update={"seconds": cost.seconds + embed_seconds})
                 charged = True
             elif not uses_embedder:
                 cost = Cost(embedding_calls=1, seconds=cost.seconds)

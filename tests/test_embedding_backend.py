@@ -163,3 +163,20 @@ def test_loopback_embeddings_server_is_used(judge_server):
                 "faithfulness,answer_relevancy,context_relevancy", judges)
     assert all(o.error is None for o in out), [o.error for o in out]
     assert judge_server.embedding_count == 1 and judge_server.chat_count == 0
+
+
+def test_warm_cached_embedder_is_charged_as_a_cache_hit_not_a_call(tmp_path):
+    """Regression: the backend charged ``embedding_calls=1`` per sample whatever the
+    embedder did, so a warm rerun over the judge cache reported calls it never made."""
+    from unified.adapters.native.testing import ScriptedEmbedder
+    from unified.judge import CachedEmbedder, JudgeCache
+    inner = ScriptedEmbedder(default=(1.0, 0.0))
+    judges = Judges(embedder=CachedEmbedder(inner, JudgeCache(tmp_path / "c.sqlite")))
+    s = Sample(user_input=Q, response="Paris.", reference="Paris.", retrieved_contexts=[PARIS])
+    cold = score(s, "faithfulness,semantic_similarity", judges)
+    warm = score(s, "faithfulness,semantic_similarity", judges)
+    assert len(inner.calls) == 1
+    assert sum(o.cost.embedding_calls for o in cold) == 1
+    assert sum(o.cost.embedding_calls for o in warm) == 0
+    assert sum(o.cost.cache_hits for o in warm) == 1
+    assert [o.value for o in warm] == [o.value for o in cold]

@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Literal
 
 import pytest
@@ -17,6 +18,7 @@ from unified.judge import (CachedChatJudge, CachedEmbedder, EmbeddingConfig, Jud
                            JudgeConfig, JudgeHTTPError, OpenAIChatJudge, OpenAIEmbedder,
                            add_listener, build_judges, default_cache_path, remove_listener,
                            task_scope)
+from unified.judge.base import ChatJudge
 
 
 class Rating(BaseModel):
@@ -166,3 +168,76 @@ def test_several_processes_write_one_cache_file(tmp_path):
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()[-500:]
     assert JudgeCache(path).stats() == {"chat": 600, "embedding": 600}
+
+
+class _CountingJudge(ChatJudge):
+    """An in-process judge that counts calls and answers after ``delay`` seconds."""
+
+    model = "counting"
+
+    def __init__(self, delay: float):
+        self.calls = 0
+        self.delay = delay
+
+    async def ask(self, messages, schema, **params):
+        self.calls += 1
+        await asyncio.sleep(self.delay)
+        return schema(rating=self.calls % 3, reason=f"call {self.calls}")
+
+
+class _SlowLookupCache(JudgeCache):
+    """Reads, then stalls: a lookup that straddles another caller's store (a busy
+    SQLite file or a saturated thread pool)."""
+
+    def get_chat(self, key):
+        found = super().get_chat(key)
+        time.sleep(0.3)
+        return found
+
+
+async def test_single_flight_covers_the_cache_lookup_window(tmp_path):
+    """Regression: the in-flight entry used to be registered only after the cache lookup,
+    so a second identical request whose lookup started before the first one stored its
+    answer (and ended after) asked the judge again and got a different answer."""
+    inner = _CountingJudge(0.05)
+    judge = CachedChatJudge(inner, _SlowLookupCache(tmp_path / "c.sqlite"))
+    msgs = [{"role": "user", "content": "shared"}]
+
+    async def task(start: float):
+        await asyncio.sleep(start)
+        with task_scope("native", "faithfulness", "s") as meter:
+            return await judge.ask(msgs, Rating), meter.cost()
+
+    (a, ca), (b, cb) = await asyncio.gather(task(0.0), task(0.32))
+    assert inner.calls == 1
+    assert a == b
+    assert ca.cache_hits + cb.cache_hits == 1  # the waiter's answer is a shared one
+
+
+async def test_single_flight_waiter_survives_the_owner_being_cancelled(tmp_path):
+    """Regression: a waiter used to inherit the owner's CancelledError (and end as a
+    cancelled task) although nobody cancelled it; now it asks the judge itself."""
+    inner = _CountingJudge(0.4)
+    judge = CachedChatJudge(inner, JudgeCache(tmp_path / "c.sqlite"))
+
+    async def task(content: str = "shared"):
+        with task_scope("native", "faithfulness", "s"):
+            return await judge.ask([{"role": "user", "content": content}], Rating)
+
+    owner = asyncio.ensure_future(task())
+    await asyncio.sleep(0.1)
+    waiter = asyncio.ensure_future(task())
+    await asyncio.sleep(0.1)
+    owner.cancel()
+    out = await waiter
+    assert isinstance(out, Rating) and not waiter.cancelled() and owner.cancelled()
+    assert inner.calls == 2
+    # a waiter that is itself cancelled still ends cancelled
+    owner = asyncio.ensure_future(task("other"))
+    await asyncio.sleep(0.05)
+    waiter = asyncio.ensure_future(task("other"))
+    await asyncio.sleep(0.05)
+    waiter.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert isinstance(await owner, Rating)

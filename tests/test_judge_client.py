@@ -94,6 +94,16 @@ async def test_fenced_json_is_accepted():
         assert srv.chat_count == 1
 
 
+async def test_json_followed_by_prose_is_accepted_without_a_repair():
+    """Regression: an answer that starts with the object and ends with prose ("... Hope
+    this helps!") was not cut to the object (only prose *before* it was), so it cost a
+    repair request; in prompt mode small models answer like that often."""
+    text = '{"verdict": "no", "reasons": []}\nHope this helps!'
+    with JudgeServer(answer_fn=lambda b: text) as srv:
+        assert (await judge(srv, structured_output="prompt").ask(MSGS, Verdict)).verdict == "no"
+        assert srv.chat_count == 1
+
+
 async def test_length_is_an_error_that_says_raise_max_tokens(judge_server):
     judge_server.force_fault("length")
     with task_scope("ragas", "faithfulness", "s1") as meter:

@@ -6,6 +6,7 @@ import pytest
 
 from unified.judge import (EmbeddingConfig, JudgeConfig, build_judges, estimate_calls,
                            estimate_run, load_run_config)
+from unified.judge.estimate import estimate_calls_full
 from unified.judge.cache import CachedEmbedder
 from unified.judge.embeddings import OpenAIEmbedder
 from unified.metrics import parse_metrics
@@ -97,3 +98,32 @@ def test_estimates_follow_the_tables():
     assert f["calls"] == 8 and f["input_tokens"] > f["calls"] * 300 and f["output_tokens"] > 0
     rows = estimate_run(samples, parse_metrics("context_sufficiency"), ["ragas"])
     assert rows[0]["calls"] is None and "no call estimate" in rows[0]["note"]
+
+
+@pytest.mark.parametrize("single", [False, True])
+async def test_native_estimate_of_each_metric_alone_matches_its_plan(single):
+    """Regression: the table said 3 calls for native answer_correctness (it makes 2
+    extractions + 2 comparisons = 4) and 2 for context_correctness (1 + 2 = 3)."""
+    from unified.adapters.native import LLM_METRICS, NativeBackend
+    from unified.adapters.native.testing import ScriptedEmbedder, ScriptedJudge, fill_keys
+    from unified.judge.base import Judges
+
+    def answer(schema, messages):
+        name = schema.__name__
+        if name == "ClaimList":
+            return {"claims": ["one.", "two."]}
+        if name == "GeneratedQuestions":
+            return {"questions": ["q?"], "noncommittal": False}
+        if name == "WholeRating":
+            return {"reason": "ok", "rating": 1}
+        return fill_keys(schema, lambda k: 1 if k.endswith("relevance") else
+                         ("yes" if k.endswith("useful") or name.startswith("Comparison") else "supported"))
+
+    s = Sample(user_input="q?", response="r.", reference="x.", retrieved_contexts=["a", "b", "c"], id="s")
+    for metric in sorted(LLM_METRICS):
+        j = ScriptedJudge(answer)
+        judges = Judges(chat=j, embedder=ScriptedEmbedder(), single_judge=single)
+        (score,) = await NativeBackend(judges).score(s, parse_metrics(metric))
+        assert score.ok, (metric, score.error)
+        chat, _ = estimate_calls_full("native", metric, 3, "llm", single)
+        assert chat == len(j.calls), metric

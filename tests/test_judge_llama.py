@@ -72,3 +72,22 @@ async def test_answer_cut_at_max_tokens_is_a_length_error(judge):
         with pytest.raises(JudgeLengthError, match="max_tokens=3.*raise max_tokens"):
             await judge.ask([{"role": "user", "content": "Verdict?"}], Verdict, max_tokens=3)
     assert meter.records[-1].error == "finish_reason=length"
+
+
+class _OverflowLlama:
+    """Stands in for ``llama_cpp.Llama`` when the prompt does not fit n_ctx (the text is
+    llama-cpp-python's own)."""
+
+    def create_chat_completion(self, **kwargs):
+        raise ValueError("Requested tokens (1500) exceed context window of 1024")
+
+
+async def test_prompt_longer_than_n_ctx_is_a_judge_error_naming_the_remedy():
+    """Regression: the ValueError escaped as a non-judge exception, so the native dual
+    judge treated it as a bug (no degraded path) and reported 'crashed'."""
+    from unified.judge import JudgeError
+    judge = LlamaCppJudge(JudgeConfig(model="/nowhere/x.gguf", max_retries=0), llama=_OverflowLlama())
+    with task_scope("native", "faithfulness", "s1") as meter:
+        with pytest.raises(JudgeError, match="exceed context window.*raise n_ctx"):
+            await judge.ask([{"role": "user", "content": "long"}], Verdict)
+    assert meter.records[-1].error and not meter.records[-1].cached

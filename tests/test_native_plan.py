@@ -152,6 +152,8 @@ async def test_custom_function_and_rubric_metrics(scratch_registry):
     out = {s.metric: s for s in await backend.score(make(3), refs)}
     n = len(make(3).response)
     assert out["test_native_length"].value == pytest.approx(10 * (100 - n) / 100)
+    # regression: a finite result used to carry the "not a finite number" error (ok False)
+    assert out["test_native_length"].ok and out["test_native_length"].error is None
     assert out["test_native_score_obj"].value == 4.0 and out["test_native_score_obj"].backend == "native"
     assert out["test_native_broken"].value is None and "boom" in out["test_native_broken"].error
     rub = out["test_native_polite"]
@@ -164,3 +166,30 @@ async def test_retrieval_metrics_are_delegated_without_judge_calls():
     out = await NativeBackend(judges).score(make(3), parse_metrics("precision@2,mrr,hit_rate@1"))
     assert [s.value for s in out] == pytest.approx([5.0, 5.0, 0.0])
     assert j.calls == []
+
+
+async def test_answer_relevancy_with_two_strictness_values_asks_each_its_own_count():
+    """Regression: both refs shared one question-generation step built with the FIRST
+    ref's strictness, so ``answer_relevancy[strictness=5]`` silently used 3 questions."""
+    def script(schema, messages):
+        n = 5 if "write 5 " in messages[0]["content"] else 3  # A and B both say "write N ..."
+        return {"questions": [f"question {i}?" for i in range(n)], "noncommittal": False}
+
+    j, e = ScriptedJudge(script, "m"), ScriptedEmbedder()
+    s = Sample(user_input="Which river?", response="The Seine.", id="s")
+    scores = await NativeBackend(Judges(chat=j, embedder=e)).score(
+        s, parse_metrics("answer_relevancy,answer_relevancy[strictness=5]"))
+    assert all(sc.ok for sc in scores), [sc.error for sc in scores]
+    assert [len(sc.details["generated_questions"]["A"]) for sc in scores] == [3, 5]
+    assert [len(sc.details["generated_questions"]["B"]) for sc in scores] == [3, 5]
+    assert len(j.calls) == 4 and sum(sc.cost.calls for sc in scores) == 4
+    assert not any(sc.details.get("shared_steps") for sc in scores)
+
+
+async def test_custom_function_returning_nan_is_an_error_not_a_value(scratch_registry):
+    @register_metric("test_native_nan")
+    def nan(sample):
+        return float("nan")
+
+    (s,) = await NativeBackend(bundle()[0]).score(make(1), parse_metrics("test_native_nan"))
+    assert s.value is None and not s.ok and "not a finite number" in s.error

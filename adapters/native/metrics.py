@@ -276,11 +276,13 @@ async def answer_correctness(plan: "SamplePlan", i: int, ref: MetricRef) -> Scor
 
 
 async def answer_relevancy(plan: "SamplePlan", i: int, ref: MetricRef) -> Score:
-    """answer_relevancy = mean_j [ (1 − nc_j) · mean_g cos(e(q), e(g)) ] clipped to
-    [0, 1] → × 10, for each judge j's N generated questions g (``strictness``, default 3)
-    and its noncommittal flag nc_j; e() is the embedding client; all generated questions
-    and the user input are embedded in one call."""
-    res = await plan.step("questions")
+    """answer_relevancy = mean_j v_j → × 10, with v_j = max(0, (1 − nc_j) · mean_g
+    cos(e(q), e(g))) the value under judge j alone (clipped below 0 per judge, so the
+    result is the mean of ``value_judge_a`` and ``value_judge_b``), for each judge j's N
+    generated questions g (``strictness``, default 3) and its noncommittal flag nc_j; e()
+    is the embedding client; all generated questions and the user input are embedded in
+    one call."""
+    res = await plan.step(plan.questions_step(ref))
     q = plan.sample.user_input
     generated = {"A": res.a[0] if res.a else [], "B": res.b[0] if res.b else []}
     texts = [q] + generated["A"] + generated["B"]
@@ -336,10 +338,13 @@ async def custom_function(plan: "SamplePlan", i: int, ref: MetricRef) -> Score:
     if isinstance(out, Score):
         return out.model_copy(update={"metric": ref.name, "backend": out.backend or BACKEND,
                                       "sample_id": out.sample_id or plan.sample.id})
-    return Score.from_raw(ref.name, BACKEND, plan.sample.id, out, raw_range=spec.raw_range,
-                          higher_is_better=spec.higher_is_better,
-                          threshold=float(plan.option(ref, "threshold", spec.threshold)),
-                          error=f"custom metric '{spec.name}' returned {out!r}, not a finite number")
+    score = Score.from_raw(ref.name, BACKEND, plan.sample.id, out, raw_range=spec.raw_range,
+                           higher_is_better=spec.higher_is_better,
+                           threshold=float(plan.option(ref, "threshold", spec.threshold)))
+    if score.value is None:  # only then: from_raw would keep an ``error`` on a good score
+        score = score.model_copy(update={
+            "error": f"custom metric '{spec.name}' returned {out!r}, not a finite number"})
+    return score
 
 
 async def custom_rubric(plan: "SamplePlan", i: int, ref: MetricRef) -> Score:

@@ -98,7 +98,7 @@ class SamplePlan:
             if err is not None:
                 self.results[i] = Score.failure(ref.name, BACKEND, sample.id, err)
                 continue
-            for step in NEEDS.get(ref.canonical, ()):
+            for step in self.steps_of(ref):
                 self.owner.setdefault(step, i)
                 self.users.setdefault(step, []).append(i)
         planned = {refs[i].canonical for ids in self.users.values() for i in ids}
@@ -179,11 +179,21 @@ class SamplePlan:
                 if self._outer is not meter:
                     self._outer.records.extend(meter.records)
 
+    def steps_of(self, ref: MetricRef) -> tuple[str, ...]:
+        """The steps ``ref`` needs. Question generation depends on ``strictness``, so
+        answer_relevancy refs with different strictness get separate steps."""
+        return tuple(self.questions_step(ref) if st == "questions" else st
+                     for st in NEEDS.get(ref.canonical, ()))
+
+    def questions_step(self, ref: MetricRef) -> str:
+        n = int(self.option(ref, "strictness", 3))
+        return "questions" if n == 3 else f"questions[strictness={n}]"
+
     def shared_note(self, i: int) -> dict[str, Any]:
         """``{step: {"charged_to": metric, "shared_with": [metrics]}}`` for the steps
         metric ``i`` shares with other requested metrics."""
         note = {}
-        for step in NEEDS.get(self.refs[i].canonical, ()):
+        for step in self.steps_of(self.refs[i]):
             users = self.users.get(step, [])
             if len(users) > 1:
                 note[step] = {"charged_to": self.refs[self.owner[step]].name,
@@ -223,9 +233,9 @@ class SamplePlan:
             if not resp or not refc:
                 return None  # F1 is decided without a judge (see metrics.answer_correctness)
             return await self._dual(name, lambda v: claims_prompts.comparison(v, s.user_input, resp, refc))
-        if name == "questions":
+        if name.startswith("questions"):
             i = self.owner[name]
-            n = int(self.option(self.refs[i], "strictness", 3))
+            n = int(self.option(self.refs[i], "strictness", 3))  # the same for every user
             return await self._dual(name, lambda v: relevancy_prompts.question_generation(v, s.response or "", n))
         if name == "sufficiency":
             return await self._dual(name, lambda v: grounding_prompts.sufficiency(

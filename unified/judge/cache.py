@@ -161,30 +161,45 @@ class CachedChatJudge(ChatJudge):
         return sha256(f"{request_hash}:{occurrence}")
 
     async def _cached(self, key: str, compute: Any) -> str:
-        hit = await asyncio.to_thread(self.cache.get_chat, key)
-        if hit is not None:
-            record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
-                                   model=self.model, cached=True))
-            return hit[0]
-        pending = self._inflight.get(key)
-        if pending is not None:  # identical request in flight elsewhere: share its answer
-            answer = await asyncio.shield(pending)
+        while True:
+            pending = self._inflight.get(key)
+            if pending is None:
+                break
+            try:  # identical request in flight elsewhere: share its answer
+                answer = await asyncio.shield(pending)
+            except asyncio.CancelledError:
+                task = asyncio.current_task()
+                if pending.cancelled() and not (task is not None and task.cancelling()):
+                    continue  # the owner was cancelled, not this caller: ask again
+                raise
             record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
                                    model=self.model, cached=True))
             return answer
+        # registered before the first await (the cache lookup), so an identical request
+        # arriving while this one looks up, computes or stores waits instead of re-asking
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            answer = await compute()
-            await asyncio.to_thread(self.cache.put_chat, key, self.model, answer, 0, 0)
+            hit = await asyncio.to_thread(self.cache.get_chat, key)
+            if hit is not None:
+                record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
+                                       model=self.model, cached=True))
+                answer = hit[0]
+            else:
+                answer = await compute()
+                await asyncio.to_thread(self.cache.put_chat, key, self.model, answer, 0, 0)
             fut.set_result(answer)
             return answer
+        except asyncio.CancelledError:
+            fut.cancel()  # waiters that were not cancelled themselves ask again
+            raise
         except BaseException as exc:
             fut.set_exception(exc)
             fut.exception()  # mark retrieved: waiters (if any) re-raise it themselves
             raise
         finally:
-            self._inflight.pop(key, None)
+            if self._inflight.get(key) is fut:
+                self._inflight.pop(key, None)
 
     def sampling_params(self) -> dict[str, Any]:
         return getattr(self.inner, "sampling_params", lambda: {})()

@@ -34,9 +34,9 @@ CALLS: dict[str, dict[str, _Fn]] = {
         "context_relevancy": _c(2),
         "context_recall": _c(3),            # 1 reference claims + 2 attributions
         "context_precision": _c(2),
-        "answer_correctness": _c(3),
+        "answer_correctness": _c(4),        # 2 claim extractions + 2 comparisons
         "context_sufficiency": _c(2),
-        "context_correctness": _c(2),
+        "context_correctness": _c(3),       # 1 reference claims + 2 verifications
         "response_groundedness": _c(2),
         "hallucination": _c(3),
         "semantic_similarity": _c(0, 1),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 
-from unified.judge.base import (CallRecord, ChatJudge, JudgeLengthError,
+from unified.judge.base import (CallRecord, ChatJudge, JudgeError, JudgeLengthError,
                                 JudgeNotConfiguredError, JudgeTimeoutError,
                                 Messages, T, record_call)
 from unified.judge.config import JudgeConfig
@@ -107,6 +107,16 @@ class LlamaCppJudge(ChatJudge):
                 f"gguf judge {self.model}: timed out after {self.config.timeout:g}s")
             record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
                                    model=self.model, cached=False, error=str(err),
+                                   latency=time.perf_counter() - start))
+            raise err from None
+        except ValueError as e:
+            # llama-cpp-python raises ValueError for a prompt longer than n_ctx ("Requested
+            # tokens (N) exceed context window of M"): a judge failure with its remedy, not
+            # a crash of the metric that asked
+            hint = "; raise n_ctx" if "context window" in str(e) else ""
+            err = JudgeError(f"gguf judge {self.model}: {e}{hint}")
+            record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
+                                   model=self.model, cached=False, error=str(err)[:300],
                                    latency=time.perf_counter() - start))
             raise err from None
         choice = resp["choices"][0]

@@ -66,7 +66,7 @@ def extract_json_text(text: str) -> str:
     if m:
         return m.group(1)
     start, end = text.find("{"), text.rfind("}")
-    if start > 0 and end > start:
+    if start >= 0 and end > start:
         return text[start:end + 1]
     return text
 
