@@ -81,3 +81,10 @@ def test_aggregate_by_groups_in_first_seen_order():
               Score(metric="b", backend="x", sample_id="2", value=4.0)]
     aggs = aggregate_by(scores)
     assert [(a.metric, a.count, a.mean) for a in aggs] == [("b", 2, 3.0), ("a", 1, 4.0)]
+
+
+def test_from_raw_error_text_applies_only_to_an_unusable_raw():
+    bad = Score.from_raw("m", "b", "s", float("nan"), error="judge said nothing useful")
+    assert bad.value is None and bad.error == "judge said nothing useful"
+    good = Score.from_raw("m", "b", "s", 0.5, error="only if unusable")
+    assert good.ok and good.value == 5.0 and good.error is None

@@ -78,10 +78,12 @@ class Score(BaseModel):
                  raw_range: tuple[float, float] = (0.0, 1.0), higher_is_better: bool = True,
                  threshold: float | None = None, **kw: Any) -> "Score":
         """Normalise ``raw`` to 0–10 and set ``passed``. A None/NaN/inf raw becomes a
-        failure whose error says so (with any ``error`` given in ``kw`` kept first)."""
+        failure whose error is ``error`` when given (what the backend said), else a generic
+        one. ``error`` applies only then: a usable raw never yields a Score with an error."""
+        error = kw.pop("error", None)
         value = normalize(raw, raw_range, higher_is_better=higher_is_better)
         if value is None:
-            err = kw.pop("error", None) or f"backend returned no usable score (raw={raw!r})"
+            err = error or f"backend returned no usable score (raw={raw!r})"
             return cls(metric=metric, backend=backend, sample_id=sample_id, value=None, raw=None,
                        raw_range=raw_range, higher_is_better=higher_is_better,
                        threshold=threshold, error=err, **kw)
