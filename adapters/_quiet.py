@@ -21,7 +21,9 @@ private temp folder while ``XDG_DATA_HOME`` stays untouched for the rest of the 
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -52,7 +54,10 @@ def quiet_frameworks(run_dir: Path | str | None = None) -> Path:
         _ragas_dir = Path(run_dir) / ".ragas"
     elif _ragas_dir is None:
         # a folder that does not exist yet: get_userid() creates it without exist_ok
-        _ragas_dir = Path(tempfile.mkdtemp(prefix="unified-ragas-")) / "ragas"
+        tmp = tempfile.mkdtemp(prefix="unified-ragas-")
+        # removed at exit: every import of the ragas/deepeval backend used to leave one in /tmp
+        atexit.register(shutil.rmtree, tmp, ignore_errors=True)
+        _ragas_dir = Path(tmp) / "ragas"
     if "ragas._analytics" in sys.modules:
         redirect_ragas_user_dir()
     return _ragas_dir

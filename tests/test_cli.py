@@ -214,3 +214,85 @@ def test_compare_native_ragas_deepeval_against_the_loopback_judge(tmp_path, judg
     pairs = cc["metrics"]["faithfulness"]["pairs"]
     assert len(pairs) == 3 and all(p["n"] + p["excluded"] == 6 for p in pairs)
     assert not (tmp_path / ".deepeval").exists()
+
+
+def test_run_prints_unknown_field_warning_as_one_plain_line(tmp_path):
+    # it used to be Python's "…/unified/io.py:288: UserWarning: …" plus a source line
+    import uuid
+    field = f"annotator_{uuid.uuid4().hex[:8]}"  # unique: the warning is once per process
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"id": "a", "user_input": "q", "retrieved_ids": ["d1"],
+                                "relevant_ids": ["d1"], field: "kb"}) + "\n", encoding="utf-8")
+    r = invoke("run", data, "--metrics", "mrr", "--out", tmp_path / "run", "-q")
+    assert r.exit_code == 0, r.output
+    assert f"warning: unknown field '{field}' kept in metadata" in r.output
+    assert "UserWarning" not in r.output and "io.py" not in r.output
+
+
+def test_dry_run_refuses_unknown_backend_and_skips_unimplemented_pairs():
+    # --dry-run used to accept --backend nativ (exit 0) and list mrr on deepeval as 0 calls
+    r = invoke("run", DATA, "--metrics", "mrr", "--backend", "nativ", "--dry-run")
+    assert r.exit_code == 2 and "unknown backend 'nativ'" in r.output
+    r = invoke("run", DATA, "--metrics", "mrr", "--backend", "deepeval", "--dry-run")
+    assert r.exit_code == 2 and "mrr (deepeval): not implemented" in r.output
+    r = invoke("run", DATA, "--metrics", "mrr,faithfulness", "--backend", "native,embedding", "--dry-run")
+    assert r.exit_code == 0, r.output
+    assert "embedding │ mrr" not in r.output and "native    │ mrr" in r.output
+    assert "warning" not in r.output  # native serves mrr: no news
+
+
+def test_broken_plugin_is_one_line_not_a_traceback(tmp_path):
+    # a plugin raising at import used to print a rich traceback (only ImportError was caught)
+    plug = tmp_path / "broken_plugin_zz.py"
+    plug.write_text("x = 1\ny = 1 / 0\n", encoding="utf-8")
+    r = invoke("run", DATA, "--plugins", plug, "--metrics", "mrr", "--out", tmp_path / "run", "-q")
+    assert r.exit_code == 2
+    assert "Traceback" not in r.output and isinstance(r.exception, SystemExit)
+    line = [x for x in r.output.splitlines() if x.startswith("error:")]
+    assert line == [f"error: --plugins {plug}: ZeroDivisionError: division by zero at broken_plugin_zz.py:2"]
+
+
+def test_bad_cache_path_is_one_line(tmp_path, monkeypatch):
+    # --cache DIR and --cache not-a-database used to end in an sqlite3 traceback
+    monkeypatch.setenv("UNIFIED_JUDGE_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("UNIFIED_JUDGE_MODEL", "m")
+    folder = tmp_path / "cachedir"
+    folder.mkdir()
+    r = invoke("run", DATA, "--metrics", "mrr", "--cache", folder, "--out", tmp_path / "a", "-q")
+    assert r.exit_code == 2 and "is a folder" in r.output and "Traceback" not in r.output
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not sqlite at all\n" * 100, encoding="utf-8")
+    r = invoke("run", DATA, "--metrics", "mrr", "--cache", junk, "--out", tmp_path / "b", "-q")
+    assert r.exit_code == 2 and "cannot open the judge cache" in r.output and "Traceback" not in r.output
+
+
+def test_config_syntax_error_names_the_file_and_leaves_no_folder(tmp_path):
+    # a YAML syntax error used to be a traceback; a TOML one did not name the file; and
+    # the run folder was created before the config was read
+    bad_yaml = tmp_path / "run.yaml"
+    bad_yaml.write_text("judge: [1,2\n", encoding="utf-8")
+    bad_toml = tmp_path / "run.toml"
+    bad_toml.write_text("[judge\nmodel=", encoding="utf-8")
+    for cfg in (bad_yaml, bad_toml):
+        out = tmp_path / f"out_{cfg.suffix[1:]}"
+        r = invoke("run", DATA, "--metrics", "faithfulness", "--config", cfg, "--out", out, "-q")
+        assert r.exit_code == 2 and "Traceback" not in r.output
+        errors = [x for x in r.output.splitlines() if x.startswith("error:")]
+        assert len(errors) == 1 and f"--config {cfg}" in errors[0]
+        assert not out.exists()
+
+
+def test_out_that_is_a_file_is_one_line(tmp_path):
+    # --out pointing at an existing file ended in a FileExistsError traceback
+    f = tmp_path / "afile"
+    f.write_text("x", encoding="utf-8")
+    for extra in ([], ["--no-cache"]):
+        r = invoke("run", DATA, "--metrics", "mrr", "--out", f, "-q", *extra)
+        assert r.exit_code == 2 and "is a file, not a folder" in r.output and "Traceback" not in r.output
+    r = invoke("run", DATA, "--metrics", "mrr", "--out", f / "sub", "-q", "--no-cache")
+    assert r.exit_code == 2 and "cannot create the run folder" in r.output
+
+
+def test_compare_same_backend_twice_is_not_two_backends(tmp_path):
+    r = invoke("compare", DATA, "--backends", "native,native", "--metrics", "mrr", "--out", tmp_path / "c", "-q")
+    assert r.exit_code == 2 and "at least two backends" in r.output

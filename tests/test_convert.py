@@ -214,3 +214,14 @@ def test_metric_name_doc_matches_the_registry():
             for line in table.splitlines()[2:]}
     assert "`FaithfulnessMetric`" in rows["faithfulness"]
     assert "`ContextRelevance`" in rows["context_relevancy"]
+
+
+@pytest.mark.parametrize("to,name", [("ragas", "out.csv"), ("dingo", "out.parquet"), ("csv", "out.jsonl"),
+                                     ("jsonl", "out.csv"), ("parquet", "out.json")])
+def test_convert_refuses_a_suffix_of_another_data_format(tmp_path, to, name):
+    # `--to ragas out.csv` used to write JSONL into a file named .csv
+    src = tmp_path / "src.jsonl"
+    src.write_text(json.dumps({"id": "a", "user_input": "q", "response": "r"}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="name the output"):
+        convert_file(src, tmp_path / name, to)
+    assert not (tmp_path / name).exists()

@@ -244,3 +244,23 @@ def test_example_files_are_valid():
     for s in load_samples(DATA / "rag_examples.jsonl")[0]:
         assert s.retrieved_contexts == [texts[i] for i in s.retrieved_ids]
         assert set(s.relevant_ids) <= set(texts)
+
+
+def test_graded_relevance_stored_as_a_parquet_struct(tmp_path):
+    # pandas/pyarrow (and HF datasets) store dict columns as structs: every row gets every
+    # key, None where absent — those rows used to fail "expected a number, got NoneType"
+    p = tmp_path / "g.parquet"
+    pd.DataFrame({"id": ["a", "b"], "question": ["q1", "q2"], "retrieved_ids": [["d1", "d2"], ["d3"]],
+                  "graded_relevance": [{"d1": 2, "d2": 1}, {"d3": 1}]}).to_parquet(p)
+    samples, errors = load_samples(p)
+    assert errors == []
+    assert [s.graded_relevance for s in samples] == [{"d1": 2.0, "d2": 1.0}, {"d3": 1.0}]
+
+
+def test_map_target_may_be_a_framework_name_and_hints_use_them():
+    # `--map q=question` was refused ("not a Sample field") and `q=question_text` was
+    # answered with "did you mean 'retrieved_contexts'?"
+    assert parse_mapping(["q=question", "a=answer", "docs=contexts"]) == {
+        "q": "user_input", "a": "response", "docs": "retrieved_contexts"}
+    with pytest.raises(ValueError, match="did you mean 'user_input'"):
+        parse_mapping(["q=question_text"])

@@ -125,3 +125,11 @@ def test_aevaluate_pipeline_with_embedding_backend(tmp_path):
     assert all(s.value >= 9.0 and s.passed for s in faith)
     mrr = [s for s in scores if s.metric == "mrr"]
     assert len(mrr) == 3 and all(s.backend == "native" and s.ok for s in mrr)
+
+
+def test_empty_question_is_a_one_line_pipeline_error():
+    # Sample(...) raised pydantic's multi-line "1 validation error for Sample\n..." here
+    out = asyncio.run(build_samples(["ok?", "   "], lambda q: [("d1", "t")], lambda q, c: "a"))
+    err = out[1]
+    assert err.field == "user_input" and "\n" not in str(err)
+    assert "user_input is empty" in err.reason and "validation error" not in err.reason

@@ -14,7 +14,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -71,7 +70,9 @@ def test_uuid_file_goes_to_the_chosen_folder_not_xdg(tmp_path):
         import ragas._analytics as a
         from unified.adapters._quiet import ragas_user_dir
         uid = a.get_userid()
-        print(json.dumps({"uid": uid, "dir": str(ragas_user_dir())}))
+        # read here: the private temp folder is removed when the process exits
+        saved = json.loads((ragas_user_dir() / "uuid.json").read_text())["userid"]
+        print(json.dumps({"uid": uid, "dir": str(ragas_user_dir()), "saved": saved}))
     """)
     env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(xdg)}
     for k in QUIET_ENV:  # the module must set these itself
@@ -81,7 +82,7 @@ def test_uuid_file_goes_to_the_chosen_folder_not_xdg(tmp_path):
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["uid"].startswith("a-")  # a real id was written, not the fallback
-    assert json.loads((Path(info["dir"]) / "uuid.json").read_text())["userid"] == info["uid"]
+    assert info["saved"] == info["uid"]
     assert list(xdg.rglob("*")) == [] and list(home.rglob("*")) == [] and list(cwd.rglob("*")) == []
 
 
@@ -179,3 +180,20 @@ def test_table_reads_exactly_the_fields_the_registry_requires():
         assert set(m.fields(full)) == set(get_metric(name).required), name
         cls = getattr(rc, m.cls)
         assert set(m.fields(full)) <= set(inspect.signature(cls.ascore).parameters), name
+
+
+@pytest.mark.slow
+def test_private_temp_folder_is_removed_at_exit(tmp_path):
+    """Importing the backend picks a private temp folder for ragas's uuid file; it used to
+    stay in /tmp after every run (one empty unified-ragas-* folder per process)."""
+    script = textwrap.dedent("""
+        import unified.adapters.ragas
+        import unified.adapters.deepeval
+        from unified.adapters._quiet import ragas_user_dir
+        assert ragas_user_dir().parent.exists()
+    """)
+    env = {**os.environ, "TMPDIR": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert list(tmp_path.glob("unified-ragas-*")) == []

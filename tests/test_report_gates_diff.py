@@ -97,3 +97,13 @@ def test_diff_reports_metrics_in_only_one_run(tmp_path):
     rows = diff_runs(a, b)
     assert {r["metric"] for r in rows} == {"faithfulness", "context_recall"}
     assert all(r["delta"] is None and r["n_paired"] == 0 for r in rows)
+
+
+def test_diff_lists_no_unmoved_sample_as_a_mover(tmp_path):
+    # identical runs used to list "q03 +0.0, q04 +0.0, …" as the samples that moved most
+    a = _write_run(tmp_path / "a", {"s1": 5.0, "s2": 7.0, "s3": 2.0})
+    b = _write_run(tmp_path / "b", {"s1": 5.0, "s2": 8.0, "s3": 2.0})
+    (r,) = diff_runs(a, b, n_boot=200)
+    assert [m["sample_id"] for m in r["movers"]] == ["s2"]
+    (same,) = diff_runs(a, a, n_boot=200)
+    assert same["delta"] == 0 and same["movers"] == []

@@ -294,3 +294,23 @@ def test_running_aggregates_match_aggregate_by():
         assert g.pass_rate == pytest.approx(want.pass_rate) if want.pass_rate is not None else g.pass_rate is None
     # the streamed file summary agrees with the in-memory one
     assert [a.model_dump() for a in Report(scores).summary()] == [a.model_dump() for a in ra.results()]
+
+
+def test_default_judges_honour_unified_embedding(tmp_path, monkeypatch):
+    # evaluate() without judges= read only UNIFIED_JUDGE_*: UNIFIED_EMBEDDING (which the CLI
+    # honours) was ignored, so native semantic_similarity was skipped as "no embedder"
+    from unified.runner import _build_default_judges
+
+    monkeypatch.delenv("UNIFIED_JUDGE_MODEL", raising=False)
+    monkeypatch.setenv("UNIFIED_EMBEDDING", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("UNIFIED_EMBEDDING_MODEL", "emb-model")
+    judges = _build_default_judges(tmp_path, use_cache=False)
+    assert judges.chat is None and judges.embedder is not None
+
+
+def test_repeated_metric_or_backend_is_scored_once(tmp_path):
+    # `--metrics mrr,mrr` or `--backend x,x` wrote every score twice into scores.jsonl
+    b = CountingBackend()
+    evaluate(make_samples(5), "mrr,mrr", [b, b], judges=Judges(), out=tmp_path, quiet=True)
+    t = triples(tmp_path / "scores.jsonl")
+    assert len(t) == 5 and len(set(t)) == 5

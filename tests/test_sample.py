@@ -92,6 +92,14 @@ def test_bad_graded_relevance():
     assert e.field == "graded_relevance.doc-1"
 
 
+@pytest.mark.parametrize("grade", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_graded_relevance_is_a_row_error(grade):
+    # json.loads accepts NaN/Infinity; a NaN grade used to yield nDCG=nan silently
+    e = _error({"user_input": Q, "graded_relevance": {"doc-1": grade, "doc-2": 1}})
+    assert e.field == "graded_relevance.doc-1"
+    assert "finite" in str(e)
+
+
 def test_unknown_field_kept_in_metadata_and_warned_once():
     field = f"annotator_{uuid.uuid4().hex[:8]}"  # unique: the warning is once per process
     with warnings.catch_warnings(record=True) as caught:

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import os
 import shlex
+import sqlite3
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -63,6 +64,26 @@ def _user_errors() -> Iterator[None]:
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
         err_console.print(f"error: {msg}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def _plain_warnings() -> Iterator[None]:
+    """Our own warnings (unknown field kept in metadata, ...) as one ``warning: ...`` line,
+    not Python's ``file:line: UserWarning`` plus a source line; others unchanged."""
+    import warnings
+
+    here = str(Path(__file__).resolve().parent)
+    shown = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if str(Path(filename).resolve()).startswith(here):
+            err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
 
 
 # ---------------------------------------------------------------- metrics
@@ -198,7 +219,11 @@ def _judges_from(base_url: str | None, model: str | None, api_key_env: str | Non
     """Judges from flags > environment > config file; and a secret-free description."""
     from unified.judge import EmbeddingConfig, JudgeConfig, build_judges, load_run_config
 
-    file_cfg = load_run_config(config) if config else None
+    try:
+        file_cfg = load_run_config(config) if config else None
+    except Exception as e:  # noqa: BLE001 — TOML/YAML syntax, encoding, missing file: name the file
+        msg = " ".join(str(e).split())
+        raise UserError(msg if str(config) in msg else f"--config {config}: {type(e).__name__}: {msg}") from None
     judge = None
     if model or base_url:
         if not model:
@@ -239,6 +264,24 @@ def _split(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]
 
 
+def _load_plugins(load: Any, plugins: str | None) -> None:
+    """A plugin that fails to import is the user's error: one line naming the plugin and
+    where it failed, not a traceback (nor a bare "No module named x")."""
+    import traceback
+
+    ours = str(Path(__file__).resolve().parent)
+    for mod in _split(plugins):
+        try:
+            load(mod)
+        except Exception as e:  # noqa: BLE001 — any error in user code
+            tb = traceback.extract_tb(e.__traceback__)
+            where = next((f" at {Path(fr.filename).name}:{fr.lineno}" for fr in reversed(tb)
+                          if not fr.filename.startswith(("<", ours)) and "importlib" not in fr.filename), "")
+            if isinstance(e, SyntaxError) and e.filename and e.lineno:
+                where = f" at {Path(e.filename).name}:{e.lineno}"
+            raise UserError(f"--plugins {mod}: {type(e).__name__}: {e}{where}") from None
+
+
 def _do_run(file: Path, metrics: str, backends: list[str], out: Path | None, *, compare: bool = False,
             **o: Any) -> None:
     from unified.diff import check_gates, parse_gates
@@ -246,7 +289,7 @@ def _do_run(file: Path, metrics: str, backends: list[str], out: Path | None, *, 
     from unified.runner import CACHE_FILE, RunInterrupted, aevaluate, evaluate  # noqa: F401
 
     with _user_errors():
-        load_plugins(o.get("plugins"))
+        _load_plugins(load_plugins, o.get("plugins"))
         refs = parse_metrics(metrics)
         if not refs:
             raise UserError("--metrics is empty; name at least one, e.g. --metrics precision@3")
@@ -258,12 +301,23 @@ def _do_run(file: Path, metrics: str, backends: list[str], out: Path | None, *, 
             _dry_run(file, refs, backends, o)
             return
         cache_path = None if o.get("no_cache") else (o.get("cache") or out_dir / CACHE_FILE)
-        out_dir.mkdir(parents=True, exist_ok=True)
-        judges, judge_desc = _judges_from(o.get("base_url"), o.get("model"), o.get("api_key_env"),
-                                          o.get("judge2_model"), o.get("judge2_base_url"),
-                                          bool(o.get("single_judge")), o.get("embedding"), o.get("embedding_model"),
-                                          o.get("structured_output"), o.get("concurrency"), o.get("config"),
-                                          cache_path)
+        if out_dir.exists() and not out_dir.is_dir():
+            raise UserError(f"--out {out_dir}: is a file, not a folder")
+        if cache_path is not None and cache_path.is_dir():
+            raise UserError(f"--cache {cache_path}: is a folder; name the cache file, e.g. "
+                            f"{cache_path / CACHE_FILE}")
+        try:
+            judges, judge_desc = _judges_from(o.get("base_url"), o.get("model"), o.get("api_key_env"),
+                                              o.get("judge2_model"), o.get("judge2_base_url"),
+                                              bool(o.get("single_judge")), o.get("embedding"),
+                                              o.get("embedding_model"), o.get("structured_output"),
+                                              o.get("concurrency"), o.get("config"), cache_path)
+        except (sqlite3.Error, OSError) as e:  # not a database, locked, unwritable
+            raise UserError(f"cannot open the judge cache {cache_path}: {e}") from None
+        try:
+            out_dir.mkdir(parents=True, exist_ok=True)  # after the config checks: no empty folder on error
+        except OSError as e:
+            raise UserError(f"cannot create the run folder {out_dir}: {e}") from None
         from unified.adapters import get_backend
         # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
         backend_objs = [get_backend(b, judges, run_dir=out_dir) for b in backends]
@@ -308,8 +362,26 @@ def _mapping(map_: list[str] | None) -> dict[str, str] | None:
 
 def _dry_run(file: Path, refs: list[Any], backends: list[str], o: dict[str, Any]) -> None:
     """Count tasks (and, when the judge layer offers it, estimate calls) without running."""
+    from unified.adapters import backend_names
     from unified.io import read_samples
 
+    # as a real run would: an unknown backend is an error, an unimplemented pair is skipped
+    known = backend_names()
+    for b in backends:
+        if b not in known:
+            raise UserError(f"unknown backend '{b}'; known: {', '.join(sorted(known))}")
+    sets = backend_metric_sets()
+    served = [(b, r) for b in backends for r in refs
+              if b not in sets or sets[b][0] is None or r.canonical in sets[b][0]
+              or (b == "native" and r.spec.custom)]
+    # like a real run, an unimplemented pair is news only when no other chosen backend serves it
+    skipped = [f"{r.name} ({b})" for b in backends for r in refs
+               if (b, r) not in served and all(rr is not r for _, rr in served)]
+    if skipped:
+        err_console.print(f"warning: skipping {', '.join(skipped)}: not implemented", highlight=False,
+                          soft_wrap=True)
+    if not served:
+        raise UserError("nothing to run: no requested metric is available on the chosen backends")
     samples = []
     n_bad = 0
     for i, item in enumerate(read_samples(file, _mapping(o.get("map_")))):
@@ -324,7 +396,9 @@ def _dry_run(file: Path, refs: list[Any], backends: list[str], o: dict[str, Any]
     except ImportError:
         estimate_run = None
     if estimate_run is not None:
-        rows = estimate_run(samples, refs, backends, single_judge=bool(o.get("single_judge")))
+        rows = [row for b in backends
+                for row in estimate_run(samples, [r for bb, r in served if bb == b], [b],
+                                        single_judge=bool(o.get("single_judge")))]
         t = Table(title=f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
         keys = list(rows[0]) if rows else []
         for k in keys:
@@ -372,7 +446,8 @@ def run_cmd(
     opts = dict(locals())
     for k in ("file", "metrics", "backend", "out"):
         opts.pop(k)
-    _do_run(file, metrics, _split(backend), out, **opts)
+    with _plain_warnings():
+        _do_run(file, metrics, _split(backend), out, **opts)
 
 
 @app.command("compare")
@@ -405,11 +480,12 @@ def compare_cmd(
     opts = dict(locals())
     for k in ("file", "metrics", "backends", "out"):
         opts.pop(k)
-    names = _split(backends)
+    names = list(dict.fromkeys(_split(backends)))  # native,native is one backend
     if len(names) < 2:
         err_console.print("error: compare needs at least two backends, e.g. --backends native,embedding")
         raise typer.Exit(2)
-    _do_run(file, metrics, names, out, compare=True, **opts)
+    with _plain_warnings():
+        _do_run(file, metrics, names, out, compare=True, **opts)
 
 
 # ---------------------------------------------------------------- convert / report / diff
@@ -424,7 +500,8 @@ def convert_cmd(src: Path = typer.Argument(...), dst: Path = typer.Argument(...)
         from unified.convert import convert_file
         if not src.exists():
             raise UserError(f"no such file: {src}")
-        n, errors = convert_file(src, dst, to, _mapping(map_), src_format=src_format)
+        with _plain_warnings():
+            n, errors = convert_file(src, dst, to, _mapping(map_), src_format=src_format)
     for e in errors:
         err_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     out_console.print(f"wrote {n} sample(s) to {dst}" + (f"; skipped {len(errors)} bad row(s)" if errors else ""),

@@ -364,6 +364,12 @@ def convert_file(src: str | Path, dst: str | Path, to: str, mapping: Mapping[str
     src, dst = Path(src), Path(dst)
     if to not in FORMATS:
         raise ValueError(f"unknown target format '{to}'; choose one of {', '.join(FORMATS)}")
+    # a suffix naming another data format would mislabel the file (JSONL in out.csv)
+    fits = {"jsonl": (".jsonl",), "json": (".json",), "csv": (".csv",), "parquet": (".parquet",)}.get(
+        to, (".jsonl", ".json"))
+    if dst.suffix.lower() in (".jsonl", ".json", ".csv", ".parquet") and dst.suffix.lower() not in fits:
+        raise ValueError(f"{dst.name}: --to {to} writes {' or '.join(f[1:] for f in fits)}, not "
+                         f"{dst.suffix[1:]}; name the output {dst.stem}{fits[0]}")
     if src_format and src_format in FRAMEWORK_FORMATS:
         samples, errors = _read_framework_file(src, src_format)
     else:

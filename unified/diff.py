@@ -150,7 +150,9 @@ def diff_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000, seed:
             row["delta"] = sum(diffs) / len(diffs)
             ci = bootstrap_mean_ci(diffs, n_boot=n_boot, seed=seed)
             row["ci95"] = list(ci) if ci else None
-            movers = sorted(zip(paired, diffs), key=lambda t: (-abs(t[1]), t[0]))[:top]
+            # a sample that did not move is no "mover" (a rerun on the cache moves nothing)
+            movers = sorted(((s, d) for s, d in zip(paired, diffs) if d != 0),
+                            key=lambda t: (-abs(t[1]), t[0]))[:top]
             row["movers"] = [{"sample_id": s, "a": a[s], "b": b[s], "delta": d} for s, d in movers]
         else:
             row.update(mean_a=None, mean_b=None, delta=None, ci95=None, movers=[])

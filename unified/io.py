@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unified.sample import ALIASES, Sample, SampleError
+from unified.sample import _ALIAS_TO_CANONICAL, ALIASES, Sample, SampleError
 
 __all__ = [
     "RowError", "SampleLoadError", "read_samples", "load_samples", "write_samples",
@@ -99,9 +99,13 @@ def parse_mapping(items: list[str] | str | Mapping[str, str] | None) -> dict[str
                 pairs.append((src, dst))
     out: dict[str, str] = {}
     for src, dst in pairs:
+        if dst not in ALIASES and dst in _ALIAS_TO_CANONICAL:
+            dst = _ALIAS_TO_CANONICAL[dst]  # a framework's name for the field: q=question works
         if dst not in ALIASES:
-            close = difflib.get_close_matches(dst, list(ALIASES), n=1, cutoff=0.5)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
+            # match against the frameworks' names too: question_text -> user_input, not a
+            # lookalike canonical name
+            close = difflib.get_close_matches(dst, list(ALIASES) + list(_ALIAS_TO_CANONICAL), n=1, cutoff=0.5)
+            hint = f"; did you mean '{_ALIAS_TO_CANONICAL.get(close[0], close[0])}'?" if close else ""
             raise ValueError(f"--map {src}={dst}: '{dst}' is not a Sample field "
                              f"(one of {', '.join(ALIASES)}){hint}")
         if src in out and out[src] != dst:

@@ -117,13 +117,17 @@ async def build_samples(questions: Sequence[str], retrieve: Callable[..., Any],
                 return PipelineError("pipeline", i + 1, "generate",
                                      f"expected a string answer, got {type(response).__name__}", sid)
         try:
-            return Sample(id=sid, user_input=q, response=response, retrieved_contexts=texts,
-                          retrieved_ids=[h for h, _ in pairs],
-                          reference=references[i] if references is not None else None,
-                          relevant_ids=list(relevant_ids[i]) if relevant_ids is not None
-                          and relevant_ids[i] is not None else None)
+            # model_validate (not Sample(...)) raises a one-line SampleError, not pydantic's
+            # multi-line ValidationError
+            return Sample.model_validate(dict(
+                id=sid, user_input=q, response=response, retrieved_contexts=texts,
+                retrieved_ids=[h for h, _ in pairs],
+                reference=references[i] if references is not None else None,
+                relevant_ids=list(relevant_ids[i]) if relevant_ids is not None
+                and relevant_ids[i] is not None else None))
         except ValueError as e:  # SampleError (an empty question) is a ValueError
-            return PipelineError("pipeline", i + 1, "user_input", str(e), sid)
+            return PipelineError("pipeline", i + 1, getattr(e, "field", None) or "user_input",
+                                 getattr(e, "reason", None) or str(e), sid)
 
     return list(await asyncio.gather(*(one(i) for i in range(n))))
 

