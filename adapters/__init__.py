@@ -58,6 +58,16 @@ def missing_field_error(sample: Sample, metric: MetricRef) -> str | None:
     return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
 
 
+def unknown_param_error(metric: MetricRef, accepted: set[str] | frozenset[str]) -> str | None:
+    """The one-line error for a bracket parameter (``faithfulness[t=0.8]``) the backend
+    does not read, or None: a typo must not silently run with the default."""
+    unknown = [k for k, _ in metric.params if k not in accepted]
+    if not unknown:
+        return None
+    return (f"metric '{metric.name}': unknown parameter '{unknown[0]}' "
+            f"(accepted: {', '.join(sorted(accepted)) or 'none'})")
+
+
 class BackendUnavailableError(ImportError):
     """A backend's extra is not installed; the message says which pip command to run."""
 

@@ -78,7 +78,7 @@ from typing import Any, Callable, ClassVar
 
 import numpy as np
 
-from unified.adapters import Backend, missing_field_error
+from unified.adapters import Backend, missing_field_error, unknown_param_error
 from unified.judge.base import Embedder, JudgeError, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
@@ -135,7 +135,9 @@ class EmbeddingBackend(Backend):
             if fn is None:
                 plans.append((ref, None, f"metric '{ref.canonical}' is not implemented by the embedding backend"))
                 continue
-            missing = missing_field_error(sample, ref)
+            missing = missing_field_error(sample, ref) or unknown_param_error(ref, _accepted(ref))
+            if not missing and ref.param("variant", "default") not in ("default", "sentence"):
+                missing = f"metric '{ref.name}': variant must be 'default' or 'sentence'"
             if missing:
                 plans.append((ref, None, missing))
                 continue
@@ -196,6 +198,13 @@ class EmbeddingBackend(Backend):
 
 # ---------------------------------------------------------------- per-metric
 
+def _accepted(ref: MetricRef) -> set[str]:
+    """Bracket parameters a metric reads: its DEFAULTS, the pass bound, and the
+    context_relevancy variant."""
+    extra = {"variant"} if ref.canonical == "context_relevancy" else set()
+    return set(DEFAULTS[ref.canonical]) | {"threshold"} | extra
+
+
 def _param(ref: MetricRef, key: str) -> float:
     return float(ref.param(key, DEFAULTS[ref.canonical].get(key)))
 
@@ -255,9 +264,12 @@ def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarra
     per = [{"sentence": r, "best_match": cs[int(i)], "cosine": round(float(b), 4),
             "non_answer": n, "support": round(float(sup), 4)}
            for r, i, b, n, sup in zip(rs, d["idx"], d["best"], non, d["support"])]
-    weak = sum(1 for p in per if p["support"] < 1.0)
-    return _score(ref, sample, raw, f"{len(rs) - weak}/{len(rs)} response sentences reach cosine {t} "
-                                    f"with a context sentence", {"t": t, "sentences": per})
+    # the reason states the soft formula actually scored, not a hard count
+    n_non = sum(non)
+    return _score(ref, sample, raw, f"mean support {raw:.2f} over {len(rs)} response sentence(s), "
+                                    f"support = min(1, best context cosine / {t})"
+                                    + (f"; {n_non} non-answer sentence(s) count 0" if n_non else ""),
+                  {"t": t, "sentences": per})
 
 
 def _answer_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
@@ -296,7 +308,8 @@ def _context_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.n
     cover = [_stem_cover(sample.user_input, c) for c in sample.retrieved_contexts or []]
     raw, d = H.context_relevancy(q, [_stack(c, vec) for c in ctxs], cover, t)
     rel = [round(float(r), 4) for r in d["relevance"]]
-    return _score(ref, sample, raw, f"{sum(r >= t for r in rel)}/{len(rel)} contexts reach relevance {t}",
+    return _score(ref, sample, raw, f"mean of min(1, relevance / {t}) = {raw:.2f}; "
+                                    f"{sum(r >= t for r in rel)}/{len(rel)} contexts reach relevance {t}",
                   {"t": t, "relevance": rel, "question_term_coverage": [round(c, 4) for c in cover]})
 
 
@@ -309,8 +322,8 @@ def _context_recall(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndar
     raw, d = H.context_recall(_stack(refs, vec), _stack(cs, vec), t)
     per = [{"sentence": r, "best_match": cs[int(i)], "cosine": round(float(b), 4)}
            for r, i, b in zip(refs, d["idx"], d["best"])]
-    n = sum(1 for p in per if p["cosine"] >= t)
-    return _score(ref, sample, raw, f"{n}/{len(refs)} reference sentences reach cosine {t} in the contexts",
+    return _score(ref, sample, raw, f"mean coverage {raw:.2f} over {len(refs)} reference sentence(s), "
+                                    f"coverage = min(1, best context cosine / {t})",
                   {"t": t, "sentences": per})
 
 

@@ -296,3 +296,11 @@ def test_out_that_is_a_file_is_one_line(tmp_path):
 def test_compare_same_backend_twice_is_not_two_backends(tmp_path):
     r = invoke("compare", DATA, "--backends", "native,native", "--metrics", "mrr", "--out", tmp_path / "c", "-q")
     assert r.exit_code == 2 and "at least two backends" in r.output
+
+
+def test_api_key_env_naming_an_unset_variable_is_a_user_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("UNIFIED_TEST_NO_SUCH_KEY", raising=False)
+    r = invoke("run", DATA, "--metrics", "faithfulness", "--base-url", "http://127.0.0.1:9/v1",
+               "--model", "m", "--api-key-env", "UNIFIED_TEST_NO_SUCH_KEY", "--out", tmp_path / "o")
+    assert r.exit_code == 2
+    assert "UNIFIED_TEST_NO_SUCH_KEY: that environment variable is not set" in r.output

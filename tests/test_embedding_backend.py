@@ -180,3 +180,13 @@ def test_warm_cached_embedder_is_charged_as_a_cache_hit_not_a_call(tmp_path):
     assert sum(o.cost.embedding_calls for o in warm) == 0
     assert sum(o.cost.cache_hits for o in warm) == 1
     assert [o.value for o in warm] == [o.value for o in cold]
+
+
+@pytest.mark.local
+async def test_unknown_parameter_or_variant_is_an_error():
+    s = Sample(user_input="What is the capital of France?", response="Paris.",
+               retrieved_contexts=["Paris is the capital of France."], id="p")
+    typo, bad_variant = await get_backend("embedding").score(
+        s, parse_metrics("faithfulness[tt=0.5],context_relevancy[variant=bogus]"))
+    assert typo.value is None and "unknown parameter 'tt'" in typo.error
+    assert bad_variant.value is None and "variant must be" in bad_variant.error

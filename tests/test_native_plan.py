@@ -193,3 +193,15 @@ async def test_custom_function_returning_nan_is_an_error_not_a_value(scratch_reg
 
     (s,) = await NativeBackend(bundle()[0]).score(make(1), parse_metrics("test_native_nan"))
     assert s.value is None and not s.ok and "not a finite number" in s.error
+
+
+
+async def test_unknown_bracket_parameter_is_an_error_not_a_silent_default():
+    judges, j, _ = bundle()
+    typo, good, retrieval = await NativeBackend(judges).score(
+        make(3), parse_metrics("context_relevancy[relevance_treshold=1.5],"
+                               "context_relevancy[relevance_threshold=1.5],precision@3[threshold=3]"))
+    assert typo.value is None and "unknown parameter 'relevance_treshold'" in typo.error
+    assert "relevance_threshold" in typo.error  # the message lists what is accepted
+    assert good.ok
+    assert retrieval.ok and retrieval.threshold == 3.0 and retrieval.passed  # 1/3 relevant = 3.33

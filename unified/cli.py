@@ -233,6 +233,9 @@ def _judges_from(base_url: str | None, model: str | None, api_key_env: str | Non
     updates: dict[str, Any] = {}
     if judge is not None:
         if api_key_env:
+            if not os.environ.get(api_key_env):
+                # naming a variable is asking for a key: calling without one would be a surprise
+                raise UserError(f"--api-key-env {api_key_env}: that environment variable is not set")
             updates["api_key_env"] = api_key_env
         if structured_output:
             updates["structured_output"] = structured_output

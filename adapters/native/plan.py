@@ -39,7 +39,7 @@ import contextlib
 import inspect
 from typing import Any, Iterator
 
-from unified.adapters import missing_field_error
+from unified.adapters import missing_field_error, unknown_param_error
 from unified.judge.base import JudgeError, Judges, current_meter, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
@@ -73,6 +73,8 @@ RETRIEVAL_METRICS = frozenset({"precision_at_k", "recall_at_k", "mrr", "ndcg_at_
 CONTEXT_METRICS = frozenset({"faithfulness", "hallucination", "context_recall", "context_correctness",
                              "context_relevancy", "context_precision", "context_sufficiency",
                              "response_groundedness"})
+# bracket parameters each metric reads besides ``threshold`` (the pass bound on 0–10)
+_PARAMS = {"context_relevancy": ("relevance_threshold",), "answer_relevancy": ("strictness",)}
 _VERIFY_RESPONSE = frozenset({"faithfulness", "hallucination"})
 _VERIFY_REFERENCE = frozenset({"context_recall", "context_correctness"})
 
@@ -111,6 +113,9 @@ class SamplePlan:
 
     def _precheck(self, ref: MetricRef) -> str | None:
         name = ref.canonical
+        bad_param = unknown_param_error(ref, {"threshold", *_PARAMS.get(name, ())})
+        if bad_param:
+            return bad_param
         if name in RETRIEVAL_METRICS or (ref.spec.custom and ref.spec.fn is not None):
             return None
         missing = missing_field_error(self.sample, ref)

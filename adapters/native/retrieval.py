@@ -227,6 +227,6 @@ def score_retrieval(sample: Sample, metric: MetricRef, backend: str = "native") 
     details: dict[str, Any] = {"k": k, "hits": [retrieved[r - 1] for r in ranks],
                                "ranks": ranks, "relevant": len(rel)}
     return Score.from_raw(name, backend, sid, raw, raw_range=(0.0, 1.0),
-                          threshold=metric.spec.threshold,
+                          threshold=float(metric.param("threshold", metric.spec.threshold)),
                           reason=_reason(metric.canonical, raw, k, ranks, len(rel)),
                           details=details)

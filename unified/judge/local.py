@@ -59,6 +59,11 @@ class LocalEmbedder(Embedder):
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         start = time.perf_counter()
+        if _model is None:
+            # load on the event loop's thread, once: importing transformers from a worker
+            # thread races with the openai client, which inspects sys.modules (httpx) on
+            # every response and can catch a module half-imported
+            get_sentence_model()
         # one encode at a time: torch already uses both cores, and parallel encodes
         # would only fight over them
         async with self._lock:
