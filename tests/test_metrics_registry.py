@@ -38,17 +38,22 @@ def test_names_are_listed():
     assert {"faithfulness", "precision_at_k", "ndcg_at_k", "mrr"} <= set(names)
 
 
-@pytest.mark.parametrize("text, canonical, k", [
-    ("precision@3", "precision_at_k", 3),
-    ("ndcg@10", "ndcg_at_k", 10),
-    ("recall", "recall_at_k", None),
-    ("hit_rate@1", "hit_rate_at_k", 1),
-    ("mrr@5", "mrr", 5),
-    ("precision_at_k", "precision_at_k", None),
+@pytest.mark.parametrize("text, canonical, k, name", [
+    ("precision@3", "precision_at_k", 3, "precision@3"),
+    ("ndcg@10", "ndcg_at_k", 10, "ndcg@10"),
+    ("recall", "recall_at_k", None, "recall"),
+    ("hit_rate@1", "hit_rate_at_k", 1, "hit_rate@1"),
+    ("mrr@5", "mrr", 5, "mrr@5"),
+    # one spelling per metric in Scores, whatever the user typed
+    ("precision_at_k", "precision_at_k", None, "precision"),
+    ("precision_at_k@3", "precision_at_k", 3, "precision@3"),
+    ("FaithfulnessMetric", "faithfulness", None, "faithfulness"),
+    ("context_relevancy[variant=sentence, t=0.7]", "context_relevancy", None,
+     "context_relevancy[variant=sentence,t=0.7]"),
 ])
-def test_parse_metric_cutoffs(text, canonical, k):
+def test_parse_metric_cutoffs(text, canonical, k, name):
     ref = parse_metric(text)
-    assert (ref.canonical, ref.k, ref.name) == (canonical, k, text)
+    assert (ref.canonical, ref.k, ref.name) == (canonical, k, name)
 
 
 def test_parse_metric_params_and_lists():

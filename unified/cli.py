@@ -333,6 +333,7 @@ def _do_run(file: Path, metrics: str, backends: list[str], out: Path | None, *, 
     try:
         with _user_errors():
             report = evaluate(file, refs, backend_objs, judges=judges, out=out_dir, resume=o.get("resume", True),
+                              retry_errors=bool(o.get("retry_errors")),
                               concurrency=o.get("concurrency") or 16,
                               progress=False if o.get("quiet") else "auto", quiet=bool(o.get("quiet")),
                               mapping=_mapping(o.get("map_")), max_samples=o.get("max_samples"),
@@ -348,8 +349,18 @@ def _do_run(file: Path, metrics: str, backends: list[str], out: Path | None, *, 
                 from unified.crosscheck import format_crosscheck
                 out_console.print(format_crosscheck(cc))
     out_console.print(f"wrote {out_dir}/scores.jsonl, summary.json, report.html", highlight=False)
+    summary = report.summary()
+    if summary and not any(a.scored for a in summary):
+        # nothing scored at all (judge unreachable, wrong fields): that is a failed run
+        first = next(iter(report.error_list(limit=1)), None)
+        err_console.print("error: no task produced a score"
+                          + (f"; first error ({first['metric']}, {first['backend']}, sample "
+                             f"{first['sample_id']}): {first['error']}" if first else "")
+                          + f"; fix it and rerun with --retry-errors --out {out_dir}", highlight=False,
+                          soft_wrap=True)
+        raise typer.Exit(1)
     if gates:
-        ok, lines = check_gates(report.summary(), gates)
+        ok, lines = check_gates(summary, gates)
         for line in lines:
             (out_console if line.startswith("PASS") else err_console).print(line, highlight=False)
         if not ok:
@@ -435,6 +446,7 @@ def run_cmd(
     structured_output: Optional[str] = typer.Option(None, "--structured-output", help="auto|json_schema|llama_cpp|prompt"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="judge calls in flight (default 8)"),
     resume: bool = typer.Option(True, "--resume/--no-resume", help="skip tasks already in OUT/scores.jsonl"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="on resume, score failed tasks again"),
     no_cache: bool = typer.Option(False, "--no-cache", help="do not cache judge calls"),
     cache: Optional[Path] = typer.Option(None, "--cache", help="judge cache file (default OUT/judge_cache.sqlite)"),
     fail_under: Optional[str] = typer.Option(None, "--fail-under", help="gates: faithfulness=7,context_recall=6"),
@@ -470,6 +482,7 @@ def compare_cmd(
     structured_output: Optional[str] = typer.Option(None, "--structured-output"),
     concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="judge calls in flight (default 8)"),
     resume: bool = typer.Option(True, "--resume/--no-resume"),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="on resume, score failed tasks again"),
     no_cache: bool = typer.Option(False, "--no-cache"),
     cache: Optional[Path] = typer.Option(None, "--cache"),
     fail_under: Optional[str] = typer.Option(None, "--fail-under"),

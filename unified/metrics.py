@@ -117,7 +117,11 @@ _NAME_RE = re.compile(r"^(?P<base>[^@\[]+?)(?:@(?P<k>[^\[]+))?(?:\[(?P<params>.*
 
 def parse_metric(text: str) -> MetricRef:
     """``precision@3`` -> (precision_at_k, k=3); ``context_relevancy[variant=sentence]`` ->
-    params. ``precision`` and ``precision_at_k`` without a cutoff mean the whole list."""
+    params. ``precision`` and ``precision_at_k`` without a cutoff mean the whole list.
+
+    The ref's ``name`` (what Scores carry) is normalised: a framework alias becomes the
+    canonical name (``FaithfulnessMetric`` -> ``faithfulness``), an IR metric its short stem
+    (``precision_at_k@3`` -> ``precision@3``)."""
     m = _NAME_RE.match(text.strip())
     if not m:
         raise UnknownMetricError(f"cannot parse metric name '{text}'")
@@ -140,7 +144,18 @@ def parse_metric(text: str) -> MetricRef:
                 raise UnknownMetricError(f"metric parameter '{part}' in '{text}' must be key=value")
             key, val = part.split("=", 1)
             params.append((key.strip(), _coerce(val.strip())))
-    return MetricRef(name=text.strip(), spec=spec, k=k, params=tuple(params))
+    # one spelling per metric, so that FaithfulnessMetric and faithfulness resume, gate and
+    # aggregate as the same thing: canonical name (IR stem for @k metrics), cutoff, params
+    base_name = spec.name.removesuffix("_at_k") if spec.takes_k else spec.name
+    name = base_name + (f"@{k}" if k is not None else "")
+    if params:
+        name += "[" + ",".join(f"{key}={val}" for key, val in _raw_params(m.group("params"))) + "]"
+    return MetricRef(name=name, spec=spec, k=k, params=tuple(params))
+
+
+def _raw_params(text: str) -> list[tuple[str, str]]:
+    """``a=1, b = x`` -> [("a", "1"), ("b", "x")], values as written (for the name)."""
+    return [(k.strip(), v.strip()) for k, v in (part.split("=", 1) for part in text.split(","))]
 
 
 def parse_metrics(text: str | list[str]) -> list[MetricRef]:

@@ -91,6 +91,32 @@ def repair_jsonl(path: Path) -> int:
         return size - keep
 
 
+def drop_error_lines(path: Path) -> int:
+    """Rewrite a score file without its failed scores (``error`` set), so that a resumed
+    run scores those tasks again — after a judge outage, say — while every task still
+    ends with exactly one line. Written to a temporary file, fsync'd, then renamed over
+    the original: a kill at any point leaves either the old or the new file whole.
+    Returns the number of lines dropped."""
+    if not path.exists():
+        return 0
+    tmp = path.with_name(path.name + ".retry")
+    dropped = 0
+    with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
+        for line in src:
+            try:
+                failed = bool(json.loads(line).get("error"))
+            except (ValueError, AttributeError):
+                failed = False  # keep what we cannot read; read_done skips it
+            if failed:
+                dropped += 1
+            else:
+                dst.write(line)
+        dst.flush()
+        os.fsync(dst.fileno())
+    os.replace(tmp, path)
+    return dropped
+
+
 def read_done(path: Path, task_index: dict[tuple[str, str], int]) -> tuple[dict[str, int], int]:
     """Scan a score file: ``sample_id -> bitmask`` of finished (metric, backend) tasks
     (bit i = ``task_index`` entry i) and the number of lines. Lines of tasks not in
@@ -335,7 +361,8 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
                     concurrency: int = 16, progress: bool | str = "auto", quiet: bool = False, *,
                     mapping: dict[str, str] | None = None, max_samples: int | None = None,
                     use_cache: bool = True, run_config: dict[str, Any] | None = None,
-                    resume_hint: str | None = None, write_report: bool = True) -> "Report":
+                    resume_hint: str | None = None, write_report: bool = True,
+                    retry_errors: bool = False) -> "Report":
     """Run every (sample, metric, backend) task once and return the run's ``Report``.
 
     ``samples``: a path, DataFrame, Dataset or iterable of Sample | RowError | dict,
@@ -343,7 +370,8 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
     MetricRefs. ``backends``: names (or Backend instances). ``judges``: built from the
     environment with ``DIR/judge_cache.sqlite`` when None. ``out``: the run folder
     (default ``runs/<timestamp>``); when it already holds ``scores.jsonl`` and ``resume``
-    is true, finished triples are skipped. ``concurrency``: (sample, backend) groups in
+    is true, finished triples are skipped (``retry_errors``: failed ones are scored again,
+    their old lines removed). ``concurrency``: (sample, backend) groups in
     flight — the memory window; the judge layer applies its own call limits.
     """
     from unified.adapters import Backend, get_backend, missing_field_error
@@ -414,6 +442,8 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
     else:
         if repair_jsonl(scores_path):
             say(f"note: truncated a torn last line in {scores_path} (a killed run)")
+        if retry_errors and (dropped := drop_error_lines(scores_path)):
+            say(f"note: retrying {dropped} failed task(s) from {scores_path}")
         repair_jsonl(samples_path)
         st.done, st.written = read_done(scores_path, task_index)
         if samples_path.exists():
