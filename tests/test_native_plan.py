@@ -205,3 +205,12 @@ async def test_unknown_bracket_parameter_is_an_error_not_a_silent_default():
     assert "relevance_threshold" in typo.error  # the message lists what is accepted
     assert good.ok
     assert retrieval.ok and retrieval.threshold == 3.0 and retrieval.passed  # 1/3 relevant = 3.33
+
+
+@pytest.mark.parametrize("single", [False, True])
+async def test_planned_chat_calls_matches_what_a_sample_really_costs(single):
+    from unified.adapters.native.plan import planned_chat_calls
+    refs = parse_metrics(CORE + ",answer_correctness,hallucination")
+    judges, j, _ = bundle(single)
+    await NativeBackend(judges).score(make(4), refs)
+    assert planned_chat_calls([r.canonical for r in refs], single) == len(j.calls)

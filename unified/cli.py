@@ -420,6 +420,14 @@ def _dry_run(file: Path, refs: list[Any], backends: list[str], o: dict[str, Any]
         for r in rows:
             t.add_row(*[str(r.get(k, "")) for k in keys])
         out_console.print(t)
+        native_refs = [r for b, r in served if b == "native"]
+        if len(native_refs) > 1:
+            from unified.adapters.native.plan import planned_chat_calls
+            together = planned_chat_calls([r.canonical for r in native_refs], bool(o.get("single_judge")))
+            alone = sum(int(r["calls"] or 0) for r in rows if r["backend"] == "native")
+            out_console.print(f"native shares judge steps between metrics: {together} chat calls per sample "
+                              f"together, {together * len(samples)} in all (the rows above count each "
+                              f"metric alone: {alone})", highlight=False, soft_wrap=True)
         return
     out_console.print(f"dry run: {len(samples)} samples, {n_bad} bad rows, {len(refs)} metric(s) × "
                       f"{len(backends)} backend(s) = up to {len(samples) * len(refs) * len(backends)} tasks; "

@@ -37,7 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from unified.adapters import missing_field_error, unknown_param_error
 from unified.judge.base import JudgeError, Judges, current_meter, task_scope
@@ -77,6 +77,16 @@ CONTEXT_METRICS = frozenset({"faithfulness", "hallucination", "context_recall", 
 _PARAMS = {"context_relevancy": ("relevance_threshold",), "answer_relevancy": ("strictness",)}
 _VERIFY_RESPONSE = frozenset({"faithfulness", "hallucination"})
 _VERIFY_REFERENCE = frozenset({"context_recall", "context_correctness"})
+
+
+def planned_chat_calls(canonicals: Iterable[str], single_judge: bool = False) -> int:
+    """Chat calls one sample costs for these metrics requested together: each step once,
+    extraction steps 1 call, judged steps 1 per judge (the table in the module docstring).
+    What ``--dry-run`` reports for native, where the per-metric figures would overcount
+    the shared steps."""
+    steps = {st for name in canonicals for st in NEEDS.get(name, ())}
+    per_judged = 1 if single_judge else 2
+    return sum(1 if st.startswith("claims:") else per_judged for st in steps)
 
 
 class SamplePlan:
