@@ -103,7 +103,7 @@ def test_evaluate_pipeline_end_to_end_with_a_failing_question(tmp_path):
     assert len(scores) == 3 * len(QUESTIONS)  # every (question, metric) has a Score
     bad = [s for s in scores if s.error]
     assert len(bad) == 3 and all("retriever timed out" in s.error and s.value is None for s in bad)
-    assert {s.sample_id for s in bad} == {"row:3"}  # the runner files row errors by position
+    assert {s.sample_id for s in bad} == {"q3"}  # filed under the question's id, like the rest
     good = [s for s in scores if not s.error]
     assert {s.sample_id for s in good} == {"q1", "q2", "q4", "q5", "q6"}
     assert all(0.0 <= s.value <= 10.0 for s in good)

@@ -33,7 +33,8 @@ __all__ = ["evaluate_pipeline", "aevaluate_pipeline", "build_samples", "Pipeline
 class PipelineError:
     """A question the pipeline failed on; the runner turns it into one error Score per
     metric (it is a row error: ``source``, ``row``, ``field``, ``reason``). ``row`` is the
-    1-based question number; the runner files its scores under ``row:<row>``."""
+    1-based question number; the runner files its scores under ``sample_id`` (the
+    question's id), or ``row:<row>`` when it has none."""
 
     source: str
     row: int

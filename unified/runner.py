@@ -226,7 +226,9 @@ def count_rows(samples: Any) -> int | None:
 
 
 def _row_error_id(err: Any) -> str:
-    return f"row:{getattr(err, 'row', '?')}"
+    # an error that knows its sample (a pipeline question with an id) is filed under it,
+    # so its scores line up with the other runs of that sample; else by position
+    return getattr(err, "sample_id", None) or f"row:{getattr(err, 'row', '?')}"
 
 
 def _redact(config: Any) -> Any:
@@ -313,8 +315,9 @@ class _State:
 
 def _as_metric_refs(metrics: Any) -> list[MetricRef]:
     if isinstance(metrics, str):
-        return parse_metrics(metrics)
-    refs = [m if isinstance(m, MetricRef) else parse_metric(m) for m in metrics]
+        refs = parse_metrics(metrics)
+    else:
+        refs = [m if isinstance(m, MetricRef) else parse_metric(m) for m in metrics]
     seen: set[str] = set()
     out = []
     for r in refs:  # a metric named twice would produce duplicate triples
