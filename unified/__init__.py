@@ -14,17 +14,18 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def evaluate_pipeline(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """Run a retriever + generator over questions and evaluate the answers; see
-    ``unified.pipeline.evaluate_pipeline`` (imported on first use: it pulls in the runner)."""
-    from unified.pipeline import evaluate_pipeline as _run
-    return _run(*args, **kwargs)
+# The run API imports the judge layer (and openai, about 2 s): loaded on first use, so
+# that `import unified` for the schema and the registry stays instant.
+_LAZY = {
+    "evaluate": "unified.runner", "aevaluate": "unified.runner", "Report": "unified.report",
+    "evaluate_pipeline": "unified.pipeline", "aevaluate_pipeline": "unified.pipeline",
+    "load_samples": "unified.io", "read_samples": "unified.io", "write_samples": "unified.io",
+}
+__all__ += list(_LAZY)
 
 
-async def aevaluate_pipeline(*args, **kwargs):  # type: ignore[no-untyped-def]
-    """Async twin of ``evaluate_pipeline``; see ``unified.pipeline.aevaluate_pipeline``."""
-    from unified.pipeline import aevaluate_pipeline as _run
-    return await _run(*args, **kwargs)
-
-
-__all__ += ["evaluate_pipeline", "aevaluate_pipeline"]
+def __getattr__(name: str):  # PEP 562
+    if name in _LAZY:
+        import importlib
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'unified' has no attribute {name!r}")
