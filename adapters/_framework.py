@@ -8,9 +8,9 @@ import asyncio
 import concurrent.futures
 import contextvars
 from abc import abstractmethod
-from typing import Any, Callable, Coroutine, TypeVar
+from typing import Any, Callable, ClassVar, Coroutine, Mapping, TypeVar
 
-from unified.adapters import Backend
+from unified.adapters import Backend, missing_field_error
 from unified.adapters._quiet import quiet_frameworks
 from unified.judge.base import Judges
 from unified.metrics import MetricRef
@@ -64,6 +64,19 @@ class FrameworkBackend(Backend):
         if loop_id not in self._limits:
             self._limits = {loop_id: asyncio.Semaphore(self._concurrency)}
         return self._limits[loop_id]
+
+    #: canonical metric name -> the adapter's mapping entry (its one table in code)
+    table: ClassVar[Mapping[str, Any]]
+
+    def _precheck(self, sample: Sample, ref: MetricRef) -> Score | None:
+        """The failure Score for a metric this adapter does not map or a field the sample
+        lacks; None when the framework can be called."""
+        if ref.canonical not in self.table:
+            return Score.failure(ref.name, self.name, sample.id,
+                                 f"metric '{ref.canonical}' is not available on the {self.name} "
+                                 f"backend; {self.name} implements: {', '.join(sorted(self.table))}")
+        missing = missing_field_error(sample, ref)
+        return Score.failure(ref.name, self.name, sample.id, missing) if missing else None
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
         return list(await asyncio.gather(*(self._score_one(sample, ref) for ref in metrics)))

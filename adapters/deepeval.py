@@ -43,7 +43,6 @@ with contextlib.redirect_stdout(io.StringIO()):
     from deepeval.test_case import LLMTestCase, SingleTurnParams  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from unified.adapters import missing_field_error  # noqa: E402
 from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
 from unified.judge.base import Judges, task_scope  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
@@ -164,6 +163,7 @@ class DeepEvalBackend(FrameworkBackend):
 
     name: ClassVar[str] = BACKEND
     metrics: ClassVar[frozenset[str]] = frozenset(DEEPEVAL_METRICS)
+    table = DEEPEVAL_METRICS
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
@@ -183,15 +183,9 @@ class DeepEvalBackend(FrameworkBackend):
             return getattr(deepeval_metrics, m.cls)(**kwargs)
 
     async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
-        spec = ref.spec
-        m = DEEPEVAL_METRICS.get(ref.canonical)
-        if m is None:
-            return Score.failure(ref.name, BACKEND, sample.id,
-                                 f"metric '{ref.canonical}' is not available on the deepeval "
-                                 f"backend; deepeval implements: {', '.join(sorted(DEEPEVAL_METRICS))}")
-        missing = missing_field_error(sample, ref)
-        if missing:
-            return Score.failure(ref.name, BACKEND, sample.id, missing)
+        if (failed := self._precheck(sample, ref)) is not None:
+            return failed
+        spec, m = ref.spec, DEEPEVAL_METRICS[ref.canonical]
         common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better,
                       threshold=spec.threshold)
         details: dict[str, Any] = {"framework": "deepeval", "deepeval_version": deepeval.__version__,

@@ -40,7 +40,6 @@ redirect_ragas_user_dir()
 
 from pydantic import BaseModel  # noqa: E402
 
-from unified.adapters import missing_field_error  # noqa: E402
 from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
 from unified.judge.base import Judges, task_scope  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
@@ -198,6 +197,7 @@ class RagasBackend(FrameworkBackend):
 
     name: ClassVar[str] = BACKEND
     metrics: ClassVar[frozenset[str]] = frozenset(RAGAS_METRICS)
+    table = RAGAS_METRICS
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
@@ -227,15 +227,9 @@ class RagasBackend(FrameworkBackend):
         return self._instances[key]
 
     async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
-        spec = ref.spec
-        m = RAGAS_METRICS.get(ref.canonical)
-        if m is None:
-            return Score.failure(ref.name, BACKEND, sample.id,
-                                 f"metric '{ref.canonical}' is not available on the ragas backend; "
-                                 f"ragas implements: {', '.join(sorted(RAGAS_METRICS))}")
-        missing = missing_field_error(sample, ref)
-        if missing:
-            return Score.failure(ref.name, BACKEND, sample.id, missing)
+        if (failed := self._precheck(sample, ref)) is not None:
+            return failed
+        spec, m = ref.spec, RAGAS_METRICS[ref.canonical]
         common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better,
                       threshold=spec.threshold)
         details: dict[str, Any] = {"framework": "ragas", "ragas_version": ragas.__version__,
