@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextvars
+import math
 from abc import abstractmethod
 from typing import Any, Callable, ClassVar, Coroutine, Mapping, TypeVar
 
@@ -77,6 +78,26 @@ class FrameworkBackend(Backend):
                                  f"backend; {self.name} implements: {', '.join(sorted(self.table))}")
         missing = missing_field_error(sample, ref)
         return Score.failure(ref.name, self.name, sample.id, missing) if missing else None
+
+    def _to_score(self, sample: Sample, ref: MetricRef, cls_name: str, raw: Any, unusable: str, *,
+                  raw_range: tuple[float, float], details: dict[str, Any], reason: Any = None,
+                  **kw: Any) -> Score:
+        """The framework's raw number as a Score (0–10 via ``Score.from_raw``). A raw that
+        is no finite number becomes a failure saying what the framework returned
+        (``unusable``); one outside the framework's own range is clipped, and the
+        original kept in ``details['clipped_from']``."""
+        try:  # numpy scalars count; text and booleans do not
+            raw = None if isinstance(raw, (str, bool)) else float(raw)
+        except (TypeError, ValueError):
+            raw = None
+        if raw is not None and not math.isfinite(raw):
+            raw = None
+        if raw is not None and not raw_range[0] <= raw <= raw_range[1]:
+            details["clipped_from"] = raw  # the framework left its own range: say so
+        return Score.from_raw(ref.name, self.name, sample.id, raw, raw_range=raw_range,
+                              error=one_line(f"{self.name} {cls_name}: {unusable}"),
+                              reason=reason if isinstance(reason, str) else None,
+                              details=details, **kw)
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
         return list(await asyncio.gather(*(self._score_one(sample, ref) for ref in metrics)))

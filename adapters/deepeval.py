@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import math
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, ClassVar, TypeVar
@@ -201,16 +200,8 @@ class DeepEvalBackend(FrameworkBackend):
                     return Score.failure(ref.name, BACKEND, sample.id,
                                          one_line(f"deepeval {m.cls}: {type(e).__name__}: {e}"),
                                          details=details, cost=meter.cost(), **common)
-                reason = getattr(metric, "reason", None)
                 details["deepeval_success"] = getattr(metric, "success", None)
-                if raw is None or not math.isfinite(float(raw)):
-                    err = getattr(metric, "error", None) or f"returned {raw!r}"
-                    return Score.failure(ref.name, BACKEND, sample.id,
-                                         one_line(f"deepeval {m.cls}: {err}"), reason=reason,
-                                         details=details, cost=meter.cost(), **common)
-                lo, hi = m.raw_range
-                if not lo <= float(raw) <= hi:  # the framework left its own range: say so
-                    details["clipped_from"] = float(raw)
-                return Score.from_raw(ref.name, BACKEND, sample.id, float(raw),
-                                      reason=reason if isinstance(reason, str) else None,
-                                      details=details, cost=meter.cost(), **common)
+                why = getattr(metric, "error", None) or f"returned {raw!r}"
+                return self._to_score(sample, ref, m.cls, raw, why, details=details,
+                                      reason=getattr(metric, "reason", None), cost=meter.cost(),
+                                      **common)

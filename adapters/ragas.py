@@ -252,18 +252,11 @@ class RagasBackend(FrameworkBackend):
                     _primed.reset(primed_token)
                     _last_judge_error.reset(err_token)
                 raw = result.value
-                reason = getattr(result, "reason", None)
-                if raw is None or not isinstance(raw, (int, float)) or not math.isfinite(float(raw)):
-                    why = f"returned {raw!r}"
-                    if errors:  # the metric swallowed a judge failure on the way
-                        why += f" after a judge error: {errors[-1]}"
-                    elif isinstance(raw, float) and math.isnan(raw):
-                        why += " (no usable judge verdicts, e.g. no statements or ratings)"
-                    return Score.failure(ref.name, BACKEND, sample.id,
-                                         one_line(f"ragas {m.cls}: {why}"), reason=reason,
-                                         details=details, cost=meter.cost(), **common)
-                lo, hi = m.raw_range
-                if not lo <= float(raw) <= hi:  # the framework left its own range: say so
-                    details["clipped_from"] = float(raw)
-                return Score.from_raw(ref.name, BACKEND, sample.id, float(raw), reason=reason,
-                                      details=details, cost=meter.cost(), **common)
+                why = f"returned {raw!r}"
+                if errors:  # the metric swallowed a judge failure on the way
+                    why += f" after a judge error: {errors[-1]}"
+                elif isinstance(raw, float) and math.isnan(raw):
+                    why += " (no usable judge verdicts, e.g. no statements or ratings)"
+                return self._to_score(sample, ref, m.cls, raw, why, details=details,
+                                      reason=getattr(result, "reason", None), cost=meter.cost(),
+                                      **common)
