@@ -187,7 +187,10 @@ class CachedChatJudge(ChatJudge):
                 answer = hit[0]
             else:
                 answer = await compute()
-                await asyncio.to_thread(self.cache.put_chat, key, self.model, answer, 0, 0)
+                # stored with no await in between: the answer is in the cache before any
+                # other task runs, so a process killed at any point has at most the calls
+                # then on the wire (≤ the judge's concurrency) unpaid-for in the cache
+                self.cache.put_chat(key, self.model, answer, 0, 0)
             fut.set_result(answer)
             return answer
         except asyncio.CancelledError:
