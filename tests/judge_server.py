@@ -191,6 +191,33 @@ def _seed_for(text: str, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}\x00{text}".encode()).digest()[:8], "big")
 
 
+def binary_answer_fn(max_items: int | None = None, seed: int = 7) -> Callable[[dict], Any]:
+    """An ``answer_fn`` for fidelity tests: a schema-valid answer (deterministic per
+    prompt) whose integers are drawn from {0, 1} — verdicts, attributions, ratings — so
+    frameworks' scores stay in their documented range; lists cut to ``max_items`` when
+    given. Requests without a schema get the server's default answer (None)."""
+
+    def binary(value: Any, rng: random.Random) -> Any:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            return rng.choice((0, 1))
+        if isinstance(value, list):
+            return [binary(v, rng) for v in value[:max_items]]
+        if isinstance(value, dict):
+            return {k: binary(v, rng) for k, v in value.items()}
+        return value
+
+    def answer(body: dict) -> Any:
+        schema, _mode = request_schema(body)
+        if schema is None:
+            return None
+        rng = random.Random(_seed_for(_text_of(body), seed))
+        return binary(synthesize(schema, rng), rng)
+
+    return answer
+
+
 def embedding_vector(text: str, dim: int = 384, seed: int = 0) -> np.ndarray:
     """Deterministic unit vector for ``text``."""
     v = np.random.default_rng(_seed_for(text, seed)).standard_normal(dim).astype(np.float32)
@@ -305,15 +332,23 @@ class JudgeServer:
         except ConnectionResetError:
             return None
 
-    async def _chat(self, request: web.Request) -> web.Response:
+    async def _receive(self, request: web.Request, kind: str) -> tuple[dict | None, str | None]:
+        """Read the body, note the auth header, count and draw a fault, wait the latency.
+        ``(None, None)`` when the client gave up while sending."""
         body = await self._body(request)
-        if body is None:  # the client gave up while sending
-            return web.Response(status=499)
+        if body is None:
+            return None, None
         with self._lock:
             self.auth_headers.add(request.headers.get("Authorization", ""))
-        fault = self._admit(body, "chat")
+        fault = self._admit(body, kind)
         if self.latency:
             await asyncio.sleep(self.latency)
+        return body, fault
+
+    async def _chat(self, request: web.Request) -> web.Response:
+        body, fault = await self._receive(request, "chat")
+        if body is None:  # the client gave up while sending
+            return web.Response(status=499)
         if fault in ("429", "500", "hang", "401"):
             return await self._http_fault(fault)  # type: ignore[return-value]
         if self.reject_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
@@ -353,14 +388,9 @@ class JudgeServer:
         })
 
     async def _embeddings(self, request: web.Request) -> web.Response:
-        body = await self._body(request)
+        body, fault = await self._receive(request, "embedding")
         if body is None:  # the client gave up while sending
             return web.Response(status=499)
-        with self._lock:
-            self.auth_headers.add(request.headers.get("Authorization", ""))
-        fault = self._admit(body, "embedding")
-        if self.latency:
-            await asyncio.sleep(self.latency)
         if fault in _EMBEDDING_FAULTS:
             return await self._http_fault(fault)  # type: ignore[return-value]
         if fault is not None:  # nonjson / length forced on an embeddings call: broken body

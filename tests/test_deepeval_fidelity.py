@@ -12,13 +12,12 @@ judgment quality); where deepeval fails on them, both paths must fail the same w
 
 from __future__ import annotations
 
-import random
 
 import pytest
 
 pytest.importorskip("deepeval", reason="the deepeval extra is not installed")
 
-from judge_server import JudgeServer, _seed_for, _text_of, request_schema, synthesize  # noqa: E402
+from judge_server import JudgeServer, binary_answer_fn  # noqa: E402
 
 # the adapter first: it switches deepeval's telemetry and file writes off before import
 from unified.adapters.deepeval import (CORRECTNESS_CRITERIA, DEEPEVAL_METRICS,  # noqa: E402
@@ -64,26 +63,8 @@ DIRECT = {
 }
 
 
-def _binary_ints(value, rng):
-    """Random schema-valid answer with integers drawn from {0, 1} (GEval's 0–10 score
-    included), so scores stay in deepeval's documented range."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return rng.choice((0, 1))
-    if isinstance(value, list):
-        return [_binary_ints(v, rng) for v in value]
-    if isinstance(value, dict):
-        return {k: _binary_ints(v, rng) for k, v in value.items()}
-    return value
-
-
-def _scripted(body: dict):
-    schema, _mode = request_schema(body)
-    if schema is None:
-        return None
-    rng = random.Random(_seed_for(_text_of(body), 7))
-    return _binary_ints(synthesize(schema, rng), rng)
+# integers in {0, 1} (GEval's 0–10 score included) keep scores in deepeval's range
+_scripted = binary_answer_fn()
 
 
 def _judges(srv: JudgeServer, cache_path):

@@ -13,13 +13,12 @@ such answers, the test requires both paths to fail the same way.
 from __future__ import annotations
 
 import math
-import random
 
 import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from judge_server import JudgeServer, _seed_for, _text_of, request_schema, synthesize  # noqa: E402
+from judge_server import JudgeServer, binary_answer_fn  # noqa: E402
 
 # the adapter first: it switches ragas's telemetry off and moves its uuid file before import
 from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM  # noqa: E402
@@ -80,28 +79,10 @@ DIRECT = {
 }
 
 
-def _binary_ints(value, rng):
-    """Random schema-valid answer with every integer drawn from {0, 1} (verdicts,
-    attributions, ratings), so scores stay in ragas's documented range, and every list cut
-    to one item, so per-statement verdict lists line up as a real judge's would
-    (NoiseSensitivity stacks them into one array)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int):
-        return rng.choice((0, 1))
-    if isinstance(value, list):
-        return [_binary_ints(v, rng) for v in value[:1]]
-    if isinstance(value, dict):
-        return {k: _binary_ints(v, rng) for k, v in value.items()}
-    return value
-
-
-def _scripted(body: dict):
-    schema, _mode = request_schema(body)
-    if schema is None:
-        return None
-    rng = random.Random(_seed_for(_text_of(body), 7))
-    return _binary_ints(synthesize(schema, rng), rng)
+# integers in {0, 1} keep scores in ragas's documented range; lists cut to one item so
+# per-statement verdict lists line up as a real judge's would (NoiseSensitivity stacks
+# them into one array)
+_scripted = binary_answer_fn(max_items=1)
 
 
 def _judges(srv: JudgeServer, cache_path):
