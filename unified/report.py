@@ -23,9 +23,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from unified.scores import Aggregate, Cost, Score
 
-SCORES_FILE = "scores.jsonl"
-SAMPLES_FILE = "samples.jsonl"
-SUMMARY_FILE = "summary.json"
+from unified.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
 
 
 class RunningAggregates:

@@ -43,11 +43,7 @@ from unified.metrics import MetricRef, parse_metric, parse_metrics
 from unified.sample import Sample, SampleError
 from unified.scores import Score
 
-SCORES_FILE = "scores.jsonl"
-SAMPLES_FILE = "samples.jsonl"
-SUMMARY_FILE = "summary.json"
-REPORT_FILE = "report.html"
-CACHE_FILE = "judge_cache.sqlite"
+from unified.runfolder import CACHE_FILE, REPORT_FILE, SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE  # noqa: F401
 FSYNC_EVERY_S = 1.0
 
 _SECRET_KEY = re.compile(r"(api_?key|secret|token|password|authorization)", re.I)

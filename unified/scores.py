@@ -48,6 +48,13 @@ class Score(BaseModel):
     ``value`` is on 0–10, higher is better, or None when ``error`` is set. ``raw`` is the
     backend's own number on ``raw_range``; ``details`` holds claims, verdicts and each
     judge's ratings; ``degraded`` marks a value computed from fewer judges than asked.
+
+    Provenance (set by the runner, checked on resume): ``sample_hash`` fingerprints the
+    sample content the score was computed from, ``config_hash`` the task's configuration
+    (backend, metric and parameters, judge models and sampling, ...; see
+    ``unified.fingerprint``). ``row_error`` marks the line of an input row that never
+    became a sample: its ``sample_id`` (``row:<n>``) lives in a namespace of its own and
+    never matches a real sample.
     """
 
     metric: str
@@ -64,6 +71,9 @@ class Score(BaseModel):
     error: str | None = None
     degraded: bool = False
     cost: Cost = Field(default_factory=Cost)
+    sample_hash: str | None = None
+    config_hash: str | None = None
+    row_error: bool = False
 
     @property
     def ok(self) -> bool:
