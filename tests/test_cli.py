@@ -307,18 +307,20 @@ def test_api_key_env_naming_an_unset_variable_is_a_user_error(tmp_path, monkeypa
 
 
 def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(tmp_path, judge_server):
-    """A run where the judge is unreachable exits 1; once it is back, --retry-errors
-    scores the failed tasks again and the file still holds one line per task."""
+    """A run where the judge is unreachable exits 3 (tasks failed); once it is back,
+    resuming without --retry-errors still exits 3 (the folder holds failures) unless
+    --allow-errors; --retry-errors scores the failed tasks again, one line per task."""
     out = tmp_path / "o"
     common = ["--metrics", "faithfulness,mrr", "--model", "fake", "--max-samples", "3",
               "--out", out, "--quiet", "--single-judge"]
     down = invoke("run", DATA, "--base-url", "http://127.0.0.1:9/v1", "--metrics", "faithfulness",
                   *common[2:])
-    assert down.exit_code == 1 and "no task produced a score" in down.output
+    assert down.exit_code == 3 and "no task produced a score" in down.output
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(r["error"] for r in rows)
-    # judge back: without --retry-errors the failures count as done; with it they are redone
-    assert invoke("run", DATA, "--base-url", judge_server.base_url, *common).exit_code == 0
+    # judge back: without --retry-errors the failures count as done (and still fail the run)
+    assert invoke("run", DATA, "--base-url", judge_server.base_url, *common).exit_code == 3
+    assert invoke("run", DATA, "--base-url", judge_server.base_url, *common, "--allow-errors").exit_code == 0
     assert sum(1 for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines())
                if r["metric"] == "faithfulness" and r["error"]) == 3
     r = invoke("run", DATA, "--base-url", judge_server.base_url, *common, "--retry-errors")

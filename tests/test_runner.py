@@ -14,7 +14,8 @@ from unified.adapters import Backend
 from unified.io import RowError
 from unified.judge.base import ChatJudge, Judges
 from unified.report import Report, RunningAggregates
-from unified.runner import aevaluate, evaluate, read_done, repair_jsonl
+from unified.runfolder import RunFolder
+from unified.runner import aevaluate, evaluate, repair_jsonl
 from unified.sample import Sample
 from unified.scores import Score, aggregate_by
 
@@ -84,7 +85,7 @@ def test_run_writes_scores_samples_summary_and_report(tmp_path):
     means = {a["metric"]: a["mean"] for a in summary["aggregates"]}
     expected = sum((len(s.user_input) % 10) for s in make_samples(12)) / 12  # raw/10*10
     assert means["precision@3"] == pytest.approx(expected)
-    assert summary["counts"]["samples"] == 12 and summary["n_errors"] == 0
+    assert summary["counts"]["rows_scored"] == 12 and summary["n_errors"] == 0
     assert "<svg" in (tmp_path / "report.html").read_text()
     assert {a.metric for a in rep.summary()} == {"precision@3", "mrr"}
 
@@ -158,13 +159,16 @@ def test_torn_last_line_is_truncated_and_task_redone(tmp_path):
     assert len(t) == 10 and len(set(t)) == 10  # ... and each task exactly once
 
 
-def test_repair_jsonl_and_read_done(tmp_path):
-    p = tmp_path / "x.jsonl"
-    p.write_text('{"metric":"m","backend":"b","sample_id":"1"}\n{"metric":"m","backe')
+def test_repair_jsonl_and_scan(tmp_path):
+    p = tmp_path / "scores.jsonl"
+    p.write_text('{"metric":"m","backend":"b","sample_id":"1","sample_hash":"h1","config_hash":"c1"}\n'
+                 '{"metric":"m","backend":"b","sample_id":"2"}\n{"metric":"m","backe')
     assert repair_jsonl(p) == len('{"metric":"m","backe')
     assert p.read_text().endswith("\n")
-    done, n = read_done(p, {("m", "b"): 0, ("m2", "b"): 1})
-    assert n == 1 and done == {"1": 1}
+    res = RunFolder(tmp_path).scan({"m|b": 0, "m2|b": 1}, {"m|b": "c1", "m2|b": "c2"})
+    assert res.lines == 2 and res.mask((False, "1"), "h1") == 1
+    # a line with no fingerprint (an older version wrote it) is never counted as done
+    assert res.mask((False, "2"), "h2") == 0 and res.unfingerprinted == 1
     assert repair_jsonl(p) == 0  # idempotent
     q = tmp_path / "torn_only.jsonl"
     q.write_text('{"half')
@@ -196,7 +200,7 @@ def test_row_errors_become_one_error_score_per_pair(tmp_path):
                                                            ("mrr", "flaky"), ("precision@2", "flaky")}
     assert all(d["error"] == str(bad) and d["value"] is None for d in rows)
     summary = json.loads((tmp_path / "summary.json").read_text())
-    assert summary["counts"]["row_errors"] == 1 and summary["n_errors"] == 4
+    assert summary["counts"]["rows_rejected"] == 1 and summary["n_errors"] == 4
     assert any(e["sample_id"] == "row:5" for e in summary["errors"])
 
 
@@ -218,7 +222,7 @@ def test_backend_returning_wrong_count_is_caught(tmp_path):
 
 def test_llm_metric_without_judge_is_skipped_with_one_warning(tmp_path, capsys):
     evaluate(make_samples(50), "faithfulness,mrr", [CountingBackend()], judges=Judges(), out=tmp_path,
-             quiet=True)
+             progress=False)
     err = capsys.readouterr().err
     assert err.count("warning: skipping faithfulness (countb): no LLM judge configured") == 1
     t = triples(tmp_path / "scores.jsonl")
@@ -240,11 +244,22 @@ def test_duplicate_ids_are_scored_once(tmp_path):
     assert json.loads((tmp_path / "summary.json").read_text())["counts"]["duplicate_ids"] == 1
 
 
-async def test_evaluate_refuses_inside_running_loop(tmp_path):
-    with pytest.raises(RuntimeError, match="aevaluate"):
-        evaluate(make_samples(1), "mrr", [CountingBackend()], out=tmp_path, quiet=True)
-    rep = await aevaluate(make_samples(2), "mrr", [CountingBackend()], out=tmp_path, quiet=True)
+async def test_evaluate_works_inside_running_loop(tmp_path):
+    # Jupyter runs cells inside an event loop: evaluate() used to refuse with a RuntimeError
+    rep = evaluate(make_samples(3), "mrr", [CountingBackend()], out=tmp_path / "a", quiet=True)
+    assert len(rep.scores) == 3
+    rep = await aevaluate(make_samples(2), "mrr", [CountingBackend()], out=tmp_path / "b", quiet=True)
     assert len(rep.scores) == 2
+
+
+def test_quiet_prints_nothing_and_out_none_writes_nothing(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rep = evaluate(make_samples(4), "mrr,faithfulness", [CountingBackend()], judges=Judges(), quiet=True)
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err == ""
+    assert list(tmp_path.iterdir()) == []  # no runs/<timestamp>, no cache, nothing
+    assert len(rep.scores) == 4 and {s.metric for s in rep.scores} == {"mrr"}
+    assert len(rep.samples()) == 4
 
 
 async def test_cancellation_leaves_consistent_file_and_message(tmp_path, capsys):

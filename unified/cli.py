@@ -24,12 +24,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-# the frameworks must be quiet and offline before anything imports them
-for _k, _v in {"RAGAS_DO_NOT_TRACK": "true", "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
-               "DEEPEVAL_DISABLE_DOTENV": "1", "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
-               "DEEPEVAL_FILE_SYSTEM": "READ_ONLY"}.items():
-    os.environ.setdefault(_k, _v)
-
 import typer  # noqa: E402
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -55,12 +49,13 @@ class UserError(Exception):
 def _user_errors() -> Iterator[None]:
     from unified.adapters import BackendUnavailableError
     from unified.metrics import UnknownMetricError
+    from unified.runfolder import RunFolderError
     from unified.sample import SampleError
 
     try:
         yield
     except (UserError, UnknownMetricError, BackendUnavailableError, FileNotFoundError, SampleError,
-            ValueError, KeyError, ImportError) as e:
+            ValueError, KeyError, ImportError, RunFolderError) as e:
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
         err_console.print(f"error: {msg}", markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
@@ -215,7 +210,8 @@ def validate_cmd(file: Path = typer.Argument(..., help="JSONL, JSON, CSV or Parq
 def _judges_from(base_url: str | None, model: str | None, api_key_env: str | None, judge2_model: str | None,
                  judge2_base_url: str | None, single_judge: bool, embedding: str | None,
                  embedding_model: str | None, structured_output: str | None, concurrency: int | None,
-                 config: Path | None, cache_path: Path | None) -> tuple[Any, dict[str, Any]]:
+                 config: Path | None, cache_path: Path | None, *, timeout: float | None = None,
+                 max_retries: int | None = None) -> tuple[Any, dict[str, Any]]:
     """Judges from flags > environment > config file; and a secret-free description."""
     from unified.judge import EmbeddingConfig, JudgeConfig, build_judges, load_run_config
 
@@ -241,6 +237,10 @@ def _judges_from(base_url: str | None, model: str | None, api_key_env: str | Non
             updates["structured_output"] = structured_output
         if concurrency:
             updates["concurrency"] = concurrency
+        if timeout is not None:
+            updates["timeout"] = timeout
+        if max_retries is not None:
+            updates["max_retries"] = max_retries
         judge = JudgeConfig.model_validate({**judge.model_dump(), **updates})
     judge2 = None
     if judge2_model:
@@ -283,88 +283,6 @@ def _load_plugins(load: Any, plugins: str | None) -> None:
             if isinstance(e, SyntaxError) and e.filename and e.lineno:
                 where = f" at {Path(e.filename).name}:{e.lineno}"
             raise UserError(f"--plugins {mod}: {type(e).__name__}: {e}{where}") from None
-
-
-def _do_run(file: Path, metrics: str, backends: list[str], out: Path | None, *, compare: bool = False,
-            **o: Any) -> None:
-    from unified.diff import check_gates, parse_gates
-    from unified.metrics import load_plugins, parse_metrics
-    from unified.runner import CACHE_FILE, RunInterrupted, aevaluate, evaluate  # noqa: F401
-
-    with _user_errors():
-        _load_plugins(load_plugins, o.get("plugins"))
-        refs = parse_metrics(metrics)
-        if not refs:
-            raise UserError("--metrics is empty; name at least one, e.g. --metrics precision@3")
-        gates = parse_gates(o.get("fail_under"))
-        if not file.exists():
-            raise UserError(f"no such file: {file}")
-        out_dir = out or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
-        if o.get("dry_run"):
-            _dry_run(file, refs, backends, o)
-            return
-        cache_path = None if o.get("no_cache") else (o.get("cache") or out_dir / CACHE_FILE)
-        if out_dir.exists() and not out_dir.is_dir():
-            raise UserError(f"--out {out_dir}: is a file, not a folder")
-        if cache_path is not None and cache_path.is_dir():
-            raise UserError(f"--cache {cache_path}: is a folder; name the cache file, e.g. "
-                            f"{cache_path / CACHE_FILE}")
-        try:
-            judges, judge_desc = _judges_from(o.get("base_url"), o.get("model"), o.get("api_key_env"),
-                                              o.get("judge2_model"), o.get("judge2_base_url"),
-                                              bool(o.get("single_judge")), o.get("embedding"),
-                                              o.get("embedding_model"), o.get("structured_output"),
-                                              o.get("concurrency"), o.get("config"), cache_path)
-        except (sqlite3.Error, OSError) as e:  # not a database, locked, unwritable
-            raise UserError(f"cannot open the judge cache {cache_path}: {e}") from None
-        try:
-            out_dir.mkdir(parents=True, exist_ok=True)  # after the config checks: no empty folder on error
-        except OSError as e:
-            raise UserError(f"cannot create the run folder {out_dir}: {e}") from None
-        from unified.adapters import get_backend
-        # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
-        backend_objs = [get_backend(b, judges, run_dir=out_dir) for b in backends]
-    hint_parts = ["unified-eval", "compare" if compare else "run", str(file), "--metrics", metrics,
-                  "--backends" if compare else "--backend", ",".join(backends), "--out", str(out_dir)]
-    for flag in ("base_url", "model", "judge2_model", "embedding"):
-        if o.get(flag):
-            hint_parts += [f"--{flag.replace('_', '-')}", str(o[flag])]
-    hint = " ".join(shlex.quote(p) for p in hint_parts)
-    try:
-        with _user_errors():
-            report = evaluate(file, refs, backend_objs, judges=judges, out=out_dir, resume=o.get("resume", True),
-                              retry_errors=bool(o.get("retry_errors")),
-                              concurrency=o.get("concurrency") or 16,
-                              progress=False if o.get("quiet") else "auto", quiet=bool(o.get("quiet")),
-                              mapping=_mapping(o.get("map_")), max_samples=o.get("max_samples"),
-                              run_config={"judges": judge_desc, "command": "compare" if compare else "run"},
-                              resume_hint=hint)
-    except KeyboardInterrupt:
-        raise typer.Exit(130) from None
-    if compare:
-        cc = report.crosscheck()
-        if cc is not None:
-            (out_dir / "crosscheck.json").write_text(json.dumps(cc, indent=2, default=str), encoding="utf-8")
-            if not o.get("quiet"):
-                from unified.crosscheck import format_crosscheck
-                out_console.print(format_crosscheck(cc))
-    out_console.print(f"wrote {out_dir}/scores.jsonl, summary.json, report.html", highlight=False)
-    summary = report.summary()
-    if summary and not any(a.scored for a in summary):
-        # nothing scored at all (judge unreachable, wrong fields): that is a failed run
-        first = next(iter(report.error_list(limit=1)), None)
-        err_console.print("error: no task produced a score"
-                          + (f"; first error ({first['metric']}, {first['backend']}, sample "
-                             f"{first['sample_id']}): {first['error']}" if first else "")
-                          + f"; fix it and rerun with --retry-errors --out {out_dir}", highlight=False,
-                          soft_wrap=True)
-        raise typer.Exit(1)
-    if gates:
-        ok, lines = check_gates(summary, gates)
-        for line in lines:
-            (out_console if line.startswith("PASS") else err_console).print(line, highlight=False)
-        if not ok:
-            raise typer.Exit(1)
 
 
 def _mapping(map_: list[str] | None) -> dict[str, str] | None:
@@ -434,82 +352,9 @@ def _dry_run(file: Path, refs: list[Any], backends: list[str], o: dict[str, Any]
                       "nothing called", highlight=False)
 
 
-_METRICS_HELP = "comma list: faithfulness,context_recall,precision@3"
+from unified import cli_run  # noqa: E402  (run and compare: one table of flags)
 
-
-@app.command("run")
-def run_cmd(
-    file: Path = typer.Argument(..., help="samples (JSONL, JSON, CSV, Parquet)"),
-    metrics: str = typer.Option(..., "--metrics", "-m", help=_METRICS_HELP),
-    backend: str = typer.Option("native", "--backend", "-b", help="backend or comma list"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="run folder (default runs/<timestamp>)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", help="OpenAI-compatible judge URL"),
-    model: Optional[str] = typer.Option(None, "--model", help="judge model name"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env", help="NAME of the env variable holding the key"),
-    judge2_model: Optional[str] = typer.Option(None, "--judge2-model", help="second judge model (native judge B)"),
-    judge2_base_url: Optional[str] = typer.Option(None, "--judge2-base-url", help="second judge URL (default: --base-url)"),
-    single_judge: bool = typer.Option(False, "--single-judge", help="one judge per item (half the calls)"),
-    embedding: Optional[str] = typer.Option(None, "--embedding", help="local or an embeddings URL"),
-    embedding_model: Optional[str] = typer.Option(None, "--embedding-model", help="model name at the embeddings URL"),
-    structured_output: Optional[str] = typer.Option(None, "--structured-output", help="auto|json_schema|llama_cpp|prompt"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="judge calls in flight (default 8)"),
-    resume: bool = typer.Option(True, "--resume/--no-resume", help="skip tasks already in OUT/scores.jsonl"),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="on resume, score failed tasks again"),
-    no_cache: bool = typer.Option(False, "--no-cache", help="do not cache judge calls"),
-    cache: Optional[Path] = typer.Option(None, "--cache", help="judge cache file (default OUT/judge_cache.sqlite)"),
-    fail_under: Optional[str] = typer.Option(None, "--fail-under", help="gates: faithfulness=7,context_recall=6"),
-    dry_run: bool = typer.Option(False, "--dry-run", help="count tasks and calls, call nothing"),
-    config: Optional[Path] = typer.Option(None, "--config", help="run.toml / run.yaml with \\[judge], \\[judge2], \\[embedding] sections"),
-    plugins: Optional[str] = typer.Option(None, "--plugins", help="modules registering custom metrics"),
-    map_: Optional[list[str]] = typer.Option(None, "--map", help="rename a field: question=user_input"),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="no progress bar or table (CI)"),
-    max_samples: Optional[int] = typer.Option(None, "--max-samples", min=1, help="score only the first N samples"),
-) -> None:
-    """Score FILE with --metrics on --backend; write OUT/scores.jsonl, summary.json, report.html."""
-    opts = dict(locals())
-    for k in ("file", "metrics", "backend", "out"):
-        opts.pop(k)
-    with _plain_warnings():
-        _do_run(file, metrics, _split(backend), out, **opts)
-
-
-@app.command("compare")
-def compare_cmd(
-    file: Path = typer.Argument(...),
-    backends: str = typer.Option("native,ragas,deepeval", "--backends", help="comma list of backends"),
-    metrics: str = typer.Option(..., "--metrics", "-m", help=_METRICS_HELP),
-    out: Optional[Path] = typer.Option(None, "--out", "-o"),
-    base_url: Optional[str] = typer.Option(None, "--base-url"),
-    model: Optional[str] = typer.Option(None, "--model"),
-    api_key_env: Optional[str] = typer.Option(None, "--api-key-env"),
-    judge2_model: Optional[str] = typer.Option(None, "--judge2-model", help="second judge model (native judge B)"),
-    judge2_base_url: Optional[str] = typer.Option(None, "--judge2-base-url", help="second judge URL (default: --base-url)"),
-    single_judge: bool = typer.Option(False, "--single-judge"),
-    embedding: Optional[str] = typer.Option(None, "--embedding"),
-    embedding_model: Optional[str] = typer.Option(None, "--embedding-model", help="model name at the embeddings URL"),
-    structured_output: Optional[str] = typer.Option(None, "--structured-output"),
-    concurrency: Optional[int] = typer.Option(None, "--concurrency", min=1, help="judge calls in flight (default 8)"),
-    resume: bool = typer.Option(True, "--resume/--no-resume"),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="on resume, score failed tasks again"),
-    no_cache: bool = typer.Option(False, "--no-cache"),
-    cache: Optional[Path] = typer.Option(None, "--cache"),
-    fail_under: Optional[str] = typer.Option(None, "--fail-under"),
-    config: Optional[Path] = typer.Option(None, "--config"),
-    plugins: Optional[str] = typer.Option(None, "--plugins"),
-    map_: Optional[list[str]] = typer.Option(None, "--map"),
-    quiet: bool = typer.Option(False, "--quiet", "-q"),
-    max_samples: Optional[int] = typer.Option(None, "--max-samples", min=1, help="score only the first N samples"),
-) -> None:
-    """Run the same metrics on several backends; write crosscheck.json and the report."""
-    opts = dict(locals())
-    for k in ("file", "metrics", "backends", "out"):
-        opts.pop(k)
-    names = list(dict.fromkeys(_split(backends)))  # native,native is one backend
-    if len(names) < 2:
-        err_console.print("error: compare needs at least two backends, e.g. --backends native,embedding")
-        raise typer.Exit(2)
-    with _plain_warnings():
-        _do_run(file, metrics, names, out, compare=True, **opts)
+cli_run.register(app)
 
 
 # ---------------------------------------------------------------- convert / report / diff

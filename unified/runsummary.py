@@ -1,0 +1,132 @@
+"""The end of a run: ``summary.json``, the table, and the failures said out loud.
+
+``summary.json`` covers the whole run folder (earlier resumed parts included):
+aggregates per (metric, backend), the failures grouped by cause, row accounting
+(``rows_read = rows_scored + rows_rejected``), task counts, the (secret-free)
+configuration and timings — ``seconds`` of this invocation, ``wall_seconds_total`` over
+every invocation of the folder, ``task_seconds`` summed over tasks (tasks overlap, so
+this is busy time, larger than wall time).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, TextIO
+
+from unified.redact import one_line, redact_config
+
+
+@dataclass
+class RunCounts:
+    """Row and task accounting of one invocation (``rows_read = rows_scored + rows_rejected``)."""
+
+    rows_read: int = 0
+    rows_scored: int = 0
+    rows_rejected: int = 0
+    samples_changed: int = 0
+    tasks_run: int = 0
+    tasks_failed: int = 0
+    tasks_skipped_done: int = 0
+    score_lines: int = 0
+    lines_dropped: int = 0
+
+
+def _cause(error: str, sample_id: str | None) -> str:
+    """The error text with the parts that name one sample or row masked."""
+    text = error
+    if sample_id:
+        text = text.replace(f"'{sample_id}'", "'…'").replace(sample_id, "…")
+    text = re.sub(r"^[^\s:]+:\d+: ", "", text)  # the file:line of a row error
+    return re.sub(r"\brow \d+", "row …", text)
+
+
+def group_errors(score_dicts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Failures grouped by cause (the error text with its sample-specific parts masked),
+    largest group first; each with its count and one example."""
+    try:  # the report's grouping, when present, is the one rule
+        from unified.errorgroups import group_errors as shared
+        return shared(score_dicts)
+    except ImportError:
+        pass
+    groups: dict[str, dict[str, Any]] = {}
+    for d in score_dicts:
+        if d.get("error") is None and d.get("value") is not None:
+            continue
+        err = str(d.get("error") or "no value")
+        g = groups.setdefault(_cause(err, d.get("sample_id")), {
+            "cause": _cause(err, d.get("sample_id")), "count": 0, "example": {
+                "sample_id": d.get("sample_id"), "metric": d.get("metric"),
+                "backend": d.get("backend"), "error": err}})
+        g["count"] += 1
+    return sorted(groups.values(), key=lambda g: -g["count"])
+
+
+def build_summary(aggregates: list[Any], error_groups: list[dict[str, Any]], errors: list[dict[str, Any]],
+                  counts: RunCounts, skipped: list[dict[str, str]], config: Mapping[str, Any],
+                  timings: Mapping[str, Any], interrupted: bool) -> dict[str, Any]:
+    return {
+        "aggregates": [a.model_dump() for a in aggregates],
+        "n_errors": sum(a.errors for a in aggregates),
+        "error_groups": error_groups,
+        "errors": errors,
+        "counts": asdict(counts),
+        "skipped_pairs": skipped,
+        "config": redact_config(dict(config)),
+        "timings": dict(timings),
+        "interrupted": interrupted,
+    }
+
+
+def write_summary(path: Any, summary: Mapping[str, Any]) -> None:
+    path.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
+
+
+def print_table(aggregates: list[Any], wall_seconds: float | None = None,
+                task_seconds: float | None = None) -> None:
+    """metric × backend: n, mean, pass rate, errors, judge/embedding calls, cache hits,
+    tokens (and USD when prices are known), busy seconds."""
+    from rich.console import Console
+    from rich.table import Table
+
+    title = "scores (0–10)"
+    if wall_seconds is not None:
+        title += f" · wall {wall_seconds:.1f}s"
+    t = Table(title=title)
+    t.caption = ("judge calls: LLM requests sent · embed calls: embedding requests · "
+                 "busy-s: seconds summed over a metric's tasks (they overlap, so it exceeds wall time)")
+    usd = any(getattr(a.cost, "usd", None) is not None for a in aggregates)
+    cols = ["metric", "backend", "n", "mean", "pass rate", "errors", "judge calls", "embed calls",
+            "cache hits", "tokens"] + (["USD"] if usd else []) + ["busy-s"]
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("metric", "backend") else "right")
+    for a in aggregates:
+        c = a.cost
+        row = [a.metric, a.backend, str(a.count), "—" if a.mean is None else f"{a.mean:.2f}",
+               "—" if a.pass_rate is None else f"{a.pass_rate:.0%}",
+               f"[red]{a.errors}[/red]" if a.errors else "0", str(c.calls), str(c.embedding_calls),
+               str(c.cache_hits), str(c.input_tokens + c.output_tokens)]
+        if usd:
+            row.append("—" if getattr(c, "usd", None) is None else f"{c.usd:.4f}")
+        t.add_row(*row, f"{c.seconds:.1f}")
+    Console(width=None if sys.stdout.isatty() else 160).print(t)
+
+
+def print_failures(groups: list[dict[str, Any]], n_failed: int, retry_hint: str | None,
+                   stream: TextIO | None = None, limit: int = 8) -> None:
+    """The grouped failures on stderr: each cause with its count and one example."""
+    stream = stream or sys.stderr
+    if not n_failed:
+        return
+    print(f"{n_failed} task(s) failed:", file=stream)
+    for g in groups[:limit]:
+        ex = g["example"]
+        print(f"  {g['count']} × {one_line(g['cause'], 200)}  (e.g. {ex.get('metric')} "
+              f"({ex.get('backend')}), sample {ex.get('sample_id')})", file=stream)
+    if len(groups) > limit:
+        print(f"  … and {len(groups) - limit} more cause(s); see summary.json", file=stream)
+    if retry_hint:
+        print(f"score them again once fixed: {retry_hint}", file=stream)
+    stream.flush()
