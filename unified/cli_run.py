@@ -49,14 +49,14 @@ class Flag:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("metrics", ("--metrics", "-m"), str, ..., "comma list: faithfulness,context_recall,precision@3", _INPUT),
+    Flag("metrics", ("--metrics", "-m"), str, ..., "comma list, e.g. faithfulness,mrr,precision@3", _INPUT),
     Flag("backend", ("--backend", "--backends", "-b"), Optional[str], None,
          "backend or comma list (run: native; compare: native,ragas,deepeval)", _INPUT),
     Flag("map_", ("--map",), Optional[list[str]], None, "rename a field: question=user_input (repeatable)", _INPUT),
     Flag("layout", ("--from",), Optional[str], None, "layout of FILE: ragas, ragas_v1, deepeval, dingo, ... "
          "(default: detected from its field names)", _INPUT),
     Flag("label", ("--label",), Optional[list[str]], None,
-         "human label column for a metric: faithfulness=Answer_Faithfulness_Label (repeatable)", _INPUT),
+         "a column of human labels for a metric, e.g. faithfulness=Label (repeatable)", _INPUT),
     Flag("list_sep", ("--list-sep",), Optional[str], None, "separator of list cells in CSV/TSV (default: | or ;)", _INPUT),
     Flag("max_samples", ("--max-samples",), Optional[int], None, "score only the first N rows", _INPUT, min=1),
     Flag("plugins", ("--plugins",), Optional[str], None, "modules registering custom metrics (comma list)", _INPUT),
@@ -83,13 +83,22 @@ FLAGS: tuple[Flag, ...] = (
     Flag("retry_errors", ("--retry-errors",), bool, False, "score the failed tasks in OUT again", _FOLDER),
     Flag("cache", ("--cache",), Optional[Path], None, "judge cache file (default: OUT/judge_cache.sqlite)", _FOLDER),
     Flag("no_cache", ("--no-cache",), bool, False, "do not cache judge calls", _FOLDER),
-    Flag("fail_under", ("--fail-under",), Optional[str], None, "gates on means: faithfulness=7,context_recall=6", _GATES),
+    Flag("fail_under", ("--fail-under",), Optional[str], None, "gates on means, e.g. faithfulness=7,mrr=6", _GATES),
     Flag("max_error_rate", ("--max-error-rate",), float, 0.0,
          "a gated metric fails when more than this share of its tasks failed", _GATES),
     Flag("allow_errors", ("--allow-errors",), bool, False, "exit 0 even when some tasks failed", _GATES),
     Flag("quiet", ("--quiet", "-q"), bool, False, "no progress, no table (errors still go to stderr)", _OUTPUT),
     Flag("dry_run", ("--dry-run",), bool, False, "count tasks and estimate calls; call nothing", _OUTPUT),
 )
+
+
+# what --help shows after each flag that takes a value
+_METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layout": "LAYOUT",
+             "label": "METRIC=COLUMN", "list_sep": "SEP", "max_samples": "N", "plugins": "MODULES",
+             "base_url": "URL", "model": "NAME", "api_key_env": "VAR", "judge2_model": "NAME",
+             "judge2_base_url": "URL", "embedding": "local|URL", "embedding_model": "NAME",
+             "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
+             "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE"}
 
 
 def flag_names(command: str) -> list[str]:
@@ -100,6 +109,8 @@ def _param(flag: Flag) -> inspect.Parameter:
     extra: dict[str, Any] = {"help": flag.help, "rich_help_panel": flag.panel}
     if flag.min is not None:
         extra["min"] = flag.min
+    if flag.type is not bool:
+        extra["metavar"] = _METAVARS.get(flag.name, "TEXT")
     return inspect.Parameter(flag.name, inspect.Parameter.KEYWORD_ONLY, annotation=flag.type,
                              default=typer.Option(flag.default, *flag.decls, **extra))
 
@@ -266,8 +277,7 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
     return evaluate(str(s.file), s.refs, s.backend_objs, judges=s.judges, out=s.out,
                     resume=v.get("resume", True), fresh=bool(v.get("fresh")),
                     retry_errors=bool(v.get("retry_errors")), concurrency=v.get("concurrency") or 16,
-                    progress=False if v.get("quiet") else "auto", quiet=bool(v.get("quiet")),
-                    show_summary=not v.get("quiet"), mapping=cli._mapping(v.get("map_")),
+                    progress=False if v.get("quiet") else "auto", show_summary=not v.get("quiet"), mapping=cli._mapping(v.get("map_")),
                     labels=_labels(v.get("label")), list_sep=v.get("list_sep"), layout=v.get("layout"),
                     max_samples=v.get("max_samples"),
                     run_config={"judges": s.judge_desc, "command": command},

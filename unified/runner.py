@@ -49,6 +49,7 @@ from unified.judge.base import Judges
 from unified.metrics import MetricRef, parse_metric, parse_metrics
 from unified.options import RunOptions
 from unified.progress import Progress
+from unified.redact import scrub
 from unified.runfolder import (CACHE_FILE, REPORT_FILE, SAMPLES_FILE, SCORES_FILE,  # noqa: F401
                                SUMMARY_FILE, AppendLog, Key, RunConfigChanged, RunFolder,
                                RunFolderBusy, RunFolderError, ScanResult, iter_lines, repair_jsonl)
@@ -234,6 +235,8 @@ class _Run:
     def emit(self, scores: list[Score], backend: str) -> None:
         assert self.log is not None
         for s in scores:
+            if s.error:  # defence in depth: no error text leaves with a credential in it
+                s = s.model_copy(update={"error": scrub(s.error)})
             self.log.write(s.model_dump_json())
         self.counts.tasks_run += len(scores)
         failed = sum(1 for s in scores if not s.ok)
@@ -399,9 +402,8 @@ class _Run:
         if self.opts.quiet:
             return
         if self.opts.show_summary:
-            aggs = [a for a in self._aggregates_from(summary)]
-            print_table(aggs, summary["timings"].get("wall_seconds_total"))
-        self.say(f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected")
+            print_table(self._aggregates_from(summary), summary["timings"].get("wall_seconds_total"))
+            self.say(f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected")
         failed = summary.get("n_errors", 0)
         print_failures(groups, failed, self.hint(retry=True) if failed else None)
 

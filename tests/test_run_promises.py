@@ -1,0 +1,314 @@
+"""What a run promises (README "What a run promises"), one test per broken promise of
+issue 10: no stale, doubled, lost or silently failed score, and every fault ends in one
+line with the right exit code.
+
+In-process runs go through typer's CliRunner; locks, signals and disks use real
+subprocesses of `unified-eval`. The loopback judge server is plumbing only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from judge_server import JudgeServer
+from unified.cli import app
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
+CLI = Path(sys.executable).parent / "unified-eval"
+
+
+def invoke(*args):
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def lines(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+
+
+def keys(path: Path) -> list[tuple]:
+    return [(d.get("row_error", False), d["sample_id"], d["metric"], d["backend"]) for d in lines(path)]
+
+
+def write_rows(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def ir_rows(n: int = 4) -> list[dict]:
+    return [{"id": f"s{i}", "user_input": f"question {i}?", "retrieved_ids": ["a", "b", "c"],
+             "relevant_ids": ["a"]} for i in range(n)]
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL", "UNIFIED_EMBEDDING"):
+        env.pop(k, None)
+    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
+    return env
+
+
+# ---------------------------------------------------------------- a score belongs to what produced it
+
+def test_edited_data_is_rescored_not_reused(tmp_path):
+    data = write_rows(tmp_path / "d.jsonl", ir_rows())
+    out = tmp_path / "o"
+    assert invoke("run", data, "--metrics", "precision@3", "--out", out, "--quiet").exit_code == 0
+    before = {d["sample_id"]: d["value"] for d in lines(out / "scores.jsonl")}
+    rows = ir_rows()
+    rows[1]["retrieved_ids"] = ["x", "y", "z"]  # same id, new content
+    write_rows(data, rows)
+    r = invoke("run", data, "--metrics", "precision@3", "--out", out)
+    assert r.exit_code == 0, r.output
+    assert "1 sample(s) changed" in r.output
+    after = {d["sample_id"]: d["value"] for d in lines(out / "scores.jsonl")}
+    assert len(keys(out / "scores.jsonl")) == 4 == len(set(keys(out / "scores.jsonl")))
+    assert before["s1"] > 0 and after["s1"] == 0.0  # the new retrieval, not the old score
+    assert {k: v for k, v in after.items() if k != "s1"} == {k: v for k, v in before.items() if k != "s1"}
+    assert json.loads((out / "summary.json").read_text())["counts"]["samples_changed"] == 1
+
+
+def test_rows_removed_from_the_input_leave_the_folder(tmp_path):
+    data = write_rows(tmp_path / "d.jsonl", ir_rows(4))
+    out = tmp_path / "o"
+    invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet")
+    write_rows(data, ir_rows(2))
+    assert invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet").exit_code == 0
+    assert sorted(d["sample_id"] for d in lines(out / "scores.jsonl")) == ["s0", "s1"]
+    summary = json.loads((out / "summary.json").read_text())
+    assert [a["count"] for a in summary["aggregates"]] == [2]
+
+
+def test_changed_judge_configuration_is_refused_naming_what_changed(tmp_path, judge_server):
+    out = tmp_path / "o"
+    base = ["run", DATA, "--metrics", "faithfulness,mrr", "--base-url", judge_server.base_url,
+            "--max-samples", "2", "--out", out, "--quiet"]
+    assert invoke(*base, "--model", "judge-A").exit_code == 0
+    r = invoke(*base, "--model", "judge-B", "--single-judge")
+    assert r.exit_code == 2
+    err = [x for x in r.output.splitlines() if x.startswith("error:")]
+    assert len(err) == 1 and "judge.model: judge-A → judge-B" in err[0] and "--fresh" in err[0]
+    assert "single_judge: False → True" in err[0]
+    assert {d["config_hash"] for d in lines(out / "scores.jsonl") if d["metric"] == "faithfulness"}.__len__() == 1
+    # deterministic metrics do not depend on the judge: only faithfulness is in conflict
+    r = invoke("run", DATA, "--metrics", "mrr", "--model", "judge-B", "--base-url", judge_server.base_url,
+               "--max-samples", "2", "--out", out, "--quiet")
+    assert r.exit_code == 0, r.output
+    r = invoke(*base, "--model", "judge-B", "--single-judge", "--fresh")
+    assert r.exit_code == 0, r.output
+    rows = lines(out / "scores.jsonl")
+    assert len(rows) == 4 and len({d["config_hash"] for d in rows if d["metric"] == "faithfulness"}) == 1
+
+
+def test_resume_hint_reproduces_every_option(tmp_path, judge_server):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[judge]\nmodel = "m-from-config"\n')
+    out = tmp_path / "o"
+    r = invoke("run", DATA, "--metrics", "faithfulness", "--base-url", "http://127.0.0.1:9/v1",
+               "--model", "m", "--single-judge", "--map", "question=user_input", "--config", cfg,
+               "--embedding-model", "e5", "--judge2-base-url", judge_server.base_url,
+               "--structured-output", "prompt", "--max-samples", "2", "--max-retries", "0",
+               "--timeout", "2", "--out", out, "--quiet")
+    assert r.exit_code == 3
+    hint = next(x for x in r.output.splitlines() if x.startswith("score them again once fixed:"))
+    for part in ("--single-judge", "--map question=user_input", f"--config {cfg}", "--embedding-model e5",
+                 f"--judge2-base-url {judge_server.base_url}", "--structured-output prompt",
+                 "--max-samples 2", f"--out {out}", "--retry-errors", "--max-retries 0", "--timeout 2.0"):
+        assert part in hint, part
+
+
+# ---------------------------------------------------------------- every input row is accounted for
+
+def test_a_real_sample_named_like_a_row_error_is_still_scored(tmp_path):
+    rows = [json.dumps(r) for r in ir_rows(3)]
+    rows[1] = '{"user_input": '  # row 2 is malformed
+    rows.append(json.dumps({"id": "row:2", "user_input": "real?", "retrieved_ids": ["a"], "relevant_ids": ["a"]}))
+    data = tmp_path / "d.jsonl"
+    data.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "o"
+    r = invoke("run", data, "--metrics", "mrr", "--out", out)
+    assert r.exit_code == 3  # the malformed row is a failed task
+    got = {(d["row_error"], d["sample_id"]): d for d in lines(out / "scores.jsonl")}
+    assert got[(False, "row:2")]["value"] == 10.0
+    assert got[(True, "row:2")]["error"] and len(got) == 4
+    assert "rows read 4 = 3 scored + 1 rejected" in r.output
+    # and a rerun neither rescores nor drops either of them
+    r = invoke("run", data, "--metrics", "mrr", "--out", out, "--allow-errors")
+    assert r.exit_code == 0 and len(lines(out / "scores.jsonl")) == 4
+
+
+# ---------------------------------------------------------------- failures are loud
+
+def test_dead_judge_is_a_grouped_failure_summary_and_exit_3(tmp_path):
+    out = tmp_path / "o"
+    r = invoke("run", DATA, "--metrics", "faithfulness,context_relevancy,precision@3", "--base-url",
+               "http://127.0.0.1:9/v1", "--model", "m", "--max-retries", "0", "--max-samples", "6",
+               "--out", out, "--quiet")
+    assert r.exit_code == 3, r.output
+    assert "12 task(s) failed:" in r.output
+    cause = [x for x in r.output.splitlines() if x.strip().startswith("12 ×")]
+    assert len(cause) == 1 and "127.0.0.1:9" in cause[0], r.output
+    assert "--retry-errors" in r.output
+    by_metric = {}
+    for d in lines(out / "scores.jsonl"):
+        by_metric.setdefault(d["metric"], []).append(d)
+    assert all(d["value"] is not None for d in by_metric["precision@3"])  # the rest still scored
+
+
+def test_allow_errors_is_the_only_way_to_exit_0_with_failures(tmp_path):
+    out = tmp_path / "o"
+    args = ["run", DATA, "--metrics", "faithfulness,mrr", "--base-url", "http://127.0.0.1:9/v1",
+            "--model", "m", "--max-retries", "0", "--max-samples", "2", "--out", out, "--quiet"]
+    assert invoke(*args).exit_code == 3
+    assert invoke(*args, "--allow-errors").exit_code == 0
+
+
+def test_gate_on_a_metric_with_failures_fails(tmp_path):
+    """A gate is not a pass on the mean of the few tasks that scored."""
+    with JudgeServer(fault_rate=0.5, faults=("500",), seed=3) as srv:
+        r = invoke("run", DATA, "--metrics", "context_relevancy", "--base-url", srv.base_url, "--model", "m",
+                   "--max-retries", "0", "--single-judge", "--out", tmp_path / "o", "--quiet",
+                   "--fail-under", "context_relevancy=0")
+    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+    agg = summary["aggregates"][0]
+    assert 0 < agg["errors"] < agg["count"]
+    assert r.exit_code == 1, r.output
+    assert "tasks failed" in r.output and "--max-error-rate" in r.output
+    r = invoke("run", DATA, "--metrics", "context_relevancy", "--base-url", "http://127.0.0.1:9/v1",
+               "--model", "m", "--single-judge", "--out", tmp_path / "o", "--quiet",
+               "--fail-under", "context_relevancy=0", "--max-error-rate", "1", "--allow-errors")
+    assert r.exit_code == 0, r.output
+
+
+# ---------------------------------------------------------------- secrets
+
+def test_credentials_in_urls_never_reach_an_artefact(tmp_path):
+    out = tmp_path / "o"
+    secret = "SUPERSECRETKEY123"
+    url = f"http://user:{secret}@127.0.0.1:9/v1?api_key={secret}2"
+    r = invoke("run", DATA, "--metrics", "faithfulness,mrr", "--base-url", url, "--model", "m",
+               "--max-retries", "0", "--max-samples", "2", "--out", out)
+    assert r.exit_code == 3
+    assert secret not in r.output
+    for f in out.iterdir():
+        if f.is_file() and f.suffix in (".json", ".jsonl", ".html"):
+            assert secret not in f.read_text(encoding="utf-8"), f.name
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["config"]["judges"]["judge"]["max_tokens"] == 2048  # a count, not a secret
+
+
+# ---------------------------------------------------------------- one writer, signals, disks
+
+def _slow_run(out: Path, url: str, *extra: str) -> subprocess.Popen:
+    return subprocess.Popen([str(CLI), "run", str(DATA), "--metrics", "faithfulness,context_relevancy",
+                             "--base-url", url, "--model", "m", "--concurrency", "2", "--out", str(out),
+                             *extra], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(pred, timeout: float = 30.0) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+@pytest.mark.slow
+def test_second_writer_exits_2_and_kill_9_releases_the_lock(tmp_path):
+    out = tmp_path / "o"
+    with JudgeServer(latency=0.2) as srv:
+        first = _slow_run(out, srv.base_url, "--quiet")
+        try:
+            assert _wait_for(lambda: (out / "scores.jsonl").exists() and (out / "scores.jsonl").stat().st_size)
+            second = subprocess.run([str(CLI), "run", str(DATA), "--metrics", "faithfulness", "--out", str(out),
+                                     "--base-url", srv.base_url, "--model", "m", "--quiet"],
+                                    env=_env(), capture_output=True, text=True, timeout=60)
+            assert second.returncode == 2
+            assert f"{out} is in use by pid {first.pid}" in second.stderr
+            assert "Traceback" not in second.stderr
+        finally:
+            first.kill()
+            first.wait()
+        # kill -9 released the lock: a resume finishes with one line per task
+        r = subprocess.run([str(CLI), "run", str(DATA), "--metrics", "faithfulness,context_relevancy",
+                            "--base-url", srv.base_url, "--model", "m", "--out", str(out), "--quiet"],
+                           env=_env(), capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    k = keys(out / "scores.jsonl")
+    assert len(k) == len(set(k)) == 2 * len(DATA.read_text().splitlines())
+
+
+@pytest.mark.slow
+def test_sigterm_is_like_ctrl_c(tmp_path):
+    out = tmp_path / "o"
+    with JudgeServer(latency=0.2) as srv:
+        proc = _slow_run(out, srv.base_url, "--quiet")
+        assert _wait_for(lambda: (out / "scores.jsonl").exists() and len(lines(out / "scores.jsonl")) >= 3)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, err
+    assert "Traceback" not in err
+    assert "interrupted by SIGTERM" in err and f"--out {out}" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert (out / "report.html").exists()
+    k = keys(out / "scores.jsonl")
+    assert len(k) == len(set(k))
+
+
+def _mount_tmpfs(path: Path, size: str) -> bool:
+    path.mkdir(parents=True, exist_ok=True)
+    r = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
+    return r.returncode == 0
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    mnt = tmp_path / "disk"
+    if shutil.which("mount") is None or not _mount_tmpfs(mnt, "96k"):
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    yield mnt
+    subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_full_disk_is_one_line_and_keeps_what_was_written(small_disk):
+    out = small_disk / "o"
+    rows = [{"id": f"s{i}", "user_input": "q" * 400 + str(i), "retrieved_ids": ["a"], "relevant_ids": ["a"]}
+            for i in range(400)]
+    data = write_rows(small_disk.parent / "big.jsonl", rows)
+    r = subprocess.run([str(CLI), "run", str(data), "--metrics", "mrr,precision@1", "--out", str(out),
+                        "--no-cache", "--quiet"], env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    err = [x for x in r.stderr.splitlines() if x.strip()]
+    assert any(x.startswith("error: cannot write") and "no space left" in x for x in err), r.stderr
+    assert "Traceback" not in r.stderr
+    got = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines() if x.strip().endswith("}")]
+    assert got and all(d["value"] == 10.0 for d in got)  # what was written is intact
+
+
+def test_read_only_out_is_one_line(small_disk):
+    out = small_disk / "o"
+    data = write_rows(small_disk.parent / "d.jsonl", ir_rows(3))
+    assert invoke("run", data, "--metrics", "mrr", "--out", out, "--no-cache", "--quiet").exit_code == 0
+    before = (out / "scores.jsonl").read_text()
+    assert subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], capture_output=True).returncode == 0
+    rows = ir_rows(3)
+    rows[0]["retrieved_ids"] = ["b"]
+    write_rows(data, rows)
+    r = subprocess.run([str(CLI), "run", str(data), "--metrics", "mrr", "--out", str(out), "--no-cache",
+                        "--quiet"], env=_env(), capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stderr
+    err = [x for x in r.stderr.splitlines() if x.strip()]
+    assert len(err) == 1 and "read-only file system" in err[0] and str(out) in err[0], r.stderr
+    assert (out / "scores.jsonl").read_text() == before
