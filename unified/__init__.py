@@ -1,27 +1,25 @@
 """unified-rag-eval: one Sample schema, one metric registry, one 0–10 scale over
-RAGAS, DeepEval and native dual-judge RAG metrics."""
+RAGAS, DeepEval and native dual-judge RAG metrics.
 
-from unified.metrics import (MetricSpec, get_metric, metric_names, parse_metric,
-                             register_metric, register_rubric)
-from unified.sample import Sample, SampleError
-from unified.scores import Aggregate, Cost, Score, aggregate, normalize
+Every public name is loaded on first use (PEP 562), so ``import unified`` — and
+``unified-eval --help`` — waits for nothing it does not use: the run API pulls in the judge
+layer and its HTTP client only when a run starts.
+"""
 
-__all__ = [
-    "Sample", "SampleError", "Score", "Cost", "Aggregate", "aggregate", "normalize",
-    "MetricSpec", "get_metric", "metric_names", "parse_metric", "register_metric",
-    "register_rubric",
-]
 __version__ = "0.1.0"
 
-
-# The run API imports the judge layer (and openai, about 2 s): loaded on first use, so
-# that `import unified` for the schema and the registry stays instant.
 _LAZY = {
+    "Sample": "unified.sample", "SampleError": "unified.sample",
+    "Score": "unified.scores", "Cost": "unified.scores", "Aggregate": "unified.scores",
+    "aggregate": "unified.scores", "normalize": "unified.scores",
+    "MetricSpec": "unified.metrics", "get_metric": "unified.metrics", "metric_names": "unified.metrics",
+    "parse_metric": "unified.metrics", "register_metric": "unified.metrics",
+    "register_rubric": "unified.metrics",
     "evaluate": "unified.runner", "aevaluate": "unified.runner", "Report": "unified.report",
     "evaluate_pipeline": "unified.pipeline", "aevaluate_pipeline": "unified.pipeline",
     "load_samples": "unified.io", "read_samples": "unified.io", "write_samples": "unified.io",
 }
-__all__ += list(_LAZY)
+__all__ = list(_LAZY)
 
 
 def __getattr__(name: str):  # PEP 562
@@ -29,3 +27,7 @@ def __getattr__(name: str):  # PEP 562
         import importlib
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'unified' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(list(globals()) + __all__)

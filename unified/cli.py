@@ -394,8 +394,10 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (has score
 
 
 @app.command("diff")
-def diff_cmd(run_a: Path = typer.Argument(...), run_b: Path = typer.Argument(...),
-             n_boot: int = typer.Option(2000, "--n-boot", min=100), seed: int = typer.Option(0, "--seed"),
+def diff_cmd(run_a: Path = typer.Argument(..., help="the earlier run folder"),
+             run_b: Path = typer.Argument(..., help="the later run folder"),
+             n_boot: int = typer.Option(2000, "--n-boot", min=100, help="bootstrap resamples for the 95% CI"),
+             seed: int = typer.Option(0, "--seed", help="bootstrap seed (same seed, same interval)"),
              top: int = typer.Option(5, "--top", help="samples that moved most, per metric"),
              json_out: Optional[Path] = typer.Option(None, "--json", help="also write the diff as JSON")) -> None:
     """Change in mean per metric and backend from RUN_A to RUN_B, with a bootstrap 95% CI."""
