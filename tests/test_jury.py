@@ -45,6 +45,16 @@ def test_mean_and_majority_differ_where_they_should():
     lenient = {"a": _s("a", 6.0, threshold=5.0), "b": _s("b", 6.0, threshold=5.0), "c": _s("c", 9.0)}
     v = pool("faithfulness", "q1", lenient, "majority")
     assert v.passed is True and v.value == 6.0  # 3 of 3 pass by their own bounds; median 6 < 7
+    # a lenient member at 6 with its own bound 5 passes by its own verdict; under a median
+    # jury failing at 7 it is on the jury's side (6 < 7): no dissent. Under majority, its
+    # vote is what counts
+    mixed = {"a": _s("a", 6.0, threshold=5.0), "b": _s("b", 4.0), "c": _s("c", 9.0)}
+    med = pool("faithfulness", "q1", mixed, "median")
+    assert med.passed is False and med.details["members"]["a"] == {"value": 6.0, "passed": True,
+                                                                    "dissent": False}
+    assert med.details["dissenters"] == ["c"]
+    vote = pool("faithfulness", "q1", mixed, "majority")
+    assert vote.passed is True and vote.details["dissenters"] == ["b"]  # a and c pass
     # an even split is decided by the median against the threshold
     split = pool("faithfulness", "q1", {"a": _s("a", 9.0), "b": _s("b", 4.0)}, "majority")
     assert split.value == 6.5 and split.passed is False

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from unified.migrate import (
@@ -107,3 +108,55 @@ def test_renderings_show_the_summary_and_escape_html():
     assert "&lt;because&gt;" in page and "<because>" not in page
     assert "<script" not in page
     assert len(re.findall(r"<tr>", page)) == 1 + 1 + 1 + 2  # summary head + row, flips head + 2
+
+
+@pytest.mark.slow
+@pytest.mark.ragas
+@pytest.mark.deepeval
+def test_compare_then_jury_crosscheck_and_migration_on_real_backends(tmp_path, judge_server, monkeypatch):
+    """Real parts: `compare` runs native, ragas and deepeval against the loopback judge on
+    the example data; the translations are in crosscheck.json, and the jury, the
+    cross-check with the jury and the migration report work on the scores it wrote. The
+    fake judge proves plumbing only, not quality."""
+    pytest.importorskip("ragas")
+    pytest.importorskip("deepeval")
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from unified.cli import app
+    from unified.crosscheck import crosscheck
+    from unified.jury import jury_scores
+
+    monkeypatch.chdir(tmp_path)
+    data = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples.jsonl"
+    out = tmp_path / "cmp"
+    r = CliRunner().invoke(app, [str(a) for a in (
+        "compare", data, "--backends", "native,ragas,deepeval", "--metrics", "faithfulness",
+        "--base-url", judge_server.base_url, "--model", "fake", "--embedding", judge_server.base_url,
+        "--embedding-model", "fake", "--max-samples", "6", "--out", out, "--quiet")])
+    assert r.exit_code == 0, r.output
+    cc = json.loads((out / "crosscheck.json").read_text())
+    for pair in cc["metrics"]["faithfulness"]["pairs"]:
+        fwd, back = pair["threshold_translation"]
+        assert (fwd["from"], fwd["to"]) == (back["to"], back["from"]) == (pair["a"], pair["b"])
+        assert fwd["n"] == pair["n"]
+        assert isinstance(fwd["threshold_to"], float) or fwd["notes"]  # a number, or why not
+    scores = [Score.model_validate_json(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    jury = jury_scores(scores, "median")
+    assert len(jury) == 6 and all(j.backend == "jury" and j.metric == "faithfulness" for j in jury)
+    for j in jury:
+        members = [s for s in scores if s.sample_id == j.sample_id]
+        assert j.details["n_members"] == 3
+        assert j.details["n_errors"] == sum(not s.ok for s in members)
+        if j.ok:
+            ok = sorted(s.value for s in members if s.ok)
+            assert j.value == pytest.approx(float(np.median(ok)))
+    with_jury = crosscheck(scores + jury)
+    assert "jury" in with_jury["backends"]
+    json.dumps(with_jury, allow_nan=False)
+    m = migration_report(scores, None, "deepeval", "ragas", ["faithfulness"], {"faithfulness": 7.0})
+    rep = m["metrics"]["faithfulness"]
+    assert rep["names"] == {"deepeval": "FaithfulnessMetric", "ragas": "Faithfulness"}
+    assert rep["n"] + rep["excluded"] <= 6
+    assert flips_exceed(m, 0) == (rep["n_flips"] > 0 or rep["n"] == 0)

@@ -21,9 +21,11 @@ makes the jury ``degraded`` (a value from fewer members than asked). Every membe
 the jury line is a failure whose error lists theirs. A metric with fewer than two member
 backends gets no jury (a jury of one would only repeat it).
 
-``details``: ``method``, ``threshold``, ``members`` ({backend: {value, passed, dissent}},
-dissent = on the other side of the threshold from the jury's verdict), ``dissenters``,
-``errors`` ({backend: error}), ``missing``, ``n_members``, ``n_errors``.
+``details``: ``method``, ``threshold``, ``members`` ({backend: {value, passed, dissent}}:
+``passed`` is the member's own verdict; ``dissent`` says the member is on the other side
+from the jury — for ``median`` and ``mean`` its value against the jury's threshold, for
+``majority`` its own vote), ``dissenters``, ``errors`` ({backend: error}), ``missing``,
+``n_members``, ``n_errors``.
 
 Fingerprints (so a runner can tell a stale jury line): ``config_hash`` = the first 16 hex
 digits of sha256 of the canonical JSON of ``{"backend": "jury", "method", "metric",
@@ -116,18 +118,21 @@ def pool(metric: str, sample_id: str, members: Mapping[str, Score | Mapping[str,
     votes = {b: bool(score_passed(s, threshold)) for b, s in ok.items()}
     values = [float(s.value) for s in ok.values()]  # type: ignore[arg-type]
     value, passed = _pooled(method, values, list(votes.values()), threshold)
-    details["members"] = {b: {"value": s.value, "passed": votes[b], "dissent": votes[b] != passed}
+    side = votes if method == "majority" else {b: float(s.value) >= threshold  # type: ignore[arg-type]
+                                               for b, s in ok.items()}
+    dissent = {b: side[b] != passed for b in ok}
+    details["members"] = {b: {"value": s.value, "passed": votes[b], "dissent": dissent[b]}
                           for b, s in ok.items()}
-    details["dissenters"] = [b for b in ok if votes[b] != passed]
+    details["dissenters"] = [b for b in ok if dissent[b]]
     return Score(metric=metric, backend=JURY, sample_id=sample_id, value=value, raw=value,
-                 raw_range=(0.0, 10.0), passed=passed, reason=_reason(method, ok, votes, passed, details),
+                 raw_range=(0.0, 10.0), passed=passed, reason=_reason(method, ok, dissent, details),
                  **common)
 
 
-def _reason(method: str, ok: Mapping[str, Score], votes: Mapping[str, bool], passed: bool,
+def _reason(method: str, ok: Mapping[str, Score], dissent: Mapping[str, bool],
             details: Mapping[str, Any]) -> str:
     """``median of 3: native 8.0, ragas 3.0 (dissents), deepeval 9.0; 1 error excluded``."""
-    parts = [f"{b} {float(s.value):.1f}" + (" (dissents)" if votes[b] != passed else "")  # type: ignore[arg-type]
+    parts = [f"{b} {float(s.value):.1f}" + (" (dissents)" if dissent[b] else "")  # type: ignore[arg-type]
              for b, s in ok.items()]
     text = f"{method} of {len(ok)}: " + ", ".join(parts)
     if details["n_errors"]:
