@@ -13,7 +13,9 @@ Per (sample, metric), over the members that scored it without error:
   (``Score.passed``, else value ≥ their own bound); an even split is decided by the
   median value against the threshold. value = the median, so the jury's value stays on the
   metric's scale; with an odd number of members sharing the metric's threshold the vote
-  and "median ≥ threshold" are the same thing.
+  and "median ≥ threshold" are the same thing. (The cross-check judges every backend, the
+  jury included, by value ≥ threshold; for a majority jury whose members use different
+  bounds that can differ from the vote on ``passed``.)
 
 A member that failed is excluded and counted (``details.errors``), never turned into 0; a
 member named in ``members`` that has no line for the sample is counted as missing. Either
