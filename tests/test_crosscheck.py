@@ -208,7 +208,9 @@ def test_human_agreement_on_ares_rows():
     assert human["backends"]["length"]["n"] == len(ids)  # the failure is not counted
 
 
-def test_graded_labels_use_spearman():
+def test_graded_labels_use_spearman_and_are_binarised_at_the_metric_threshold():
+    # changed with issue 15 (calibration against people): graded labels used to get only
+    # Spearman; they are now also binarised (0–1 grades at threshold/10) for AUC, PPI, …
     samples, scores = {}, []
     grades = [0.0, 0.5, 1.0, 0.5, 0.25, 1.0, 0.0]
     for i, g in enumerate(grades):
@@ -219,11 +221,14 @@ def test_graded_labels_use_spearman():
     assert h["kind"] == "graded"
     vals = [(g + (i % 3) / 10) / 1.3 * 10 for i, g in enumerate(grades)]
     assert h["backends"]["native"]["spearman"] == pytest.approx(ss.spearmanr(vals, grades)[0], abs=1e-4)
-    assert "auc" not in h["backends"]["native"]
+    assert h["binarised_at"] == pytest.approx(0.5)  # context_recall: threshold 5 on 0–10
+    binary = [int(g >= 0.5) for g in grades]
+    assert h["backends"]["native"]["positives"] == sum(binary) == 4
+    assert h["backends"]["native"]["auc"] == pytest.approx(roc_auc_score(binary, vals), abs=1e-4)
 
 
 def test_format_crosscheck_renders_every_section():
-    scores = [_score("faithfulness", b, f"s{i}", v, reason="because")
+    scores = [_score("faithfulness", b, f"s{i}", v, reason="because [[Yes]] [bold]x[/bold]")
               for i in range(4) for b, v in (("native", i * 3), ("ragas", 9 - i * 2))]
     scores += [_score("answer_relevancy", "native", f"s{i}", 5) for i in range(2)]
     scores += [_score("answer_relevancy", "ragas", f"s{i}", 5) for i in range(2)]
@@ -232,5 +237,7 @@ def test_format_crosscheck_renders_every_section():
     assert "faithfulness — per backend" in text
     assert "native × ragas" in text
     assert "largest disagreements" in text
+    assert "because [[Yes]] [bold]x[/bold]" in text  # a reason is text, not rich markup
+    assert "thresholds translated" in text and "native → ragas" in text
     assert UNDEFINED in text  # answer_relevancy: n=2
     assert format_crosscheck(res) is not None

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from unified.diff import GateError, bootstrap_mean_ci, check_gates, diff_runs, parse_gates
+from unified.diff import GateError, check_gates, diff_runs, parse_gates
+from unified.stats import UNDEFINED, bootstrap_ci
 from unified.scores import Aggregate, Cost, Score
 
 
@@ -82,13 +85,26 @@ def test_diff_paired_delta_ci_and_movers(tmp_path):
 
 
 def test_bootstrap_ci_edge_cases():
-    assert bootstrap_mean_ci([1.0]) is None
-    lo, hi = bootstrap_mean_ci([2.0, 2.0, 2.0])
+    # issue 13: one bootstrap (unified.stats.bootstrap_ci) for diff and crosscheck; the
+    # interval of one value is "undefined" with a reason, no longer None
+    one = bootstrap_ci(np.mean, [1.0])
+    assert one == UNDEFINED and "n=1" in one.reason
+    lo, hi = bootstrap_ci(np.mean, [2.0, 2.0, 2.0])
     assert lo == hi == 2.0
     # many resamples are drawn in chunks; the interval brackets the mean of a wide sample
     d = [float(i % 11) - 5 for i in range(5000)]
-    lo, hi = bootstrap_mean_ci(d, n_boot=500, seed=0)
+    lo, hi = bootstrap_ci(np.mean, d, n=500, seed=0)
     assert lo < sum(d) / len(d) < hi
+
+
+def test_diff_says_why_a_figure_is_undefined(tmp_path):
+    a = _write_run(tmp_path / "a", {"x": 5.0, "y": None})
+    b = _write_run(tmp_path / "b", {"x": 6.0, "y": 4.0})
+    (r,) = diff_runs(a, b, n_boot=200)
+    assert r["n_paired"] == 1 and r["delta"] == pytest.approx(1.0)
+    assert r["ci95"] == UNDEFINED
+    assert r["notes"] == ["ci95 undefined: n=1 < 2 rows to resample"]
+    json.dumps(r, allow_nan=False)
 
 
 def test_diff_reports_metrics_in_only_one_run(tmp_path):
@@ -96,7 +112,9 @@ def test_diff_reports_metrics_in_only_one_run(tmp_path):
     b = _write_run(tmp_path / "b", {"x": 5.0, "y": 6.0}, metric="context_recall")
     rows = diff_runs(a, b)
     assert {r["metric"] for r in rows} == {"faithfulness", "context_recall"}
-    assert all(r["delta"] is None and r["n_paired"] == 0 for r in rows)
+    # issue 13: "undefined" with the reason, as the cross-check writes it (it was None)
+    assert all(r["delta"] == UNDEFINED and r["n_paired"] == 0 for r in rows)
+    assert all(r["notes"][0].startswith("delta undefined: no paired samples") for r in rows)
 
 
 def test_diff_lists_no_unmoved_sample_as_a_mover(tmp_path):

@@ -2,180 +2,40 @@
 
 Run the same metric on several backends and this module says where they agree: per
 metric, each backend's summary; per pair of backends the correlation, the mean absolute
-difference on the 0–10 scale, the pass/fail agreement and Cohen's kappa; the samples on
-which they disagree most, reasons side by side; and, when the samples carry human labels
-(``metadata.labels.<name>``), each backend's agreement with the humans — so a user can
-see which evaluator to trust.
+difference on the 0–10 scale, the pass/fail agreement, Cohen's kappa and, both ways, the
+translation of one backend's threshold onto the other's scale (``unified.translate``);
+the samples on which they disagree most, reasons side by side; and, when the samples
+carry human labels (``metadata.labels.<name>``), each backend's calibration against the
+people (``unified.calibration``: AUC, balanced accuracy, the best threshold, the
+prediction-powered pass rate) — so a user can see which evaluator to trust. A jury
+(``unified.jury``) is a backend like the others here: pass its lines in the scores, or
+``jury="median"`` to pool the members on the fly.
 
-The statistics are written out here (a few lines each, formula in the docstring) rather
-than called from scipy, so a reader sees exactly what is reported; the tests check them
-against scipy and scikit-learn.
-
-A statistic that cannot be computed is the string ``"undefined"`` with a note saying why —
-never NaN, which JSON cannot carry and which silently poisons every mean it touches.
-Rules: with n < 3 nothing is reported (two points always lie on a line); a correlation,
-a kappa or an AUC needs at least 2 distinct values on each side (it divides by a
-variance). The mean absolute difference and the raw pass/fail agreement involve no
-variance and stay defined for constant scores.
+The statistics live in ``unified.stats`` (re-exported here); a statistic that cannot be
+computed is ``"undefined"`` with its reason in the ``notes`` of the object that holds it
+(the convention is written there).
 """
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from itertools import combinations
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from unified.metrics import UnknownMetricError, parse_metric
+from unified.calibration import human_calibration
+from unified.jury import JURY, jury_scores
 from unified.sample import Sample
 from unified.scores import Score, aggregate
+from unified.stats import (  # noqa: F401 - re-exported: the statistics' public home was here
+    MIN_N, UNDEFINED, Stat, Undefined, auc, balanced_accuracy, bootstrap_ci, cohen_kappa,
+    is_undefined, pearson, rankdata, rounded, spearman, undefined_reason,
+)
+from unified.translate import threshold_translation
+from unified.verdict import LABEL_TO_METRIC, backend_threshold, canonical, label_for  # noqa: F401
 
-UNDEFINED = "undefined"
-MIN_N = 3
-
-# Human label names as datasets write them -> canonical metric (ARES uses these three).
-LABEL_TO_METRIC: dict[str, str] = {
-    "context_relevance": "context_relevancy",
-    "answer_relevance": "answer_relevancy",
-    "faithfulness": "faithfulness",
-}
-
-Stat = float | str  # a number, or UNDEFINED
-
-
-# ---------------------------------------------------------------- statistics
-
-def undefined_reason(x: Sequence[float], y: Sequence[float] | None = None,
-                     names: tuple[str, str] = ("a", "b")) -> str | None:
-    """Why a variance-based statistic of ``x`` (and ``y``) is undefined, or None if it is
-    defined: n < 3, or fewer than 2 distinct values on either side."""
-    n = len(x)
-    if n < MIN_N:
-        return f"n={n} < {MIN_N}"
-    for name, v in zip(names, (x, y)):
-        if v is None:
-            continue
-        arr = np.asarray(v)
-        if bool((arr == arr.flat[0]).all()):
-            return f"{name} has a single distinct value ({arr.flat[0].item()!r}) on all {n} samples"
-    return None
-
-
-def rankdata(x: Sequence[float]) -> np.ndarray:
-    """1-based ranks, ties given the average of the ranks they span
-    (the ``average`` method: values 5, 7, 7, 9 rank 1, 2.5, 2.5, 4)."""
-    a = np.asarray(x, dtype=float)
-    order = np.argsort(a, kind="mergesort")
-    sorted_a = a[order]
-    new_group = np.empty(len(a), dtype=bool)
-    new_group[:1] = True
-    np.not_equal(sorted_a[1:], sorted_a[:-1], out=new_group[1:])
-    group = np.cumsum(new_group) - 1
-    starts = np.flatnonzero(new_group)
-    ends = np.append(starts[1:], len(a))      # exclusive
-    mean_rank = (starts + 1 + ends) / 2.0     # mean of the 1-based ranks start+1 … end
-    ranks = np.empty(len(a))
-    ranks[order] = mean_rank[group]
-    return ranks
-
-
-def pearson(x: Sequence[float], y: Sequence[float]) -> Stat:
-    """Pearson correlation
-
-        r = Σ (xᵢ − x̄)(yᵢ − ȳ) / √( Σ (xᵢ − x̄)² · Σ (yᵢ − ȳ)² )
-
-    ``"undefined"`` when n < 3 or either side is constant."""
-    if undefined_reason(x, y):
-        return UNDEFINED
-    a = np.asarray(x, dtype=float) - np.mean(x)
-    b = np.asarray(y, dtype=float) - np.mean(y)
-    denom = math.sqrt(float(a @ a) * float(b @ b))
-    if denom == 0.0:  # distinct values that cancel in floating point
-        return UNDEFINED
-    return float(min(1.0, max(-1.0, float(a @ b) / denom)))
-
-
-def spearman(x: Sequence[float], y: Sequence[float]) -> Stat:
-    """Spearman rank correlation: Pearson's r of the average ranks (ties share the mean
-    of their ranks), ρ = r(rank(x), rank(y)). ``"undefined"`` as for ``pearson``."""
-    if undefined_reason(x, y):
-        return UNDEFINED
-    return pearson(rankdata(x), rankdata(y))
-
-
-def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> Stat:
-    """Cohen's kappa of two raters' pass/fail verdicts
-
-        κ = (p_o − p_e) / (1 − p_e),   p_o = share of equal verdicts,
-        p_e = p_a(pass)·p_b(pass) + p_a(fail)·p_b(fail)     (chance agreement)
-
-    (Cohen 1960). ``"undefined"`` when n < 3 or a rater gives one verdict throughout."""
-    if undefined_reason(a, b):
-        return UNDEFINED
-    n = len(a)
-    p_o = sum(x == y for x, y in zip(a, b)) / n
-    pa, pb = sum(a) / n, sum(b) / n
-    p_e = pa * pb + (1 - pa) * (1 - pb)
-    if p_e >= 1.0:
-        return UNDEFINED
-    return (p_o - p_e) / (1 - p_e)
-
-
-def auc(scores: Sequence[float], labels: Sequence[int | bool]) -> Stat:
-    """ROC AUC of ``scores`` against binary ``labels`` (1 = positive), by Mann–Whitney:
-
-        AUC = P(s⁺ > s⁻) + ½ P(s⁺ = s⁻)
-            = (R⁺ − n⁺(n⁺ + 1)/2) / (n⁺ · n⁻)
-
-    where R⁺ is the sum of the average ranks of the positives (a tie counts ½).
-    ``"undefined"`` when n < 3, when one class is missing, or when the scores are constant."""
-    if undefined_reason(scores, labels, ("scores", "labels")):
-        return UNDEFINED
-    y = np.asarray(labels, dtype=float) > 0.5
-    n_pos = int(y.sum())
-    n_neg = len(y) - n_pos
-    r_pos = float(rankdata(scores)[y].sum())
-    return (r_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
-
-
-def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[int | bool]) -> Stat:
-    """Mean of the recall on each class: ½ (TP/(TP+FN) + TN/(TN+FP)); 0.5 is chance.
-
-    ``"undefined"`` when n < 3 or the labels hold one class only (a constant prediction is
-    fine: it scores 0.5)."""
-    if undefined_reason(labels, None, ("labels", "")):
-        return UNDEFINED
-    y = np.asarray(labels, dtype=float) > 0.5
-    p = np.asarray(predicted, dtype=bool)
-    tpr = float((p & y).sum()) / float(y.sum())
-    tnr = float((~p & ~y).sum()) / float((~y).sum())
-    return (tpr + tnr) / 2.0
-
-
-def bootstrap_ci(fn: Callable[..., Stat], *arrays: Sequence[Any], n: int = 1000, seed: int = 0,
-                 level: float = 0.95) -> tuple[float, float] | str:
-    """Percentile bootstrap interval of ``fn(*arrays)``: resample the rows (the same
-    indices in every array) with replacement ``n`` times, seeded, and take the
-    (1−level)/2 and (1+level)/2 quantiles of the statistic. Resamples where ``fn`` is
-    undefined (e.g. one class drawn only) are skipped; ``"undefined"`` if fewer than half
-    of them are usable."""
-    cols = [np.asarray(a) for a in arrays]
-    size = len(cols[0])
-    if size == 0 or any(len(c) != size for c in cols):
-        return UNDEFINED
-    rng = np.random.default_rng(seed)
-    stats: list[float] = []
-    for _ in range(n):
-        idx = rng.integers(0, size, size)
-        value = fn(*(c[idx] for c in cols))
-        if not isinstance(value, str):
-            stats.append(float(value))
-    if len(stats) < n / 2:
-        return UNDEFINED
-    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
-    return (float(lo), float(hi))
+_r = rounded
 
 
 def pair_stats(a: Sequence[float], b: Sequence[float], threshold_a: float,
@@ -195,8 +55,9 @@ def pair_stats(a: Sequence[float], b: Sequence[float], threshold_a: float,
     out: dict[str, Any] = {"n": n}
     if n < MIN_N:
         notes.append(f"every statistic undefined: n={n} < {MIN_N} samples scored by both")
-        out.update(pearson=UNDEFINED, spearman=UNDEFINED, mean_abs_diff=UNDEFINED,
-                   pass_agreement=UNDEFINED, cohen_kappa=UNDEFINED, notes=notes)
+        why = Undefined(f"n={n} < {MIN_N}")
+        out.update(pearson=why, spearman=why, mean_abs_diff=why, pass_agreement=why,
+                   cohen_kappa=why, notes=notes)
         return out
     why = undefined_reason(a, b)
     if why:
@@ -216,67 +77,51 @@ def pair_stats(a: Sequence[float], b: Sequence[float], threshold_a: float,
 
 # ---------------------------------------------------------------- cross-check
 
-def _canonical(metric: str) -> str:
-    try:
-        return parse_metric(metric).canonical
-    except UnknownMetricError:
-        return metric
-
-
-def _threshold(metric: str, scores: Iterable[Score]) -> float:
-    """The pass bound a backend used (the Score's own), else the metric's default, else 5."""
-    for s in scores:
-        if s.threshold is not None:
-            return float(s.threshold)
-    try:
-        return float(parse_metric(metric).spec.threshold)
-    except UnknownMetricError:
-        return 5.0
-
-
-def label_for(metric: str, labels: Mapping[str, Any]) -> str | None:
-    """The key of ``labels`` that judges ``metric`` (ARES names or canonical names)."""
-    canonical = _canonical(metric)
-    for key in labels:
-        if key == metric or key == canonical or LABEL_TO_METRIC.get(key) == canonical:
-            return key
-        if _canonical(key) == canonical:
-            return key
-    return None
-
-
-def _labels_of(sample: Sample) -> Mapping[str, Any]:
-    labels = sample.metadata.get("labels") if sample.metadata else None
-    return labels if isinstance(labels, Mapping) else {}
-
-
-def _r(x: Any, digits: int = 4) -> Any:
-    """Round numbers for a readable JSON report; leave strings/None as they are."""
-    if isinstance(x, float):
-        return round(x, digits)
-    if isinstance(x, tuple):
-        return [_r(v, digits) for v in x]
-    return x
-
-
 def crosscheck(scores: Iterable[Score], samples: Mapping[str, Sample] | None = None,
-               top_n: int = 10, *, bootstrap: int = 1000, seed: int = 0) -> dict[str, Any]:
+               top_n: int = 10, *, bootstrap: int = 1000, seed: int = 0,
+               jury: str | None = None, label_cuts: Mapping[str, float] | None = None) -> dict[str, Any]:
     """Cross-check several backends' Scores of the same samples (JSON-serialisable result).
 
     Per metric (as the user named it): ``backends`` — each backend's count, scored,
     errors, mean, median, stdev, pass_rate (from ``unified.scores.aggregate``);
     ``pairs`` — ``pair_stats`` on the samples both backends scored without error, with
-    ``excluded`` counting the samples dropped because either side failed;
-    ``agreement_matrix`` — backend × backend Spearman and mean absolute difference;
-    ``disagreements`` — the ``top_n`` samples with the largest |difference| between any
-    two backends, each backend's value and reason side by side (and the question, when
-    ``samples`` are given); ``human`` — when samples carry ``metadata.labels``, each
-    backend's AUC (binary labels, with a seeded bootstrap 95 % interval), Spearman
-    (graded labels) and balanced accuracy at its pass threshold.
+    ``excluded`` counting the samples dropped because either side failed, and
+    ``threshold_translation``: a list of two ``unified.translate.threshold_translation``
+    entries, a → b and b → a; ``agreement_matrix`` — backend × backend Spearman and mean
+    absolute difference; ``disagreements`` — the ``top_n`` samples with the largest
+    |difference| between any two backends, each backend's value and reason side by side
+    (and the question, when ``samples`` are given); ``human`` — when samples carry
+    ``metadata.labels``, ``unified.calibration.human_calibration`` (per backend AUC and
+    balanced accuracy with seeded bootstrap 95 % intervals, ``best_threshold``, ``ppi``,
+    Spearman against the raw labels).
+
+    ``jury``: a pooling method (median|mean|majority) to add ``unified.jury`` lines when
+    the scores hold none. ``label_cuts``: {metric: cut} binarising graded labels where the
+    default cut (``unified.verdict``) does not fit their scale. Lines of input rows that
+    never became samples (``row_error``) are left out and counted in ``notes``.
     """
+    by_metric, notes = _by_metric(scores, jury)
+    result: dict[str, Any] = {"backends": sorted({b for m in by_metric.values() for b in m}),
+                              "metrics": {}, "notes": notes}
+    for metric, per_backend in by_metric.items():
+        cut = (label_cuts or {}).get(metric)
+        result["metrics"][metric] = _crosscheck_metric(metric, per_backend, samples, top_n,
+                                                       bootstrap, seed, cut)
+    return result
+
+
+def _by_metric(scores: Iterable[Score], jury: str | None
+               ) -> tuple[dict[str, dict[str, dict[str, Score]]], list[str]]:
+    """{metric: {backend: {sample_id: Score}}}, the last line per key winning, and notes."""
+    lines = list(scores)
+    if jury and not any(s.backend == JURY for s in lines):
+        lines += jury_scores(lines, jury)
     by_metric: dict[str, dict[str, dict[str, Score]]] = defaultdict(lambda: defaultdict(dict))
-    duplicates = 0
-    for s in scores:
+    duplicates = row_errors = 0
+    for s in lines:
+        if s.row_error:
+            row_errors += 1
+            continue
         slot = by_metric[s.metric][s.backend]
         if s.sample_id in slot:
             duplicates += 1  # a resumed run can repeat a task; the latest result wins
@@ -284,57 +129,63 @@ def crosscheck(scores: Iterable[Score], samples: Mapping[str, Sample] | None = N
     notes: list[str] = []
     if duplicates:
         notes.append(f"{duplicates} repeated (metric, backend, sample) scores: the last one was used")
-    result: dict[str, Any] = {"backends": sorted({b for m in by_metric.values() for b in m}),
-                              "metrics": {}, "notes": notes}
-    for metric, per_backend in by_metric.items():
-        result["metrics"][metric] = _crosscheck_metric(metric, per_backend, samples, top_n,
-                                                       bootstrap, seed)
-    return result
+    if row_errors:
+        notes.append(f"{row_errors} input-row error lines are no samples: left out of the cross-check")
+    return by_metric, notes
+
+
+def _summary(metric: str, scores: dict[str, Score], threshold: float) -> dict[str, Any]:
+    agg = aggregate(scores.values(), metric)
+    pass_rate = agg.pass_rate
+    if pass_rate is None and agg.scored:
+        # Scores written without a threshold carry no verdict: judge them at the same
+        # bound the pair statistics use, so the two tables agree
+        ok = [s.value for s in scores.values() if s.ok]
+        pass_rate = sum(v >= threshold for v in ok) / len(ok)  # type: ignore[operator]
+    return {"count": agg.count, "scored": agg.scored, "errors": agg.errors,
+            "mean": _r(agg.mean), "median": _r(agg.median), "stdev": _r(agg.stdev),
+            "pass_rate": _r(pass_rate), "threshold": threshold}
+
+
+def _pair(per_backend: dict[str, dict[str, Score]], a: str, b: str,
+          thresholds: dict[str, float]) -> dict[str, Any]:
+    """``pair_stats`` and both threshold translations on the samples a and b both scored."""
+    common = sorted(set(per_backend[a]) & set(per_backend[b]))
+    ok = [sid for sid in common if per_backend[a][sid].ok and per_backend[b][sid].ok]
+    va = [float(per_backend[a][sid].value) for sid in ok]  # type: ignore[arg-type]
+    vb = [float(per_backend[b][sid].value) for sid in ok]  # type: ignore[arg-type]
+    st = {k: _r(v) for k, v in pair_stats(va, vb, thresholds[a], thresholds[b]).items()}
+    st.update(a=a, b=b, excluded=len(common) - len(ok),
+              only_one_backend=len(set(per_backend[a]) ^ set(per_backend[b])))
+    st["threshold_translation"] = [
+        threshold_translation(va, vb, thresholds[a], thresholds[b], a, b),
+        threshold_translation(vb, va, thresholds[b], thresholds[a], b, a)]
+    return st
 
 
 def _crosscheck_metric(metric: str, per_backend: dict[str, dict[str, Score]],
                        samples: Mapping[str, Sample] | None, top_n: int, bootstrap: int,
-                       seed: int) -> dict[str, Any]:
+                       seed: int, cut: float | None = None) -> dict[str, Any]:
     backends = sorted(per_backend)
-    thresholds = {b: _threshold(metric, per_backend[b].values()) for b in backends}
-    summary = {}
-    for b in backends:
-        agg = aggregate(per_backend[b].values(), metric, b)
-        pass_rate = agg.pass_rate
-        if pass_rate is None and agg.scored:
-            # Scores written without a threshold carry no verdict: judge them at the same
-            # bound the pair statistics use, so the two tables agree
-            ok = [s.value for s in per_backend[b].values() if s.ok]
-            pass_rate = sum(v >= thresholds[b] for v in ok) / len(ok)  # type: ignore[operator]
-        summary[b] = {"count": agg.count, "scored": agg.scored, "errors": agg.errors,
-                      "mean": _r(agg.mean), "median": _r(agg.median), "stdev": _r(agg.stdev),
-                      "pass_rate": _r(pass_rate), "threshold": thresholds[b]}
-
+    thresholds = {b: backend_threshold(metric, per_backend[b].values()) for b in backends}
     pairs = []
     spearman_m = {b: {c: (1.0 if b == c else UNDEFINED) for c in backends} for b in backends}
     mad_m = {b: {c: (0.0 if b == c else UNDEFINED) for c in backends} for b in backends}
     for a, b in combinations(backends, 2):
-        common = sorted(set(per_backend[a]) & set(per_backend[b]))
-        ok = [sid for sid in common if per_backend[a][sid].ok and per_backend[b][sid].ok]
-        va = [float(per_backend[a][sid].value) for sid in ok]  # type: ignore[arg-type]
-        vb = [float(per_backend[b][sid].value) for sid in ok]  # type: ignore[arg-type]
-        st = pair_stats(va, vb, thresholds[a], thresholds[b])
-        st = {k: _r(v) for k, v in st.items()}
-        st.update(a=a, b=b, excluded=len(common) - len(ok),
-                  only_one_backend=len(set(per_backend[a]) ^ set(per_backend[b])))
+        st = _pair(per_backend, a, b, thresholds)
         pairs.append(st)
         spearman_m[a][b] = spearman_m[b][a] = st["spearman"]
         mad_m[a][b] = mad_m[b][a] = st["mean_abs_diff"]
-
     out: dict[str, Any] = {
-        "canonical": _canonical(metric),
-        "backends": summary,
+        "canonical": canonical(metric),
+        "backends": {b: _summary(metric, per_backend[b], thresholds[b]) for b in backends},
         "pairs": pairs,
         "agreement_matrix": {"backends": backends, "spearman": spearman_m, "mean_abs_diff": mad_m},
         "disagreements": _top_disagreements(per_backend, backends, samples, top_n),
     }
     if samples:
-        human = _human_agreement(metric, per_backend, backends, thresholds, samples, bootstrap, seed)
+        human = human_calibration(metric, {b: per_backend[b] for b in backends}, thresholds,
+                                  samples, bootstrap=bootstrap, seed=seed, cut=cut)
         if human:
             out["human"] = human
     return out
@@ -343,11 +194,13 @@ def _crosscheck_metric(metric: str, per_backend: dict[str, dict[str, Score]],
 def _top_disagreements(per_backend: dict[str, dict[str, Score]], backends: list[str],
                        samples: Mapping[str, Sample] | None, top_n: int) -> list[dict[str, Any]]:
     """Samples ordered by the largest |value_a − value_b| over backend pairs that both
-    scored them (ties broken by sample id, so the report is stable)."""
+    scored them (ties broken by sample id, so the report is stable). The jury is left out:
+    it is made of the others, so its distance from them says nothing new."""
     rows = []
-    all_ids = sorted({sid for b in backends for sid in per_backend[b]})
+    members = [b for b in backends if b != JURY]
+    all_ids = sorted({sid for b in members for sid in per_backend[b]})
     for sid in all_ids:
-        ok = {b: per_backend[b][sid] for b in backends
+        ok = {b: per_backend[b][sid] for b in members
               if sid in per_backend[b] and per_backend[b][sid].ok}
         best: tuple[float, str, str] | None = None
         for a, b in combinations(sorted(ok), 2):
@@ -370,54 +223,6 @@ def _top_disagreements(per_backend: dict[str, dict[str, Score]], backends: list[
     return rows[:top_n]
 
 
-def _human_agreement(metric: str, per_backend: dict[str, dict[str, Score]], backends: list[str],
-                     thresholds: dict[str, float], samples: Mapping[str, Sample],
-                     bootstrap: int, seed: int) -> dict[str, Any] | None:
-    """Each backend against the human labels of the samples it scored without error."""
-    label_key = None
-    for s in samples.values():
-        label_key = label_for(metric, _labels_of(s))
-        if label_key:
-            break
-    if label_key is None:
-        return None
-    labels: dict[str, float] = {}
-    for sid, s in samples.items():
-        v = _labels_of(s).get(label_key)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-            labels[sid] = float(v)
-        elif isinstance(v, bool):
-            labels[sid] = float(v)
-    binary = set(labels.values()) <= {0.0, 1.0}
-    out: dict[str, Any] = {"label": label_key, "kind": "binary" if binary else "graded",
-                           "labelled": len(labels), "backends": {}}
-    for b in backends:
-        ids = sorted(sid for sid, s in per_backend[b].items() if s.ok and sid in labels)
-        vals = [float(per_backend[b][sid].value) for sid in ids]  # type: ignore[arg-type]
-        ys = [labels[sid] for sid in ids]
-        notes: list[str] = []
-        entry: dict[str, Any] = {"n": len(ids)}
-        if binary:
-            entry["positives"] = int(sum(ys))
-            why = undefined_reason(vals, ys, ("scores", "labels"))
-            if why:
-                notes.append(f"auc undefined: {why}")
-            entry["auc"] = _r(auc(vals, ys))
-            entry["auc_ci95"] = (_r(bootstrap_ci(auc, vals, ys, n=bootstrap, seed=seed))
-                                 if not why else UNDEFINED)
-            ba = balanced_accuracy([v >= thresholds[b] for v in vals], ys)
-            if isinstance(ba, str):
-                notes.append(f"balanced_accuracy undefined: {undefined_reason(ys, None, ('labels', ''))}")
-            entry["balanced_accuracy"] = _r(ba)
-        why = undefined_reason(vals, ys, ("scores", "labels"))
-        if why and not binary:
-            notes.append(f"spearman undefined: {why}")
-        entry["spearman"] = _r(spearman(vals, ys))
-        entry["notes"] = notes
-        out["backends"][b] = entry
-    return out
-
-
 # ---------------------------------------------------------------- terminal output
 
 def _fmt(v: Any) -> str:
@@ -430,58 +235,105 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _table(title: str, columns: Sequence[str]) -> Any:
+    """A rich Table whose first column is left-aligned and the rest right-aligned."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for i, col in enumerate(columns):
+        t.add_column(col, justify="left" if i == 0 else "right")
+    return t
+
+
+def _backends_table(metric: str, m: Mapping[str, Any]) -> Any:
+    t = _table(f"{metric} — per backend", ("backend", "mean", "median", "pass rate", "scored", "errors"))
+    for b, s in m["backends"].items():
+        t.add_row(b, _fmt(s["mean"]), _fmt(s["median"]), _fmt(s["pass_rate"]),
+                  str(s["scored"]), str(s["errors"]))
+    return t
+
+
+def _pairs_table(metric: str, m: Mapping[str, Any]) -> Any:
+    p = _table(f"{metric} — agreement between backends",
+               ("pair", "n", "excluded", "pearson", "spearman", "mean |diff|", "pass agree", "kappa"))
+    for st in m["pairs"]:
+        p.add_row(f"{st['a']} × {st['b']}", str(st["n"]), str(st["excluded"]),
+                  _fmt(st["pearson"]), _fmt(st["spearman"]), _fmt(st["mean_abs_diff"]),
+                  _fmt(st["pass_agreement"]), _fmt(st["cohen_kappa"]))
+    return p
+
+
+def _translation_table(metric: str, m: Mapping[str, Any]) -> Any:
+    """One row per ordered pair: A's threshold, its translation onto B's scale, B's own,
+    and the pass agreement at each."""
+    t = _table(f"{metric} — thresholds translated (quantile matching)",
+               ("from → to", "n", "threshold", "→ on to's scale", "to's own", "agree @translated",
+                "agree @own"))
+    for st in m["pairs"]:
+        for tr in st.get("threshold_translation", []):
+            t.add_row(f"{tr['from']} → {tr['to']}", str(tr["n"]), _fmt(tr["threshold_from"]),
+                      _fmt(tr["threshold_to"]), _fmt(tr["threshold_default"]),
+                      _fmt(tr["pass_agreement_at_translated"]), _fmt(tr["pass_agreement_at_default"]))
+    return t
+
+
+def _human_tables(metric: str, h: Mapping[str, Any]) -> list[Any]:
+    """Agreement with the labels, then the calibration: best threshold and PPI pass rate."""
+    cut = f", pass ≥ {_fmt(h['binarised_at'])}" if "binarised_at" in h else ""
+    ht = _table(f"{metric} — agreement with human labels '{h['label']}' ({h['kind']}{cut})",
+                ("backend", "n", "AUC", "AUC 95% CI", "spearman", "balanced acc", "BA 95% CI"))
+    ct = _table(f"{metric} — calibration against people (labelled pass rate "
+                f"{_fmt(h['labelled_pass_rate']['estimate'])} of {h['labelled_pass_rate']['n']})",
+                ("backend", "best threshold", "its 95% CI", "BA there", "PPI pass rate",
+                 "PPI 95% CI", "labelled / total"))
+    for b, e in h["backends"].items():
+        ht.add_row(b, str(e["n"]), _fmt(e.get("auc")), _fmt(e.get("auc_ci95")),
+                   _fmt(e["spearman"]), _fmt(e.get("balanced_accuracy")),
+                   _fmt(e.get("balanced_accuracy_ci95")))
+        if "best_threshold" not in e:
+            continue
+        bt, ppi = e["best_threshold"], e["ppi"]
+        ci = ppi["ci_low"] if is_undefined(ppi["ci_low"]) else f"[{ppi['ci_low']:.3f}, {ppi['ci_high']:.3f}]"
+        ct.add_row(b, _fmt(bt["threshold"]), _fmt(bt["ci95"]), _fmt(bt["balanced_accuracy"]),
+                   _fmt(ppi["estimate"]), ci, f"{ppi['n_labelled']} / {ppi['n_total']}")
+    return [ht, ct] if ct.row_count else [ht]
+
+
+def _disagreements_table(metric: str, m: Mapping[str, Any], reason_width: int) -> Any:
+    """The samples the backends disagree on most; reasons and questions as plain text (a
+    judge's "[[Yes]]" is no rich markup)."""
+    from rich.text import Text
+
+    d = _table(f"{metric} — largest disagreements", ("sample", "|diff|", *m["backends"]))
+    for row in m["disagreements"]:
+        cells = []
+        for b in m["backends"]:
+            reason = (row["reasons"].get(b) or "")[:reason_width]
+            cells.append(Text(f"{_fmt(row['values'].get(b))} {reason}".strip()))
+        label = row["sample_id"] + (f"\n{row['question'][:reason_width]}" if row.get("question") else "")
+        d.add_row(Text(label), _fmt(row["diff"]), *cells)
+    return d
+
+
 def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60) -> Any:
     """A rich renderable (``Group`` of tables) of a ``crosscheck`` result, for the CLI:
-    per metric a summary table, a pair table, the human-agreement table when labels were
-    present, and the top disagreements. ``render_crosscheck`` gives it as plain text."""
+    per metric a summary table, a pair table, the threshold translations, the
+    human-agreement and calibration tables when labels were present, and the top
+    disagreements. ``render_crosscheck`` gives it as plain text."""
     from rich.console import Group
-    from rich.table import Table
+    from rich.text import Text
 
     parts: list[Any] = []
     for metric, m in result.get("metrics", {}).items():
-        t = Table(title=f"{metric} — per backend", title_justify="left")
-        for col in ("backend", "mean", "median", "pass rate", "scored", "errors"):
-            t.add_column(col, justify="left" if col == "backend" else "right")
-        for b, s in m["backends"].items():
-            t.add_row(b, _fmt(s["mean"]), _fmt(s["median"]), _fmt(s["pass_rate"]),
-                      str(s["scored"]), str(s["errors"]))
-        parts.append(t)
+        parts.append(_backends_table(metric, m))
         if m["pairs"]:
-            p = Table(title=f"{metric} — agreement between backends", title_justify="left")
-            for col in ("pair", "n", "excluded", "pearson", "spearman", "mean |diff|",
-                        "pass agree", "kappa"):
-                p.add_column(col, justify="left" if col == "pair" else "right")
-            for st in m["pairs"]:
-                p.add_row(f"{st['a']} × {st['b']}", str(st["n"]), str(st["excluded"]),
-                          _fmt(st["pearson"]), _fmt(st["spearman"]), _fmt(st["mean_abs_diff"]),
-                          _fmt(st["pass_agreement"]), _fmt(st["cohen_kappa"]))
-            parts.append(p)
+            parts += [_pairs_table(metric, m), _translation_table(metric, m)]
         if "human" in m:
-            h = m["human"]
-            ht = Table(title=f"{metric} — agreement with human labels '{h['label']}' ({h['kind']})",
-                       title_justify="left")
-            for col in ("backend", "n", "AUC", "AUC 95% CI", "spearman", "balanced acc"):
-                ht.add_column(col, justify="left" if col == "backend" else "right")
-            for b, e in h["backends"].items():
-                ht.add_row(b, str(e["n"]), _fmt(e.get("auc")), _fmt(e.get("auc_ci95")),
-                           _fmt(e["spearman"]), _fmt(e.get("balanced_accuracy")))
-            parts.append(ht)
+            parts += _human_tables(metric, m["human"])
         if m["disagreements"] and len(m["backends"]) > 1:
-            d = Table(title=f"{metric} — largest disagreements", title_justify="left")
-            d.add_column("sample")
-            d.add_column("|diff|", justify="right")
-            for b in m["backends"]:
-                d.add_column(b)
-            for row in m["disagreements"]:
-                cells = []
-                for b in m["backends"]:
-                    reason = (row["reasons"].get(b) or "")[:reason_width]
-                    cells.append(f"{_fmt(row['values'].get(b))} {reason}".strip())
-                label = row["sample_id"] + (f"\n{row['question'][:reason_width]}" if row.get("question") else "")
-                d.add_row(label, _fmt(row["diff"]), *cells)
-            parts.append(d)
+            parts.append(_disagreements_table(metric, m, reason_width))
     for note in result.get("notes", []):
-        parts.append(f"note: {note}")
+        parts.append(Text(f"note: {note}"))
     return Group(*parts)
 
 

@@ -9,10 +9,13 @@ Diff of runs A and B, per (metric, backend), over the samples both scored withou
 
     d_i = value_B(i) − value_A(i),   Δ = mean(d)
     95 % CI: percentiles 2.5 and 97.5 of mean(d*) over ``n_boot`` resamples d* of d drawn
-    with replacement (seeded, so the same runs always give the same interval).
+    with replacement (``unified.stats.bootstrap_ci``, the one bootstrap: seeded, so the
+    same runs always give the same interval).
 
 Pairing removes between-sample variance: a small real change shows up even when the
-per-run spreads are wide.
+per-run spreads are wide. A figure that cannot be computed (no paired sample; one paired
+sample for the interval) is ``"undefined"`` with the reason in the row's ``notes``, as
+everywhere (``unified.stats``).
 """
 
 from __future__ import annotations
@@ -20,8 +23,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+import numpy as np
+
 from unified.metrics import UnknownMetricError, parse_metric
 from unified.scores import Aggregate
+from unified.stats import Undefined, bootstrap_ci, is_undefined, note_undefined
 
 
 class GateError(ValueError):
@@ -61,7 +67,7 @@ def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[
     return gates
 
 
-def _matches(gate: str, metric: str) -> bool:
+def gate_matches(gate: str, metric: str) -> bool:
     """Exact name (``precision@3``), or the same canonical metric when the gate names
     no cutoff (``faithfulness`` gates ``faithfulness``; ``precision_at_k`` gates every k)."""
     if gate == metric:
@@ -79,7 +85,7 @@ def check_gates(aggregates: Iterable[Aggregate], gates: Mapping[str, float]) -> 
     ok = True
     lines: list[str] = []
     for gate, bound in gates.items():
-        hit = [a for a in aggs if _matches(gate, a.metric)]
+        hit = [a for a in aggs if gate_matches(gate, a.metric)]
         if not hit:
             ok = False
             lines.append(f"FAIL {gate}: not scored in this run (add it to --metrics)")
@@ -109,55 +115,43 @@ def _values(run_dir: Path) -> dict[tuple[str, str], dict[str, float | None]]:
     return out
 
 
-def bootstrap_mean_ci(diffs: list[float], n_boot: int = 2000, seed: int = 0,
-                      level: float = 0.95) -> tuple[float, float] | None:
-    """Percentile bootstrap interval of the mean of ``diffs``; None for fewer than 2."""
-    import numpy as np
-
-    n = len(diffs)
-    if n < 2:
-        return None
-    d = np.asarray(diffs, dtype=float)
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    step = max(1, min(n_boot, 2_000_000 // n))  # bound memory: step × n indices at a time
-    for start in range(0, n_boot, step):
-        k = min(step, n_boot - start)
-        idx = rng.integers(0, n, size=(k, n))
-        means[start:start + k] = d[idx].mean(axis=1)
-    alpha = (1.0 - level) / 2
-    lo, hi = np.quantile(means, [alpha, 1 - alpha])
-    return float(lo), float(hi)
+def _paired_row(metric: str, backend: str, a: dict[str, float | None], b: dict[str, float | None],
+                n_boot: int, seed: int, top: int) -> dict[str, Any]:
+    """One diff row: counts, means over the paired samples, Δ, its CI and the movers."""
+    paired = [sid for sid in a if sid in b and a[sid] is not None and b[sid] is not None]
+    diffs = [b[s] - a[s] for s in paired]  # type: ignore[operator]
+    notes: list[str] = []
+    row: dict[str, Any] = {"metric": metric, "backend": backend, "n_paired": len(paired),
+                           "only_a": sum(1 for s in a if s not in b), "only_b": sum(1 for s in b if s not in a),
+                           "failed": sum(1 for s in a if s in b and (a[s] is None or b[s] is None))}
+    if not paired:
+        why = Undefined(f"no paired samples (only in A {row['only_a']}, only in B {row['only_b']}, "
+                        f"failed on either {row['failed']})")
+        note_undefined(notes, "delta", why)
+        row.update(mean_a=why, mean_b=why, delta=why, ci95=why, movers=[], notes=notes)
+        return row
+    row["mean_a"] = float(np.mean([a[s] for s in paired]))
+    row["mean_b"] = float(np.mean([b[s] for s in paired]))
+    row["delta"] = float(np.mean(diffs))
+    ci = bootstrap_ci(np.mean, diffs, n=n_boot, seed=seed)
+    row["ci95"] = note_undefined(notes, "ci95", ci if is_undefined(ci) else list(ci))
+    # a sample that did not move is no "mover" (a rerun on the cache moves nothing)
+    movers = sorted(((s, d) for s, d in zip(paired, diffs) if d != 0),
+                    key=lambda t: (-abs(t[1]), t[0]))[:top]
+    row["movers"] = [{"sample_id": s, "a": a[s], "b": b[s], "delta": d} for s, d in movers]
+    row["notes"] = notes
+    return row
 
 
 def diff_runs(run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000, seed: int = 0,
               top: int = 5) -> list[dict[str, Any]]:
-    """Per (metric, backend) in both runs: n paired, mean A, mean B (over the paired
-    samples), Δ = mean(B − A), its bootstrap CI, and the ``top`` samples that moved most."""
+    """Per (metric, backend) in either run: n paired, mean A, mean B (over the paired
+    samples), Δ = mean(B − A), its bootstrap CI, the ``top`` samples that moved most, and
+    ``notes`` for every ``"undefined"``."""
     va, vb = _values(Path(run_a)), _values(Path(run_b))
-    rows = []
-    for key in list(va) + [k for k in vb if k not in va]:  # metrics of either run; unpaired ones say so
-        metric, backend = key
-        a, b = va.get(key, {}), vb.get(key, {})
-        paired = [sid for sid in a if sid in b and a[sid] is not None and b[sid] is not None]
-        diffs = [b[s] - a[s] for s in paired]  # type: ignore[operator]
-        row: dict[str, Any] = {"metric": metric, "backend": backend, "n_paired": len(paired),
-                               "only_a": sum(1 for s in a if s not in b), "only_b": sum(1 for s in b if s not in a),
-                               "failed": sum(1 for s in a if s in b and (a[s] is None or b[s] is None))}
-        if paired:
-            row["mean_a"] = sum(a[s] for s in paired) / len(paired)  # type: ignore[misc]
-            row["mean_b"] = sum(b[s] for s in paired) / len(paired)  # type: ignore[misc]
-            row["delta"] = sum(diffs) / len(diffs)
-            ci = bootstrap_mean_ci(diffs, n_boot=n_boot, seed=seed)
-            row["ci95"] = list(ci) if ci else None
-            # a sample that did not move is no "mover" (a rerun on the cache moves nothing)
-            movers = sorted(((s, d) for s, d in zip(paired, diffs) if d != 0),
-                            key=lambda t: (-abs(t[1]), t[0]))[:top]
-            row["movers"] = [{"sample_id": s, "a": a[s], "b": b[s], "delta": d} for s, d in movers]
-        else:
-            row.update(mean_a=None, mean_b=None, delta=None, ci95=None, movers=[])
-        rows.append(row)
-    return rows
+    keys = list(va) + [k for k in vb if k not in va]  # metrics of either run; unpaired ones say so
+    return [_paired_row(m, be, va.get((m, be), {}), vb.get((m, be), {}), n_boot, seed, top)
+            for m, be in keys]
 
 
 def format_diff(rows: list[dict[str, Any]]) -> Any:
@@ -168,11 +162,11 @@ def format_diff(rows: list[dict[str, Any]]) -> Any:
     for col in ("metric", "backend", "n", "mean A", "mean B", "Δ", "95% CI", "moved most"):
         t.add_column(col, justify="left" if col in ("metric", "backend", "moved most") else "right")
     for r in rows:
-        if r["delta"] is None:
+        if is_undefined(r["delta"]):
             t.add_row(r["metric"], r["backend"], "0", "—", "—", "—", "—",
                       f"no paired samples (only A {r['only_a']}, only B {r['only_b']})")
             continue
-        ci = r["ci95"]
+        ci = None if is_undefined(r["ci95"]) else r["ci95"]
         sig = ci is not None and (ci[0] > 0 or ci[1] < 0)
         movers = ", ".join(f"{m['sample_id']} {m['delta']:+.1f}" for m in r["movers"][:3])
         t.add_row(r["metric"], r["backend"], str(r["n_paired"]), f"{r['mean_a']:.2f}", f"{r['mean_b']:.2f}",

@@ -1,0 +1,154 @@
+"""Calibration against people: the best threshold, prediction-powered inference (against a
+hand-computed example and in a seeded coverage simulation), partial labels, graded labels,
+and the undefined cases with their reasons."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from sklearn.metrics import balanced_accuracy_score
+
+from unified.calibration import best_threshold, calibrate, mean_ci, ppi_mean
+from unified.crosscheck import crosscheck, render_crosscheck
+from unified.sample import Sample
+from unified.scores import Score
+from unified.stats import UNDEFINED, Undefined, bootstrap_ci, note_undefined
+
+
+def test_ppi_against_a_hand_computed_example():
+    # N = 10 rows, the backend passes 7; the first 4 are labelled
+    f_all = [1, 1, 1, 0, 0, 1, 1, 0, 1, 1]
+    f_lab, y_lab = [1, 1, 1, 0], [1, 0, 1, 0]
+    r = ppi_mean(f_all, f_lab, y_lab)
+    # θ̂ = 7/10 − mean(f − y) = 0.7 − (0 + 1 + 0 + 0)/4 = 0.45
+    assert r["estimate"] == pytest.approx(0.45)
+    # Var = (N − n)/N² · s²(f) + n · s²(g),  g = f/N − (f − y)/n
+    #     = 6/100 · (10/9 · 0.21) + 4 · s²([0.1, −0.15, 0.1, 0]) = 0.014 + 0.0558333…
+    var = 0.014 + 4 * (0.041875 / 3)
+    half = 1.959963984540054 * math.sqrt(var)
+    assert r["ci_high"] == pytest.approx(0.45 + half)
+    assert r["ci_low"] == 0.0  # 0.45 − 0.518 clipped: a rate is never negative
+    assert (r["n_labelled"], r["n_total"]) == (4, 10)
+
+
+def test_ppi_with_every_row_labelled_is_the_classical_interval():
+    rng = np.random.default_rng(3)
+    y = (rng.random(50) < 0.4).astype(float)
+    f = np.where(rng.random(50) < 0.8, y, 1 - y)
+    r, c = ppi_mean(f, f, y), mean_ci(y)
+    assert r["estimate"] == pytest.approx(y.mean())
+    assert (r["ci_low"], r["ci_high"]) == pytest.approx((c["ci_low"], c["ci_high"]))
+
+
+def _simulate(seed: int, n_total=2000, n_labelled=150, p=0.6) -> tuple[dict, dict, float]:
+    """A biased judge: passes 90 % of true passes and 30 % of true fails (E f = 0.66)."""
+    rng = np.random.default_rng(seed)
+    y = (rng.random(n_total) < p).astype(float)
+    f = np.where(y == 1, rng.random(n_total) < 0.9, rng.random(n_total) < 0.3).astype(float)
+    lab = rng.choice(n_total, n_labelled, replace=False)  # labels missing at random
+    return ppi_mean(f, f[lab], y[lab]), mean_ci(y[lab]), float(f.mean())
+
+
+def test_ppi_interval_covers_the_true_rate_at_about_the_nominal_rate():
+    runs = [_simulate(seed) for seed in range(100)]
+    covered = sum(r["ci_low"] <= 0.6 <= r["ci_high"] for r, _, _ in runs)
+    assert covered >= 90, covered  # a 95 % interval: ~95 of 100
+    # the judge alone is biased: its pass rate sits well above the truth
+    assert np.mean([naive for _, _, naive in runs]) == pytest.approx(0.66, abs=0.01)
+    # and PPI is more precise than the 150 labels alone (the judge carries information)
+    width = lambda d: d["ci_high"] - d["ci_low"]  # noqa: E731
+    assert np.mean([width(r) for r, _, _ in runs]) < np.mean([width(c) for _, c, _ in runs])
+
+
+def test_ppi_undefined_with_reasons():
+    assert ppi_mean([1, 0, 1], [1, 0], [1, 1])["estimate"].reason == "n_labelled=2 < 3"
+    r = ppi_mean([1, 0], [1, 0, 1], [1, 1, 0])
+    assert r["estimate"] == UNDEFINED and "n_total=2 < n_labelled=3" in r["ci_low"].reason
+
+
+def test_best_threshold_on_separable_data():
+    neg, pos = [1.0, 2.0, 3.0, 4.0, 4.5], [6.0, 6.5, 7.0, 8.0, 9.0]
+    t, ba = best_threshold(neg + pos, [0] * 5 + [1] * 5, prefer=7.0)
+    assert t == pytest.approx(5.25) and ba == 1.0  # midway between the classes
+    # a maximum plateau: the one nearest the backend's own threshold wins
+    scores, labels = [1, 2, 3, 4, 5, 6], [0, 0, 1, 0, 1, 1]
+    t, ba = best_threshold(scores, labels, prefer=2.0)
+    assert ba == pytest.approx(balanced_accuracy_score(labels, [s >= t for s in scores]))
+    brute = max(balanced_accuracy_score(labels, [s >= c for s in scores]) for c in np.arange(0.5, 7, 0.5))
+    assert ba == pytest.approx(brute)
+    entry = calibrate(neg + pos, [0] * 5 + [1] * 5, 7.0, bootstrap=300, seed=1)
+    lo, hi = entry["best_threshold"]["ci95"]
+    assert 4.0 <= lo <= 5.25 <= hi <= 6.5  # resampled best splits stay inside the gap's ends
+    assert entry["balanced_accuracy"] == pytest.approx(0.8)  # at 7: 3 of 5 positives pass
+    assert entry["auc"] == 1.0
+
+
+def test_best_threshold_undefined_cases():
+    assert best_threshold([5, 5, 5, 5], [0, 1, 0, 1]).reason.startswith("scores has a single distinct value")
+    assert best_threshold([1, 2, 3], [1, 1, 1]).reason.startswith("labels has a single distinct value")
+    assert best_threshold([1, 2], [0, 1]).reason == "n=2 < 3"
+
+
+def test_undefined_convention_and_one_bootstrap():
+    notes: list[str] = []
+    u = Undefined("n=1 < 3")
+    assert u == UNDEFINED and json.dumps({"x": u}) == '{"x": "undefined"}'
+    assert note_undefined(notes, "auc", u) is u and note_undefined(notes, "auc", u) is u
+    assert note_undefined(notes, "mean", 4.0) == 4.0
+    assert notes == ["auc undefined: n=1 < 3"]  # once, and numbers leave no note
+    assert bootstrap_ci(np.mean, [1.0, 2.0], [3.0]).reason.startswith("arrays of different lengths")
+
+
+def _labelled_run(n=60, n_labelled=25, seed=0):
+    rng = np.random.default_rng(seed)
+    samples, scores, truth = {}, [], []
+    for i in range(n):
+        y = int(rng.random() < 0.5)
+        truth.append(y)
+        labels = {"faithfulness": y} if i < n_labelled else {}
+        samples[f"s{i}"] = Sample(user_input=f"q{i}", id=f"s{i}", metadata={"labels": labels})
+        good = 8.0 + rng.random() * 2 if y else 3.0 + rng.random() * 4   # separable at 7.5
+        lenient = min(10.0, good + 2.0)                                # passes too much at 7
+        scores.append(Score.from_raw("faithfulness", "native", f"s{i}", good, raw_range=(0, 10), threshold=7.0))
+        scores.append(Score.from_raw("faithfulness", "lenient", f"s{i}", lenient, raw_range=(0, 10), threshold=7.0))
+    return samples, scores, truth
+
+
+def test_crosscheck_calibration_with_labels_on_a_subset():
+    samples, scores, truth = _labelled_run()
+    res = crosscheck(scores, samples, bootstrap=200)
+    json.dumps(res, allow_nan=False)
+    h = res["metrics"]["faithfulness"]["human"]
+    assert h["labelled"] == 25 and h["kind"] == "binary"
+    assert h["labelled_pass_rate"]["n"] == 25
+    native, lenient = h["backends"]["native"], h["backends"]["lenient"]
+    assert native["n"] == lenient["n"] == 25
+    assert (native["ppi"]["n_labelled"], native["ppi"]["n_total"]) == (25, 60)
+    # native is exact at its threshold: PPI = its own pass rate over all 60 rows
+    passes = sum(s.value >= 7 for s in scores if s.backend == "native") / 60
+    assert native["ppi"]["estimate"] == pytest.approx(passes, abs=1e-4)
+    # lenient passes far too many (0.70 against a true 0.43); the labelled rows correct it
+    naive = sum(s.value >= 7 for s in scores if s.backend == "lenient") / 60
+    assert naive - np.mean(truth) > 0.2
+    assert abs(lenient["ppi"]["estimate"] - np.mean(truth)) < (naive - np.mean(truth)) / 4
+    assert lenient["ppi"]["ci_low"] <= np.mean(truth) <= lenient["ppi"]["ci_high"]
+    # and its best threshold moves up, out of the range the truth-fails reach (≤ 9)
+    assert lenient["best_threshold"]["threshold"] > 9.0 and lenient["best_threshold"]["balanced_accuracy"] == 1.0
+    text = render_crosscheck(res, width=170)
+    assert "calibration against people" in text and "25 / 60" in text
+
+
+def test_graded_labels_need_a_cut_on_an_unknown_scale():
+    samples, scores = {}, []
+    for i, grade in enumerate([1, 2, 3, 4, 5, 5, 4, 12]):  # a 1–12 scale: neither 0–1 nor 0–10
+        samples[f"g{i}"] = Sample(user_input="q", id=f"g{i}", metadata={"labels": {"faithfulness": grade}})
+        scores.append(Score.from_raw("faithfulness", "native", f"g{i}", grade / 12, threshold=7.0))
+    h = crosscheck(scores, samples)["metrics"]["faithfulness"]["human"]
+    assert h["binarised_at"] == UNDEFINED and "give a cut" in h["notes"][0]
+    assert "auc" not in h["backends"]["native"] and h["backends"]["native"]["spearman"] == pytest.approx(1.0)
+    cut = crosscheck(scores, samples, label_cuts={"faithfulness": 4})["metrics"]["faithfulness"]["human"]
+    assert cut["binarised_at"] == 4.0 and cut["backends"]["native"]["positives"] == 5
+    assert cut["backends"]["native"]["auc"] == 1.0
