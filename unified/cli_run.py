@@ -160,22 +160,6 @@ def exit_code(n_failed: int, gates_ok: bool, allow_errors: bool) -> int:
     return EXIT_OK
 
 
-def check_error_rates(aggregates: list[Any], gates: dict[str, float], max_error_rate: float) -> list[str]:
-    """One FAIL line per gated metric whose error rate exceeds ``max_error_rate``: a mean
-    over the few tasks that scored must never pass a gate silently."""
-    from unified.diff import _matches  # the gate-name matching rule lives with the gates
-
-    lines = []
-    for a in aggregates:
-        if a.count and any(_matches(g, a.metric) for g in gates):
-            rate = a.errors / a.count
-            if rate > max_error_rate:
-                lines.append(f"FAIL {a.metric} ({a.backend}): {a.errors} of {a.count} tasks failed "
-                             f"({rate:.0%} > --max-error-rate {max_error_rate:g}); the mean of the rest "
-                             "does not count")
-    return lines
-
-
 def write_json(path: Path, data: Any) -> None:
     path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
 
@@ -311,10 +295,8 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
                               f"--retry-errors --out {s.out}", highlight=False, soft_wrap=True)
     gates_ok = True
     if s.gates:
-        ok, lines = check_gates(summary, s.gates)
-        rate_lines = check_error_rates(summary, s.gates, float(v.get("max_error_rate") or 0.0))
-        gates_ok = ok and not rate_lines
-        for line in lines + rate_lines:
+        gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0))
+        for line in lines:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
     return exit_code(n_failed, gates_ok, bool(v.get("allow_errors")))
 

@@ -79,8 +79,14 @@ def gate_matches(gate: str, metric: str) -> bool:
     return g.k is None and not g.params and g.canonical == m.canonical
 
 
-def check_gates(aggregates: Iterable[Aggregate], gates: Mapping[str, float]) -> tuple[bool, list[str]]:
-    """(all passed, one line per gate and backend)."""
+def check_gates(aggregates: Iterable[Aggregate], gates: Mapping[str, float],
+                max_error_rate: float = 0.0) -> tuple[bool, list[str]]:
+    """(all passed, one line per gate and backend).
+
+    A gate on (metric, backend) passes when its mean over the successful scores is at
+    least the bound **and** its error rate ``errors / tasks`` is at most
+    ``max_error_rate`` (default 0): a mean over the few tasks that scored never passes a
+    gate silently."""
     aggs = list(aggregates)
     ok = True
     lines: list[str] = []
@@ -91,16 +97,23 @@ def check_gates(aggregates: Iterable[Aggregate], gates: Mapping[str, float]) -> 
             lines.append(f"FAIL {gate}: not scored in this run (add it to --metrics)")
             continue
         for a in hit:
-            if a.mean is None:
-                ok = False
-                lines.append(f"FAIL {a.metric} ({a.backend}): no successful score ({a.errors} errors)")
-            elif a.mean < bound:
-                ok = False
-                lines.append(f"FAIL {a.metric} ({a.backend}): mean {a.mean:.2f} < {bound:.2f} "
-                             f"(short by {bound - a.mean:.2f})")
-            else:
-                lines.append(f"PASS {a.metric} ({a.backend}): mean {a.mean:.2f} >= {bound:.2f}")
+            line = _gate_line(a, bound, max_error_rate)
+            ok = ok and line.startswith("PASS")
+            lines.append(line)
     return ok, lines
+
+
+def _gate_line(a: Aggregate, bound: float, max_error_rate: float) -> str:
+    where = f"{a.metric} ({a.backend})"
+    rate = a.errors / a.count if a.count else 0.0
+    if a.mean is None:
+        return f"FAIL {where}: no successful score ({a.errors} errors)"
+    if rate > max_error_rate:
+        return (f"FAIL {where}: {a.errors} of {a.count} tasks failed ({rate:.0%} > --max-error-rate "
+                f"{max_error_rate:g}); the mean of the rest ({a.mean:.2f}) does not count")
+    if a.mean < bound:
+        return f"FAIL {where}: mean {a.mean:.2f} < {bound:.2f} (short by {bound - a.mean:.2f})"
+    return f"PASS {where}: mean {a.mean:.2f} >= {bound:.2f}"
 
 
 # ---------------------------------------------------------------- diff
