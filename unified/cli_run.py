@@ -31,6 +31,7 @@ EXIT_CODES_HELP = ("Exit codes: 0 all scored and gates passed; 1 a gate failed; 
                    "3 tasks failed (unless --allow-errors); 130 Ctrl-C; 143 SIGTERM.")
 
 _INPUT, _JUDGE, _FOLDER, _GATES, _OUTPUT = "Input", "Judge", "Run folder", "Gates and exit code", "Output"
+_COMPARE, _MIGRATE = "Comparing", "Migrating"
 
 
 @dataclass(frozen=True)
@@ -44,17 +45,24 @@ class Flag:
     default: Any
     help: str
     panel: str
-    commands: tuple[str, ...] = ("run", "compare")
+    commands: tuple[str, ...] = ("run", "compare", "migrate")
     min: int | None = None
 
 
 FLAGS: tuple[Flag, ...] = (
     Flag("metrics", ("--metrics", "-m"), str, ..., "comma list, e.g. faithfulness,mrr,precision@3", _INPUT),
     Flag("backend", ("--backend", "--backends", "-b"), Optional[str], None,
-         "backend or comma list (run: native; compare: native,ragas,deepeval)", _INPUT),
+         "backend or comma list (run: native; compare: native,ragas,deepeval)", _INPUT,
+         commands=("run", "compare")),
+    Flag("from_backend", ("--from",), str, ..., "the backend you use now, e.g. deepeval", _MIGRATE,
+         commands=("migrate",)),
+    Flag("to_backend", ("--to",), str, ..., "the backend you move to, e.g. ragas", _MIGRATE,
+         commands=("migrate",)),
+    Flag("max_flips", ("--max-flips",), int, 0, "exit 1 when a gated metric flips pass/fail for more "
+         "samples than this", _MIGRATE, commands=("migrate",), min=0),
     Flag("map_", ("--map",), Optional[list[str]], None, "rename a field: question=user_input (repeatable)", _INPUT),
     Flag("layout", ("--from",), Optional[str], None, "layout of FILE: ragas, ragas_v1, deepeval, dingo, ... "
-         "(default: detected from its field names)", _INPUT),
+         "(default: detected from its field names)", _INPUT, commands=("run", "compare")),
     Flag("label", ("--label",), Optional[list[str]], None,
          "a column of human labels for a metric, e.g. faithfulness=Label (repeatable)", _INPUT),
     Flag("list_sep", ("--list-sep",), Optional[str], None, "separator of list cells in CSV/TSV (default: | or ;)", _INPUT),
@@ -87,6 +95,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max_error_rate", ("--max-error-rate",), float, 0.0,
          "a gated metric fails when more than this share of its tasks failed", _GATES),
     Flag("allow_errors", ("--allow-errors",), bool, False, "exit 0 even when some tasks failed", _GATES),
+    Flag("jury", ("--jury",), Optional[str], None, "also pool the backends into a backend 'jury': "
+         "median | mean | majority", _COMPARE, commands=("compare",)),
     Flag("quiet", ("--quiet", "-q"), bool, False, "no progress, no table (errors still go to stderr)", _OUTPUT),
     Flag("dry_run", ("--dry-run",), bool, False, "count tasks and estimate calls; call nothing", _OUTPUT),
 )
@@ -98,7 +108,8 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "base_url": "URL", "model": "NAME", "api_key_env": "VAR", "judge2_model": "NAME",
              "judge2_base_url": "URL", "embedding": "local|URL", "embedding_model": "NAME",
              "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
-             "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE"}
+             "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE",
+             "jury": "METHOD", "from_backend": "BACKEND", "to_backend": "BACKEND", "max_flips": "N"}
 
 
 def flag_names(command: str) -> list[str]:
@@ -171,6 +182,7 @@ def stderr_isatty() -> bool:
 # ---------------------------------------------------------------- the flow
 
 DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval"}
+MIGRATION_FILE = "migration.json"
 
 
 def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
@@ -216,9 +228,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     refs = parse_metrics(v["metrics"])
     if not refs:
         raise cli.UserError("--metrics is empty; name at least one, e.g. --metrics precision@3")
-    backends = list(dict.fromkeys(cli._split(v.get("backend") or DEFAULT_BACKENDS[command])))
-    if command == "compare" and len(backends) < 2:
-        raise cli.UserError("compare needs at least two backends, e.g. --backends native,embedding")
+    backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
     if not file.exists():
         raise cli.UserError(f"no such file: {file}")
@@ -233,6 +243,19 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
     objs = [get_backend(b, judges, run_dir=out) for b in backends]
     return _Setup(file, refs, backends, objs, gates, out, judges, desc)
+
+
+def _backends(command: str, v: dict[str, Any]) -> list[str]:
+    from unified import cli
+
+    if command == "migrate":
+        if v["from_backend"] == v["to_backend"]:
+            raise cli.UserError(f"--from and --to are both '{v['from_backend']}'; name two backends")
+        return [v["from_backend"], v["to_backend"]]
+    backends = list(dict.fromkeys(cli._split(v.get("backend") or DEFAULT_BACKENDS[command])))
+    if command == "compare" and len(backends) < 2:
+        raise cli.UserError("compare needs at least two backends, e.g. --backends native,embedding")
+    return backends
 
 
 def _judges(v: dict[str, Any], out: Path) -> tuple[Any, dict[str, Any]]:
@@ -263,7 +286,7 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
                     retry_errors=bool(v.get("retry_errors")), concurrency=v.get("concurrency") or 16,
                     progress=False if v.get("quiet") else "auto", show_summary=not v.get("quiet"), mapping=cli._mapping(v.get("map_")),
                     labels=_labels(v.get("label")), list_sep=v.get("list_sep"), layout=v.get("layout"),
-                    max_samples=v.get("max_samples"),
+                    max_samples=v.get("max_samples"), jury=v.get("jury"),
                     run_config={"judges": s.judge_desc, "command": command},
                     command=command_line(command, s.file, v))
 
@@ -286,8 +309,9 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
 
     if command == "compare":
         _crosscheck(report, s, quiet=bool(v.get("quiet")))
-    cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html"
-                          + (f", {CROSSCHECK_FILE}" if command == "compare" else ""), highlight=False)
+    flips_ok = _migration(report, s, v) if command == "migrate" else True
+    extra = {"compare": f", {CROSSCHECK_FILE}", "migrate": f", {MIGRATION_FILE}"}.get(command, "")
+    cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
     summary = report.summary()
     n_failed = sum(a.errors for a in summary)
     if summary and not any(a.scored for a in summary):
@@ -298,7 +322,35 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
         gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0))
         for line in lines:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
-    return exit_code(n_failed, gates_ok, bool(v.get("allow_errors")))
+    return exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))
+
+
+def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
+    """Write migration.json, print it and its verdicts; False when too many samples flip."""
+    from unified import cli
+    from unified.migrate import flips_exceed, format_migration, migration_report, migration_verdicts
+
+    samples = {sid: d for sid, d in report.samples().items()}
+    m = migration_report(list(report.iter_scores()), _as_samples(samples), s.backends[0], s.backends[1],
+                         [r.name for r in s.refs], s.gates or None)
+    write_json(s.out / MIGRATION_FILE, m)
+    if not v.get("quiet"):
+        cli.out_console.print(format_migration(m))
+    for line in migration_verdicts(m, int(v.get("max_flips") or 0)):
+        (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False,
+                                                                                 soft_wrap=True)
+    return not flips_exceed(m, int(v.get("max_flips") or 0))
+
+
+def _as_samples(dicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    from unified.sample import Sample
+    out = {}
+    for sid, d in dicts.items():
+        try:
+            out[sid] = Sample.model_validate(d)
+        except Exception:  # noqa: BLE001 — a sample that no longer validates only loses its question
+            continue
+    return out
 
 
 def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
@@ -334,3 +386,7 @@ def register(app: typer.Typer) -> None:
                             "report.html. " + EXIT_CODES_HELP)(make_command("run", body_for("run")))
     app.command("compare", help="Run the same metrics on several backends; write crosscheck.json and the "
                                 "report. " + EXIT_CODES_HELP)(make_command("compare", body_for("compare")))
+    app.command("migrate", help="Score FILE on --from and --to; show per metric the translated gates, the pass "
+                                "agreement and the samples whose pass/fail flips; write migration.json. Exit 1 "
+                                "when a gated metric flips for more than --max-flips samples. "
+                                + EXIT_CODES_HELP)(make_command("migrate", body_for("migrate")))

@@ -324,6 +324,18 @@ class RunFolder:
             slot[shash] = slot.get(shash, 0) | (1 << bit)
         return res
 
+    def replace_backend_lines(self, backend: str, lines: list[str]) -> int:
+        """Drop every line of ``backend`` and append ``lines`` (a derived backend such as
+        the jury, recomputed whole at the end of a run). Returns the lines dropped."""
+        dropped = rewrite_jsonl(self.scores, lambda _i, d: d is not None and d.get("backend") != backend)
+        log = AppendLog(self.scores)
+        try:
+            for line in lines:
+                log.write(line)
+        finally:
+            log.close()
+        return dropped
+
     # ------------------------------------------------------------ compaction
     def compact(self, seen: Mapping[Key, str], pairs: set[str], *, complete: bool) -> int:
         """Rewrite ``scores.jsonl`` to one line per task key (the last), dropping lines of

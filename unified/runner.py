@@ -182,6 +182,7 @@ class _Run:
         self.sample_log: AppendLog | None = None
         self.progress: Progress | None = None
         self.total_tasks: int | None = None
+        self.jury_method: str | None = None
 
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -228,8 +229,9 @@ class _Run:
             runs[-1] = entry
         else:
             runs.append(entry)
+        jury = self.jury_method or self.opts.jury or manifest.get("jury")
         self.folder.write_manifest({"version": 1, "configs": configs, "pairs": self.plan.hashes,
-                                    "invocations": runs})
+                                    "invocations": runs, **({"jury": jury} if jury else {})})
 
     # ------------------------------------------------------------ streaming
     def emit(self, scores: list[Score], backend: str) -> None:
@@ -359,11 +361,12 @@ class _Run:
         if self.prior_lines or self.counts.samples_changed:
             pairs = set(self.plan.hashes)
             self.counts.lines_dropped = self.folder.compact(self.seen, pairs, complete=self.complete)
+        manifest = self.folder.read_manifest()
+        self._jury(self.opts.jury or manifest.get("jury"))
         report = Report.from_dir(self.out)
         aggregates = report.summary()
         groups = group_errors(report.iter_score_dicts())
         self.counts.score_lines = sum(a.count for a in aggregates)
-        manifest = self.folder.read_manifest()
         self._write_manifest(manifest, running=False)
         summary = build_summary(aggregates, groups, report.error_list(limit=50), self.counts,
                                 [asdict(s) for s in self.plan.skipped], self._config(), self._timings(manifest),
@@ -374,6 +377,19 @@ class _Run:
                 report.write_html(self.folder.report)
         self._say_end(summary, groups)
         return report
+
+    def _jury(self, method: str | None) -> None:
+        """Recompute the jury lines from the members' current lines (a member rescored in
+        this run must not leave a stale jury line behind)."""
+        if not method:
+            return
+        from unified.jury import JURY, jury_scores
+        from unified.report import Report
+
+        members = (s for s in Report.from_dir(self.out).iter_scores() if s.backend != JURY)
+        lines = [s.model_dump_json() for s in jury_scores(members, method)]
+        self.folder.replace_backend_lines(JURY, lines)
+        self.jury_method = method
 
     def _config(self) -> dict[str, Any]:
         from unified.fingerprint import describe_judges
@@ -485,6 +501,10 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
     refs = _as_metric_refs(metrics)
     if not refs:
         raise ValueError("no metrics given; name at least one, e.g. --metrics precision@3")
+    if opts.jury is not None:
+        from unified.jury import METHODS
+        if opts.jury not in METHODS:
+            raise ValueError(f"unknown jury method '{opts.jury}': use one of {', '.join(METHODS)}")
     run = _Run(samples, refs, opts)
     try:
         run.setup()
