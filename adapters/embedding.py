@@ -7,8 +7,17 @@ heuristics, not judgments; ``benchmarks/meta_eval.py`` measures how far they agr
 people.
 
 Texts are cut into sentences by ``unified.text.split_sentences`` (deterministic rules,
-documented there). All texts a sample needs are embedded in ONE call per sample (each
-distinct text once). The formulas live in ``embedding_heuristics.py``:
+documented there). Cost: the metrics of a sample run in the order asked; each embeds, in
+one embedder call, only the texts no earlier metric of the sample embedded, inside its own
+accounting scope. So every distinct text of a sample is embedded once, each metric is
+billed for the texts it was first to need (a metric whose texts are all embedded already
+makes no call and costs nothing), and the bills add up to the embedder's calls. For the
+five core metrics plus semantic_similarity that is 3 calls per sample instead of one
+(faithfulness: response and context sentences; answer_relevancy: the question and the
+whole response; context_recall: the reference), about 1.4× the local model's time
+(``benchmarks/embedding_billing.py``); values equal one batched call's up to float noise
+(MiniLM's padding depends on the batch: |Δ| ≈ 2e-6 on 0–10). The formulas live in
+``embedding_heuristics.py``:
 
 ==================== ====================================================================
 faithfulness         mean over response sentences of soft(best cosine to any context
@@ -72,18 +81,20 @@ as a measured generalisation. With 7–12 negatives per half the intervals are w
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, ContextManager
 
 import numpy as np
 
 from unified.adapters import Backend, missing_field_error, unknown_param_error
+from unified.judge import base as judge_base
 from unified.judge.base import Embedder, JudgeError, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
 from unified.scores import Cost, Score
-from unified.text import content_words, is_nonanswer, split_sentences
+from unified.text import Vocabulary, content_words, is_nonanswer, split_sentences, unsupported_terms
 
 from . import embedding_heuristics as H
 
@@ -92,7 +103,7 @@ BACKEND = "embedding"
 #: Tuned defaults (see module docstring and benchmarks/meta_eval.py). ``threshold`` is the
 #: pass bound on 0–10; ``t`` the soft-match threshold on cosine similarity.
 DEFAULTS: dict[str, dict[str, float]] = {
-    "faithfulness": {"t": 1.0, "threshold": 7.0},
+    "faithfulness": {"t": 1.0, "w": 0.0, "threshold": 7.0},
     "answer_relevancy": {"n": 1.0, "threshold": 4.0},
     "context_relevancy": {"t": 0.85, "threshold": 7.0, "t_sentence": 0.65, "threshold_sentence": 0.5},
     "context_recall": {"t": 1.0},
@@ -126,74 +137,91 @@ class EmbeddingBackend(Backend):
         return self._embedder
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
-        """One Score per metric, in order. One embedding call per sample for all texts."""
-        t0 = time.perf_counter()
-        plans: list[tuple[MetricRef, Callable[..., Score] | None, str | None]] = []
-        texts: dict[str, None] = {}
-        for ref in metrics:
-            fn = _METRICS.get(ref.canonical)
-            if fn is None:
-                plans.append((ref, None, f"metric '{ref.canonical}' is not implemented by the embedding backend"))
-                continue
-            missing = missing_field_error(sample, ref) or unknown_param_error(ref, _accepted(ref))
-            if not missing and ref.param("variant", "default") not in ("default", "sentence"):
-                missing = f"metric '{ref.name}': variant must be 'default' or 'sentence'"
-            if missing:
-                plans.append((ref, None, missing))
-                continue
-            if ref.canonical != "bertscore":
-                texts.update(dict.fromkeys(_texts_for(ref.canonical, sample)))
-            plans.append((ref, fn, None))
+        """One Score per metric, in order. Each metric is billed for the embedding work it
+        needed: metrics run in order, each embeds only the texts no earlier metric of this
+        sample embedded (at most one embedder call per metric; none when every text is
+        already there), so a text shared by several metrics is paid for by the first."""
+        vectors = _SampleVectors(self.embedder)
+        return [await self._score_one(sample, ref, vectors) for ref in metrics]
 
-        vectors: dict[str, np.ndarray] = {}
-        embed_error: str | None = None
-        embed_cost = Cost()
-        if texts:
-            order = list(texts)
+    async def _score_one(self, sample: Sample, ref: MetricRef, vectors: "_SampleVectors") -> Score:
+        fn = _METRICS.get(ref.canonical)
+        problem = (f"metric '{ref.canonical}' is not implemented by the embedding backend"
+                   if fn is None else _precheck(sample, ref))
+        if problem:
+            return Score.failure(ref.name, BACKEND, sample.id, problem, threshold=_threshold(ref))
+        if ref.canonical == "bertscore":  # token vectors from the local model, not the embedder
+            t0 = time.perf_counter()
+            s = await _guarded(ref, sample, lambda: fn(ref, sample))
+            return s.model_copy(update={"cost": Cost(embedding_calls=1, seconds=time.perf_counter() - t0)})
+        with _billing_scope(ref.name, sample.id) as meter:
             try:
-                # a scope of its own, so the charge is what the embedder really did (zero
-                # calls and one cache hit when a cached embedder had every vector)
-                with task_scope(BACKEND, metrics[0].name, sample.id) as meter:
-                    try:
-                        got = await self.embedder.embed(order)
-                    finally:
-                        embed_cost = meter.cost()
-                arr = np.asarray(got, dtype=float)
+                await vectors.ensure(_texts_for(ref.canonical, sample))
+            except _EmbeddingFailed as e:
+                s = Score.failure(ref.name, BACKEND, sample.id, str(e), threshold=_threshold(ref))
+            else:
+                s = await _guarded(ref, sample, lambda: fn(ref, sample, vectors.get))
+            # the meter saw exactly the calls made for this metric (zero calls and one
+            # cache hit when a cached embedder had every vector; nothing when no text was new)
+            return s.model_copy(update={"cost": meter.cost()})
+
+
+class _EmbeddingFailed(Exception):
+    """The embedder could not embed a sample's texts; the message is the Score's error."""
+
+
+class _SampleVectors:
+    """The unit vectors of one sample's texts, embedded on first need.
+
+    ``ensure(texts)`` embeds, in ONE embedder call, the texts not embedded yet for this
+    sample (each distinct text once); a metric whose texts are all here makes no call.
+    After a failed call every later request for new texts fails with the same error
+    without asking the embedder again (a dead server is asked once per sample, not once
+    per metric); metrics whose texts were already embedded still score."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}
+        self.error: str | None = None
+
+    def get(self, text: str) -> np.ndarray:
+        return self.vectors[text]
+
+    async def ensure(self, texts: list[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if not todo:
+            return
+        if self.error is None:
+            try:
+                got = np.asarray(await self.embedder.embed(todo), dtype=float)
+                if got.ndim != 2 or len(got) != len(todo):
+                    raise ValueError(f"embedder returned {len(got)} vector(s) for {len(todo)} text(s)")
                 # normalise here: an OpenAI-compatible embedder need not return unit vectors
-                arr = arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True), 1e-12)
-                vectors = dict(zip(order, arr))
+                got = got / np.maximum(np.linalg.norm(got, axis=1, keepdims=True), 1e-12)
+                self.vectors.update(zip(todo, got))
+                return
             except (JudgeError, RuntimeError, ValueError, OSError) as e:
-                embed_error = f"embedding failed: {type(e).__name__}: {e}"
-        embed_seconds = time.perf_counter() - t0
+                self.error = f"embedding failed: {type(e).__name__}: {e}"
+        raise _EmbeddingFailed(self.error)
 
-        out: list[Score] = []
-        charged = False
-        for ref, fn, err in plans:
-            if err is not None:
-                out.append(Score.failure(ref.name, BACKEND, sample.id, err, threshold=_threshold(ref)))
-                continue
-            uses_embedder = ref.canonical != "bertscore"
-            if uses_embedder and embed_error:
-                out.append(Score.failure(ref.name, BACKEND, sample.id, embed_error, threshold=_threshold(ref)))
-                continue
-            t1 = time.perf_counter()
-            try:
-                if uses_embedder:
-                    s = fn(ref, sample, vectors.__getitem__)
-                else:
-                    s = await fn(ref, sample)
-            except Exception as e:  # a heuristic bug on one sample must not stop the run
-                s = Score.failure(ref.name, BACKEND, sample.id, f"{type(e).__name__}: {e}",
-                                  threshold=_threshold(ref))
-            # the one shared embedding call is charged to the first metric that used it
-            cost = Cost(seconds=time.perf_counter() - t1)
-            if uses_embedder and not charged:
-                cost = embed_cost.model_copy(update={"seconds": cost.seconds + embed_seconds})
-                charged = True
-            elif not uses_embedder:
-                cost = Cost(embedding_calls=1, seconds=cost.seconds)
-            out.append(s.model_copy(update={"cost": cost}))
-        return out
+
+def _billing_scope(metric: str, sample_id: str) -> ContextManager[Any]:
+    """The accounting scope of one metric's embedding work: the contract's nested
+    ``metric_scope(metric)`` when ``unified.judge.base`` provides it, else a task scope of
+    this metric (same effect: the calls made inside land on this metric's meter only)."""
+    nested = getattr(judge_base, "metric_scope", None)
+    return nested(metric) if nested is not None else task_scope(BACKEND, metric, sample_id)
+
+
+async def _guarded(ref: MetricRef, sample: Sample, call: Callable[[], Any]) -> Score:
+    """``call()``'s Score (awaited when it is a coroutine), or a failure Score: a
+    heuristic bug on one sample must not stop the run."""
+    try:
+        out = call()
+        return await out if inspect.isawaitable(out) else out
+    except Exception as e:
+        return Score.failure(ref.name, BACKEND, sample.id, f"{type(e).__name__}: {e}",
+                             threshold=_threshold(ref))
 
 
 # ---------------------------------------------------------------- per-metric
@@ -203,6 +231,15 @@ def _accepted(ref: MetricRef) -> set[str]:
     context_relevancy variant."""
     extra = {"variant"} if ref.canonical == "context_relevancy" else set()
     return set(DEFAULTS[ref.canonical]) | {"threshold"} | extra
+
+
+def _precheck(sample: Sample, ref: MetricRef) -> str | None:
+    """Why ``ref`` cannot run on ``sample`` (a missing field, an unknown parameter, a bad
+    variant), or None."""
+    problem = missing_field_error(sample, ref) or unknown_param_error(ref, _accepted(ref))
+    if not problem and ref.param("variant", "default") not in ("default", "sentence"):
+        problem = f"metric '{ref.name}': variant must be 'default' or 'sentence'"
+    return problem
 
 
 def _param(ref: MetricRef, key: str) -> float:
@@ -258,18 +295,22 @@ def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarra
     cs = [x for c in _contexts(sample) for x in c]
     if not cs:
         return _no_context(ref, sample)
-    t = _param(ref, "t")
+    t, w = _param(ref, "t"), _param(ref, "w")
     non = [is_nonanswer(r) for r in rs]
-    raw, d = H.faithfulness(_stack(rs, vec), _stack(cs, vec), non, t)
+    vocabulary = Vocabulary(sample.retrieved_contexts or [])
+    lexical = [unsupported_terms(r, vocabulary) for r in rs]
+    raw, d = H.faithfulness(_stack(rs, vec), _stack(cs, vec), non, t, [u for u, _ in lexical], w)
     per = [{"sentence": r, "best_match": cs[int(i)], "cosine": round(float(b), 4),
-            "non_answer": n, "support": round(float(sup), 4)}
-           for r, i, b, n, sup in zip(rs, d["idx"], d["best"], non, d["support"])]
+            "non_answer": n, "unsupported_share": round(u, 4), "unsupported_terms": terms,
+            "support": round(float(sup), 4)}
+           for r, i, b, n, (u, terms), sup in zip(rs, d["idx"], d["best"], non, lexical, d["support"])]
     # the reason states the soft formula actually scored, not a hard count
     n_non = sum(non)
+    lex = f" · (1 − {w} · unsupported share)" if w else ""
     return _score(ref, sample, raw, f"mean support {raw:.2f} over {len(rs)} response sentence(s), "
-                                    f"support = min(1, best context cosine / {t})"
+                                    f"support = min(1, best context cosine / {t}){lex}"
                                     + (f"; {n_non} non-answer sentence(s) count 0" if n_non else ""),
-                  {"t": t, "sentences": per})
+                  {"t": t, "w": w, "sentences": per})
 
 
 def _answer_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
