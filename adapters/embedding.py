@@ -21,8 +21,12 @@ whole response; context_recall: the reference), about 1.4× the local model's ti
 
 ==================== ====================================================================
 faithfulness         mean over response sentences of soft(best cosine to any context
-                     sentence, t); a non-answer sentence (``unified.text.is_nonanswer``:
-                     "not mentioned", "The context explains ...") counts 0.
+                     sentence, t) · (1 − w · u); a non-answer sentence
+                     (``unified.text.is_nonanswer``: "not mentioned", "The context
+                     explains ...") counts 0. u: the sentence's lexical unsupported share
+                     (``unified.text.unsupported_terms``: its content words, numbers and
+                     names found in no context, numbers and names weighing double).
+                     Default w = 0, i.e. off (see below); ``faithfulness[w=1]`` turns it on.
 answer_relevancy     max(0, cos(question, response)) · soft(novelty, n) · (1 − share of
                      non-answer sentences); novelty = share of the response's content
                      words absent from the question (an answer that restates the question
@@ -46,15 +50,26 @@ bertscore            BERTScore F1 (greedy token matching) from MiniLM's layer-6 
 soft(s, t) = min(1, max(0, s)/t). Every parameter can be set per metric
 (``faithfulness[t=0.8]``; ``threshold=`` sets the pass bound on 0–10).
 
-How the defaults (``DEFAULTS``) were chosen — ``benchmarks/meta_eval.py --tune`` on the
-ARES human-labelled set (111 Databricks question/document/answer rows, one annotator),
-split by the parity of sha256(row id) into a TUNE half (59 rows) and a TEST half (52):
-the similarity parameter maximises ROC AUC on the tune half over a grid, then the pass
-bound maximises balanced accuracy on the tune half. AUC tune / held-out test [95 % CI]:
+How the defaults (``DEFAULTS``) were chosen — ``benchmarks/meta_eval.py --data
+<shared data folder> --tune`` on the ARES human-labelled set (111 Databricks
+question/document/answer rows, one annotator), split by the parity of sha256(row id) into
+a TUNE half (59 rows) and a TEST half (52): each parameter maximises ROC AUC on the tune
+half over a grid (one at a time, in a fixed order), then the pass bound maximises
+balanced accuracy on the tune half. AUC tune / held-out test [95 % CI]:
 
 - faithfulness: t = 1.0 (the grid's best: plain mean best-sentence cosine; the
   non-answer rule does the rest), pass bound 7.0. AUC 0.94 / 0.82 [0.61, 0.96].
   (Mean best cosine alone, without the non-answer rule: 0.76 on the whole set.)
+  w = 0: on the tune half AUC falls steadily from 0.943 (w = 0) to 0.920 (w = 1), and on
+  the held-out half the signal does not help either (Δ AUC −0.01 [−0.05, +0.02] at
+  w = 0.5, −0.02 [−0.09, +0.02] at w = 1): ARES's answers are long paraphrases, whose
+  own wording is often absent from the document. So the signal is off by default. It is
+  kept as a parameter because it catches what the embedding cannot on short factoid
+  answers: on ARES's NQ few-shot rows (unseen, n = 7) w = 1 lifts AUC from 0.75 to 0.92
+  (Δ +0.17 [0.00, +0.50]), and on Dingo's three hallucination rows it moves both
+  hallucinations (a wrong year, an invented continent) below the pass bound (7.6 → 5.3,
+  8.3 → 6.1) while the faithful row stays above it (8.9 → 7.3). Tiny n: an indication,
+  not a measurement.
 - answer_relevancy: n = 1.0 (novelty counts in full), pass bound 4.0.
   AUC 0.87 / 0.80 [0.54, 0.99]. (cos(question, response) alone: 0.29.)
 - context_relevancy: t = 0.85, pass bound 7.0. AUC 0.72 / 0.67 [0.38, 0.92]: below the
@@ -76,6 +91,19 @@ the heuristics (the non-answer pattern list, the novelty factor) was written aft
 reading the negative rows of the whole ARES set, so the test-half AUCs of faithfulness
 and answer_relevancy are optimistic; treat them as "what these rules reach on ARES", not
 as a measured generalisation. With 7–12 negatives per half the intervals are wide.
+
+On data these rules were not written for they sit near chance (same script; unseen
+sets, never tuned on; AUC [95 % CI], n, negatives): faithfulness 0.44 [0.14, 0.79] over
+17 rows (10 negatives) of ARES's NQ and FEVER few-shot rows and Dingo's hallucination
+rows; answer_relevancy 0.59 [0.39, 0.79] over 31 (14), of which TruLens's golden set
+0.55 [0.27, 0.82], 17 (6); context_relevancy 0.76 [0.56, 0.94] over 29 (11), where the
+easy negatives of NQ/FEVER (an unrelated document) are all ranked right but TruLens's
+hard negatives (passages on the question's topic that do not answer it) reach only
+0.57 [0.25, 0.88], 15 (7). FEVER's "answers" are the verdicts SUPPORTS/REFUTES, which no
+similarity heuristic can judge (faithfulness AUC 0.00 on its 7 rows). Embeddings do not
+see contradictions or a changed number, and a wrong answer that reuses the context's words
+can outrank right ones (NQ: the unfaithful "walkie - talkie and earpiece" scores 6.2, the
+faithful "18 January 1788" 4.8 and "May 2010" 1.3).
 """
 
 from __future__ import annotations
@@ -156,7 +184,7 @@ class EmbeddingBackend(Backend):
             return s.model_copy(update={"cost": Cost(embedding_calls=1, seconds=time.perf_counter() - t0)})
         with _billing_scope(ref.name, sample.id) as meter:
             try:
-                await vectors.ensure(_texts_for(ref.canonical, sample))
+                await vectors.ensure(texts_for(ref.canonical, sample))
             except _EmbeddingFailed as e:
                 s = Score.failure(ref.name, BACKEND, sample.id, str(e), threshold=_threshold(ref))
             else:
@@ -261,7 +289,10 @@ def _sents(text: str | None) -> list[str]:
     return split_sentences(text) or ([text.strip()] if text and text.strip() else [])
 
 
-def _texts_for(metric: str, s: Sample) -> list[str]:
+def texts_for(metric: str, s: Sample) -> list[str]:
+    """The texts whose vectors ``metric`` reads on sample ``s`` (sentences of the
+    response, contexts and reference, the question, whole texts), in a fixed order;
+    empty for bertscore, which reads token vectors instead."""
     ctx = [x for c in _contexts(s) for x in c]
     if metric == "faithfulness":
         return _sents(s.response) + ctx

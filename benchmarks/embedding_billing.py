@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from unified.adapters import get_backend
-from unified.adapters.embedding import _texts_for
+from unified.adapters.embedding import texts_for
 from unified.io import load_samples
 from unified.judge.base import Embedder, Judges
 from unified.judge.local import LocalEmbedder
@@ -68,7 +68,7 @@ async def one_call_vectors(samples: list, names: list[str]) -> tuple[dict, int, 
     local, out, sent = LocalEmbedder(), {}, 0
     t0 = time.perf_counter()
     for s in samples:
-        texts = list(dict.fromkeys(t for m in names for t in _texts_for(m, s)))
+        texts = list(dict.fromkeys(t for m in names for t in texts_for(m, s)))
         out.update(zip(texts, await local.embed(texts)))
         sent += len(texts)
     return out, sent, time.perf_counter() - t0

@@ -201,3 +201,23 @@ async def test_unknown_parameter_or_variant_is_an_error():
         s, parse_metrics("faithfulness[tt=0.5],context_relevancy[variant=bogus]"))
     assert typo.value is None and "unknown parameter 'tt'" in typo.error
     assert bad_variant.value is None and "variant must be" in bad_variant.error
+
+
+def test_lexical_signal_lowers_a_number_or_name_found_in_no_context():
+    ctx = ["Einstein won the Nobel Prize in 1921.", "The prize was for his work on the photoelectric effect."]
+    right = Sample(user_input="When did Einstein win the Nobel Prize?", retrieved_contexts=ctx,
+                   response="Einstein won the Nobel Prize in 1921 for the photoelectric effect.")
+    wrong_year = right.model_copy(update={"response": right.response.replace("1921", "1969")})
+    wrong_name = right.model_copy(update={"response": right.response.replace("Nobel", "Pulitzer")})
+    on = {name: score(s, "faithfulness[w=1],faithfulness")
+          for name, s in (("right", right), ("year", wrong_year), ("name", wrong_name))}
+    # similarity alone barely moves when one number changes; the lexical share does
+    assert on["right"][0].value > on["year"][0].value + 1.0
+    assert on["right"][0].value > on["name"][0].value + 1.0
+    year = on["year"][0].details["sentences"][0]
+    assert year["unsupported_terms"] == ["1969"] and year["unsupported_share"] > 0
+    assert on["right"][0].details["sentences"][0]["unsupported_terms"] == []
+    # w = 0 (the default) is the similarity alone: the right answer is not penalised at all
+    # with w = 1, and the default ignores the share entirely
+    assert on["right"][0].value == pytest.approx(on["right"][1].value)
+    assert on["year"][1].details["w"] == 0.0 and on["year"][1].value > on["year"][0].value

@@ -10,7 +10,7 @@ from typing import Sequence
 import pytest
 
 from unified.adapters import get_backend
-from unified.adapters.embedding import _texts_for
+from unified.adapters.embedding import texts_for
 from unified.judge.base import Embedder, JudgeConnectionError, Judges
 from unified.metrics import parse_metrics
 from unified.runner import aevaluate
@@ -72,7 +72,7 @@ def test_run_bills_each_metric_its_own_calls_and_the_bills_add_up(tmp_path):
         assert [billed[(sid, m)] for m in METRICS.split(",")] == [1, 1, 0, 1, 0, 0]
     assert sum(billed.values()) == len(emb.calls) == 6
     per_sample = [t for call in emb.calls for t in call]
-    expected = sum(len(dict.fromkeys(t for m in METRICS.split(",") for t in _texts_for(m, s))) for s in SAMPLES)
+    expected = sum(len(dict.fromkeys(t for m in METRICS.split(",") for t in texts_for(m, s))) for s in SAMPLES)
     assert len(per_sample) == expected  # each text of a sample sent once, as one call did
     by_metric = {a.metric: a.cost.embedding_calls for a in report.summary()}
     assert by_metric == {"faithfulness": 2, "answer_relevancy": 2, "context_relevancy": 0,
@@ -86,7 +86,7 @@ def test_values_match_one_batched_call_per_sample_up_to_float_noise():
              for s in SAMPLES]
     vectors: dict[str, list[float]] = {}
     for s in SAMPLES:
-        texts = list(dict.fromkeys(t for r in refs for t in _texts_for(r.canonical, s)))
+        texts = list(dict.fromkeys(t for r in refs for t in texts_for(r.canonical, s)))
         vectors.update(zip(texts, asyncio.run(LocalEmbedder().embed(texts))))
     single = [asyncio.run(get_backend("embedding", Judges(embedder=ServedEmbedder(vectors))).score(s, refs))
               for s in SAMPLES]

@@ -145,8 +145,9 @@ class Vocabulary:
     another text occurs in them.
 
     A word occurs when it is one of the texts' words, or, for purely alphabetic words, when
-    it shares its first five letters with one of them (the first four when either word has
-    only four letters): "syncs" matches "sync", "reconnecting" matches "reconnect",
+    after dropping one plural or third-person "-s" (not "-ss") it shares its first five
+    letters with one of them, likewise reduced (the first four when either word has only
+    four letters): "syncing" matches "syncs", "reconnecting" matches "reconnect",
     "classes" matches "class". Words of three letters or fewer, numbers and identifiers
     must match exactly: "3.4" is not "3.41", "2013" is not "2012". Deterministic, English
     word forms only, no stemmer model."""
@@ -155,7 +156,7 @@ class Vocabulary:
         self.exact: set[str] = set()
         for t in texts:
             self.exact.update(words(t))
-        alpha = [w for w in self.exact if w.isalpha() and len(w) >= 4]
+        alpha = {_drop_s(w) for w in self.exact if w.isalpha() and len(w) >= 4}
         self.prefix5 = {w[:5] for w in alpha if len(w) >= 5}
         self.four = {w for w in alpha if len(w) == 4}
         self.prefix4 = {w[:4] for w in alpha}
@@ -165,9 +166,15 @@ class Vocabulary:
             return True
         if not word.isalpha() or len(word) < 4:
             return False
+        word = _drop_s(word)
         if len(word) == 4:
             return word in self.prefix4
         return word[:5] in self.prefix5 or word[:4] in self.four
+
+
+def _drop_s(word: str) -> str:
+    # "syncs" compares as "sync": the plural / third-person -s is English's commonest form change
+    return word[:-1] if len(word) >= 5 and word.endswith("s") and not word.endswith("ss") else word
 
 
 def unsupported_terms(text: str | None, vocabulary: Vocabulary) -> tuple[float, list[str]]:
