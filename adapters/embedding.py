@@ -7,13 +7,26 @@ heuristics, not judgments; ``benchmarks/meta_eval.py`` measures how far they agr
 people.
 
 Texts are cut into sentences by ``unified.text.split_sentences`` (deterministic rules,
-documented there). All texts a sample needs are embedded in ONE call per sample (each
-distinct text once). The formulas live in ``embedding_heuristics.py``:
+documented there). Cost: the metrics of a sample run in the order asked; each embeds, in
+one embedder call, only the texts no earlier metric of the sample embedded, inside its own
+accounting scope. So every distinct text of a sample is embedded once, each metric is
+billed for the texts it was first to need (a metric whose texts are all embedded already
+makes no call and costs nothing), and the bills add up to the embedder's calls. For the
+five core metrics plus semantic_similarity that is 3 calls per sample instead of one
+(faithfulness: response and context sentences; answer_relevancy: the question and the
+whole response; context_recall: the reference), about 1.4× the local model's time
+(``benchmarks/embedding_billing.py``); values equal one batched call's up to float noise
+(MiniLM's padding depends on the batch: |Δ| ≈ 2e-6 on 0–10). The formulas live in
+``embedding_heuristics.py``:
 
 ==================== ====================================================================
 faithfulness         mean over response sentences of soft(best cosine to any context
-                     sentence, t); a non-answer sentence (``unified.text.is_nonanswer``:
-                     "not mentioned", "The context explains ...") counts 0.
+                     sentence, t) · (1 − w · u); a non-answer sentence
+                     (``unified.text.is_nonanswer``: "not mentioned", "The context
+                     explains ...") counts 0. u: the sentence's lexical unsupported share
+                     (``unified.text.unsupported_terms``: its content words, numbers and
+                     names found in no context, numbers and names weighing double).
+                     Default w = 0, i.e. off (see below); ``faithfulness[w=1]`` turns it on.
 answer_relevancy     max(0, cos(question, response)) · soft(novelty, n) · (1 − share of
                      non-answer sentences); novelty = share of the response's content
                      words absent from the question (an answer that restates the question
@@ -37,15 +50,26 @@ bertscore            BERTScore F1 (greedy token matching) from MiniLM's layer-6 
 soft(s, t) = min(1, max(0, s)/t). Every parameter can be set per metric
 (``faithfulness[t=0.8]``; ``threshold=`` sets the pass bound on 0–10).
 
-How the defaults (``DEFAULTS``) were chosen — ``benchmarks/meta_eval.py --tune`` on the
-ARES human-labelled set (111 Databricks question/document/answer rows, one annotator),
-split by the parity of sha256(row id) into a TUNE half (59 rows) and a TEST half (52):
-the similarity parameter maximises ROC AUC on the tune half over a grid, then the pass
-bound maximises balanced accuracy on the tune half. AUC tune / held-out test [95 % CI]:
+How the defaults (``DEFAULTS``) were chosen — ``benchmarks/meta_eval.py --data
+<shared data folder> --tune`` on the ARES human-labelled set (111 Databricks
+question/document/answer rows, one annotator), split by the parity of sha256(row id) into
+a TUNE half (59 rows) and a TEST half (52): each parameter maximises ROC AUC on the tune
+half over a grid (one at a time, in a fixed order), then the pass bound maximises
+balanced accuracy on the tune half. AUC tune / held-out test [95 % CI]:
 
 - faithfulness: t = 1.0 (the grid's best: plain mean best-sentence cosine; the
   non-answer rule does the rest), pass bound 7.0. AUC 0.94 / 0.82 [0.61, 0.96].
   (Mean best cosine alone, without the non-answer rule: 0.76 on the whole set.)
+  w = 0: on the tune half AUC falls steadily from 0.943 (w = 0) to 0.920 (w = 1), and on
+  the held-out half the signal does not help either (Δ AUC −0.01 [−0.05, +0.02] at
+  w = 0.5, −0.02 [−0.09, +0.02] at w = 1): ARES's answers are long paraphrases, whose
+  own wording is often absent from the document. So the signal is off by default. It is
+  kept as a parameter because it catches what the embedding cannot on short factoid
+  answers: on ARES's NQ few-shot rows (unseen, n = 7) w = 1 lifts AUC from 0.75 to 0.92
+  (Δ +0.17 [0.00, +0.50]), and on Dingo's three hallucination rows it moves both
+  hallucinations (a wrong year, an invented continent) below the pass bound (7.6 → 5.3,
+  8.3 → 6.1) while the faithful row stays above it (8.9 → 7.3). Tiny n: an indication,
+  not a measurement.
 - answer_relevancy: n = 1.0 (novelty counts in full), pass bound 4.0.
   AUC 0.87 / 0.80 [0.54, 0.99]. (cos(question, response) alone: 0.29.)
 - context_relevancy: t = 0.85, pass bound 7.0. AUC 0.72 / 0.67 [0.38, 0.92]: below the
@@ -67,23 +91,38 @@ the heuristics (the non-answer pattern list, the novelty factor) was written aft
 reading the negative rows of the whole ARES set, so the test-half AUCs of faithfulness
 and answer_relevancy are optimistic; treat them as "what these rules reach on ARES", not
 as a measured generalisation. With 7–12 negatives per half the intervals are wide.
+
+On data these rules were not written for they sit near chance (same script; unseen
+sets, never tuned on; AUC [95 % CI], n, negatives): faithfulness 0.44 [0.14, 0.79] over
+17 rows (10 negatives) of ARES's NQ and FEVER few-shot rows and Dingo's hallucination
+rows; answer_relevancy 0.59 [0.39, 0.79] over 31 (14), of which TruLens's golden set
+0.55 [0.27, 0.82], 17 (6); context_relevancy 0.76 [0.56, 0.94] over 29 (11), where the
+easy negatives of NQ/FEVER (an unrelated document) are all ranked right but TruLens's
+hard negatives (passages on the question's topic that do not answer it) reach only
+0.57 [0.25, 0.88], 15 (7). FEVER's "answers" are the verdicts SUPPORTS/REFUTES, which no
+similarity heuristic can judge (faithfulness AUC 0.00 on its 7 rows). Embeddings do not
+see contradictions or a changed number, and a wrong answer that reuses the context's words
+can outrank right ones (NQ: the unfaithful "walkie - talkie and earpiece" scores 6.2, the
+faithful "18 January 1788" 4.8 and "May 2010" 1.3).
 """
 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 import time
-from typing import Any, Callable, ClassVar
+from typing import Any, Callable, ClassVar, ContextManager
 
 import numpy as np
 
 from unified.adapters import Backend, missing_field_error, unknown_param_error
+from unified.judge import base as judge_base
 from unified.judge.base import Embedder, JudgeError, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
 from unified.scores import Cost, Score
-from unified.text import content_words, is_nonanswer, split_sentences
+from unified.text import Vocabulary, content_words, is_nonanswer, split_sentences, unsupported_terms
 
 from . import embedding_heuristics as H
 
@@ -92,7 +131,7 @@ BACKEND = "embedding"
 #: Tuned defaults (see module docstring and benchmarks/meta_eval.py). ``threshold`` is the
 #: pass bound on 0–10; ``t`` the soft-match threshold on cosine similarity.
 DEFAULTS: dict[str, dict[str, float]] = {
-    "faithfulness": {"t": 1.0, "threshold": 7.0},
+    "faithfulness": {"t": 1.0, "w": 0.0, "threshold": 7.0},
     "answer_relevancy": {"n": 1.0, "threshold": 4.0},
     "context_relevancy": {"t": 0.85, "threshold": 7.0, "t_sentence": 0.65, "threshold_sentence": 0.5},
     "context_recall": {"t": 1.0},
@@ -126,74 +165,91 @@ class EmbeddingBackend(Backend):
         return self._embedder
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
-        """One Score per metric, in order. One embedding call per sample for all texts."""
-        t0 = time.perf_counter()
-        plans: list[tuple[MetricRef, Callable[..., Score] | None, str | None]] = []
-        texts: dict[str, None] = {}
-        for ref in metrics:
-            fn = _METRICS.get(ref.canonical)
-            if fn is None:
-                plans.append((ref, None, f"metric '{ref.canonical}' is not implemented by the embedding backend"))
-                continue
-            missing = missing_field_error(sample, ref) or unknown_param_error(ref, _accepted(ref))
-            if not missing and ref.param("variant", "default") not in ("default", "sentence"):
-                missing = f"metric '{ref.name}': variant must be 'default' or 'sentence'"
-            if missing:
-                plans.append((ref, None, missing))
-                continue
-            if ref.canonical != "bertscore":
-                texts.update(dict.fromkeys(_texts_for(ref.canonical, sample)))
-            plans.append((ref, fn, None))
+        """One Score per metric, in order. Each metric is billed for the embedding work it
+        needed: metrics run in order, each embeds only the texts no earlier metric of this
+        sample embedded (at most one embedder call per metric; none when every text is
+        already there), so a text shared by several metrics is paid for by the first."""
+        vectors = _SampleVectors(self.embedder)
+        return [await self._score_one(sample, ref, vectors) for ref in metrics]
 
-        vectors: dict[str, np.ndarray] = {}
-        embed_error: str | None = None
-        embed_cost = Cost()
-        if texts:
-            order = list(texts)
+    async def _score_one(self, sample: Sample, ref: MetricRef, vectors: "_SampleVectors") -> Score:
+        fn = _METRICS.get(ref.canonical)
+        problem = (f"metric '{ref.canonical}' is not implemented by the embedding backend"
+                   if fn is None else _precheck(sample, ref))
+        if problem:
+            return Score.failure(ref.name, BACKEND, sample.id, problem, threshold=_threshold(ref))
+        if ref.canonical == "bertscore":  # token vectors from the local model, not the embedder
+            t0 = time.perf_counter()
+            s = await _guarded(ref, sample, lambda: fn(ref, sample))
+            return s.model_copy(update={"cost": Cost(embedding_calls=1, seconds=time.perf_counter() - t0)})
+        with _billing_scope(ref.name, sample.id) as meter:
             try:
-                # a scope of its own, so the charge is what the embedder really did (zero
-                # calls and one cache hit when a cached embedder had every vector)
-                with task_scope(BACKEND, metrics[0].name, sample.id) as meter:
-                    try:
-                        got = await self.embedder.embed(order)
-                    finally:
-                        embed_cost = meter.cost()
-                arr = np.asarray(got, dtype=float)
+                await vectors.ensure(texts_for(ref.canonical, sample))
+            except _EmbeddingFailed as e:
+                s = Score.failure(ref.name, BACKEND, sample.id, str(e), threshold=_threshold(ref))
+            else:
+                s = await _guarded(ref, sample, lambda: fn(ref, sample, vectors.get))
+            # the meter saw exactly the calls made for this metric (zero calls and one
+            # cache hit when a cached embedder had every vector; nothing when no text was new)
+            return s.model_copy(update={"cost": meter.cost()})
+
+
+class _EmbeddingFailed(Exception):
+    """The embedder could not embed a sample's texts; the message is the Score's error."""
+
+
+class _SampleVectors:
+    """The unit vectors of one sample's texts, embedded on first need.
+
+    ``ensure(texts)`` embeds, in ONE embedder call, the texts not embedded yet for this
+    sample (each distinct text once); a metric whose texts are all here makes no call.
+    After a failed call every later request for new texts fails with the same error
+    without asking the embedder again (a dead server is asked once per sample, not once
+    per metric); metrics whose texts were already embedded still score."""
+
+    def __init__(self, embedder: Embedder):
+        self.embedder = embedder
+        self.vectors: dict[str, np.ndarray] = {}
+        self.error: str | None = None
+
+    def get(self, text: str) -> np.ndarray:
+        return self.vectors[text]
+
+    async def ensure(self, texts: list[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.vectors]
+        if not todo:
+            return
+        if self.error is None:
+            try:
+                got = np.asarray(await self.embedder.embed(todo), dtype=float)
+                if got.ndim != 2 or len(got) != len(todo):
+                    raise ValueError(f"embedder returned {len(got)} vector(s) for {len(todo)} text(s)")
                 # normalise here: an OpenAI-compatible embedder need not return unit vectors
-                arr = arr / np.maximum(np.linalg.norm(arr, axis=1, keepdims=True), 1e-12)
-                vectors = dict(zip(order, arr))
+                got = got / np.maximum(np.linalg.norm(got, axis=1, keepdims=True), 1e-12)
+                self.vectors.update(zip(todo, got))
+                return
             except (JudgeError, RuntimeError, ValueError, OSError) as e:
-                embed_error = f"embedding failed: {type(e).__name__}: {e}"
-        embed_seconds = time.perf_counter() - t0
+                self.error = f"embedding failed: {type(e).__name__}: {e}"
+        raise _EmbeddingFailed(self.error)
 
-        out: list[Score] = []
-        charged = False
-        for ref, fn, err in plans:
-            if err is not None:
-                out.append(Score.failure(ref.name, BACKEND, sample.id, err, threshold=_threshold(ref)))
-                continue
-            uses_embedder = ref.canonical != "bertscore"
-            if uses_embedder and embed_error:
-                out.append(Score.failure(ref.name, BACKEND, sample.id, embed_error, threshold=_threshold(ref)))
-                continue
-            t1 = time.perf_counter()
-            try:
-                if uses_embedder:
-                    s = fn(ref, sample, vectors.__getitem__)
-                else:
-                    s = await fn(ref, sample)
-            except Exception as e:  # a heuristic bug on one sample must not stop the run
-                s = Score.failure(ref.name, BACKEND, sample.id, f"{type(e).__name__}: {e}",
-                                  threshold=_threshold(ref))
-            # the one shared embedding call is charged to the first metric that used it
-            cost = Cost(seconds=time.perf_counter() - t1)
-            if uses_embedder and not charged:
-                cost = embed_cost.model_copy(update={"seconds": cost.seconds + embed_seconds})
-                charged = True
-            elif not uses_embedder:
-                cost = Cost(embedding_calls=1, seconds=cost.seconds)
-            out.append(s.model_copy(update={"cost": cost}))
-        return out
+
+def _billing_scope(metric: str, sample_id: str) -> ContextManager[Any]:
+    """The accounting scope of one metric's embedding work: the contract's nested
+    ``metric_scope(metric)`` when ``unified.judge.base`` provides it, else a task scope of
+    this metric (same effect: the calls made inside land on this metric's meter only)."""
+    nested = getattr(judge_base, "metric_scope", None)
+    return nested(metric) if nested is not None else task_scope(BACKEND, metric, sample_id)
+
+
+async def _guarded(ref: MetricRef, sample: Sample, call: Callable[[], Any]) -> Score:
+    """``call()``'s Score (awaited when it is a coroutine), or a failure Score: a
+    heuristic bug on one sample must not stop the run."""
+    try:
+        out = call()
+        return await out if inspect.isawaitable(out) else out
+    except Exception as e:
+        return Score.failure(ref.name, BACKEND, sample.id, f"{type(e).__name__}: {e}",
+                             threshold=_threshold(ref))
 
 
 # ---------------------------------------------------------------- per-metric
@@ -203,6 +259,15 @@ def _accepted(ref: MetricRef) -> set[str]:
     context_relevancy variant."""
     extra = {"variant"} if ref.canonical == "context_relevancy" else set()
     return set(DEFAULTS[ref.canonical]) | {"threshold"} | extra
+
+
+def _precheck(sample: Sample, ref: MetricRef) -> str | None:
+    """Why ``ref`` cannot run on ``sample`` (a missing field, an unknown parameter, a bad
+    variant), or None."""
+    problem = missing_field_error(sample, ref) or unknown_param_error(ref, _accepted(ref))
+    if not problem and ref.param("variant", "default") not in ("default", "sentence"):
+        problem = f"metric '{ref.name}': variant must be 'default' or 'sentence'"
+    return problem
 
 
 def _param(ref: MetricRef, key: str) -> float:
@@ -224,7 +289,10 @@ def _sents(text: str | None) -> list[str]:
     return split_sentences(text) or ([text.strip()] if text and text.strip() else [])
 
 
-def _texts_for(metric: str, s: Sample) -> list[str]:
+def texts_for(metric: str, s: Sample) -> list[str]:
+    """The texts whose vectors ``metric`` reads on sample ``s`` (sentences of the
+    response, contexts and reference, the question, whole texts), in a fixed order;
+    empty for bertscore, which reads token vectors instead."""
     ctx = [x for c in _contexts(s) for x in c]
     if metric == "faithfulness":
         return _sents(s.response) + ctx
@@ -258,18 +326,22 @@ def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarra
     cs = [x for c in _contexts(sample) for x in c]
     if not cs:
         return _no_context(ref, sample)
-    t = _param(ref, "t")
+    t, w = _param(ref, "t"), _param(ref, "w")
     non = [is_nonanswer(r) for r in rs]
-    raw, d = H.faithfulness(_stack(rs, vec), _stack(cs, vec), non, t)
+    vocabulary = Vocabulary(sample.retrieved_contexts or [])
+    lexical = [unsupported_terms(r, vocabulary) for r in rs]
+    raw, d = H.faithfulness(_stack(rs, vec), _stack(cs, vec), non, t, [u for u, _ in lexical], w)
     per = [{"sentence": r, "best_match": cs[int(i)], "cosine": round(float(b), 4),
-            "non_answer": n, "support": round(float(sup), 4)}
-           for r, i, b, n, sup in zip(rs, d["idx"], d["best"], non, d["support"])]
+            "non_answer": n, "unsupported_share": round(u, 4), "unsupported_terms": terms,
+            "support": round(float(sup), 4)}
+           for r, i, b, n, (u, terms), sup in zip(rs, d["idx"], d["best"], non, lexical, d["support"])]
     # the reason states the soft formula actually scored, not a hard count
     n_non = sum(non)
+    lex = f" · (1 − {w} · unsupported share)" if w else ""
     return _score(ref, sample, raw, f"mean support {raw:.2f} over {len(rs)} response sentence(s), "
-                                    f"support = min(1, best context cosine / {t})"
+                                    f"support = min(1, best context cosine / {t}){lex}"
                                     + (f"; {n_non} non-answer sentence(s) count 0" if n_non else ""),
-                  {"t": t, "sentences": per})
+                  {"t": t, "w": w, "sentences": per})
 
 
 def _answer_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:

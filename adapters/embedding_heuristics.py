@@ -32,13 +32,21 @@ def best_matches(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sims[np.arange(len(a)), idx], idx
 
 
-def faithfulness(resp: np.ndarray, ctx: np.ndarray, nonanswer: Sequence[bool],
-                 t: float) -> tuple[float, dict[str, Any]]:
-    """support_i = 0 if response sentence i is a non-answer, else soft(best(r_i, C), t);
-    raw = mean_i support_i (C: all sentences of all contexts)."""
+def faithfulness(resp: np.ndarray, ctx: np.ndarray, nonanswer: Sequence[bool], t: float,
+                 unsupported: Sequence[float] | None = None,
+                 w: float = 0.0) -> tuple[float, dict[str, Any]]:
+    """support_i = 0 if response sentence i is a non-answer, else
+    soft(best(r_i, C), t) · (1 − w · u_i);  raw = mean_i support_i.
+
+    C: all sentences of all contexts. u_i in [0, 1]: the lexical unsupported share of
+    sentence i (``unified.text.unsupported_terms``: its content words, numbers and names
+    found in no context). w = 0 is the similarity alone; w = 1 lets a sentence whose
+    every term is absent from the contexts count 0 however close its embedding is."""
     best, idx = best_matches(resp, ctx)
-    support = np.where(np.asarray(nonanswer, dtype=bool), 0.0, soft(best, t))
-    return float(support.mean()), {"best": best, "idx": idx, "support": support}
+    u = np.zeros(len(resp)) if unsupported is None else np.asarray(unsupported, dtype=float)
+    similarity = soft(best, t) * (1.0 - w * u)
+    support = np.where(np.asarray(nonanswer, dtype=bool), 0.0, similarity)
+    return float(support.mean()), {"best": best, "idx": idx, "support": support, "unsupported": u}
 
 
 def answer_relevancy(q: np.ndarray, resp: np.ndarray, novelty: float,

@@ -19,6 +19,8 @@ pytestmark = pytest.mark.local
 
 PARIS = ("Paris is the capital and largest city of France. The Eiffel Tower was completed in 1889 "
          "for the World's Fair.")
+PARIS_SENTENCES = ["Paris is the capital and largest city of France.",
+                   "The Eiffel Tower was completed in 1889 for the World's Fair."]
 BANANA = "Bananas are a yellow tropical fruit. They are rich in potassium and grow in clusters."
 Q = "What is the capital of France?"
 
@@ -108,8 +110,9 @@ def test_one_score_per_metric_in_order_errors_not_raised():
     assert [o.metric for o in out] == ["faithfulness", "context_recall", "answer_relevancy"]
     assert out[1].error and "reference" in out[1].error and out[1].value is None
     assert out[0].ok and out[2].ok
-    # the sample's single embedding call is charged once
-    assert sum(o.cost.embedding_calls for o in out) == 1
+    # each metric is billed for the texts it was first to need: faithfulness embeds the
+    # response and context sentences, answer_relevancy then only the question
+    assert [o.cost.embedding_calls for o in out] == [1, 0, 1]
     # a retriever that found nothing: 0, not an error
     empty = score(Sample(user_input=Q, response="Paris.", retrieved_contexts=[]), "faithfulness")[0]
     assert empty.value == 0.0
@@ -129,15 +132,20 @@ class CountingEmbedder(Embedder):
         return await self.inner.embed(texts)
 
 
-def test_configured_embedder_gets_one_deduplicated_call_per_sample():
+def test_configured_embedder_embeds_each_text_once_billed_to_the_first_metric_needing_it():
     emb = CountingEmbedder()
     s = Sample(user_input=Q, response="Paris is the capital and largest city of France.",
                retrieved_contexts=[PARIS, PARIS], reference="Paris is the capital of France.")
     out = score(s, "faithfulness,context_relevancy,context_recall,context_precision,semantic_similarity",
                 Judges(embedder=emb))
     assert all(o.ok for o in out)
-    assert len(emb.calls) == 1
-    assert len(emb.calls[0]) == len(set(emb.calls[0]))  # each distinct text once
+    sent = [t for call in emb.calls for t in call]
+    assert len(sent) == len(set(sent))  # each distinct text once, over all calls
+    # faithfulness: response + 2 context sentences; context_relevancy: the question;
+    # context_recall: the reference; precision and similarity find every text embedded
+    # (the response is the first context sentence: one text)
+    assert emb.calls == [PARIS_SENTENCES, [Q], [s.reference]]
+    assert [o.cost.embedding_calls for o in out] == [1, 1, 1, 0, 0]
 
 
 def test_embedder_failure_becomes_error_scores():
@@ -155,14 +163,17 @@ def test_parameters_override_threshold_and_pass_bound():
 
 def test_loopback_embeddings_server_is_used(judge_server):
     """An OpenAI-compatible embedder (the loopback fake) instead of the local model:
-    proves the routing and the one-call-per-sample batching, not score quality."""
+    proves the routing and the per-metric billing of its requests, not score quality."""
     from unified.judge import build_judges
     judges = build_judges(embedding=judge_server.base_url)
     judge_server.reset_counts()
     out = score(Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS]),
                 "faithfulness,answer_relevancy,context_relevancy", judges)
     assert all(o.error is None for o in out), [o.error for o in out]
-    assert judge_server.embedding_count == 1 and judge_server.chat_count == 0
+    # faithfulness embeds response and context, answer_relevancy the question; context
+    # relevancy needs nothing new and makes no request
+    assert judge_server.embedding_count == 2 and judge_server.chat_count == 0
+    assert [o.cost.embedding_calls for o in out] == [1, 1, 0]
 
 
 def test_warm_cached_embedder_is_charged_as_a_cache_hit_not_a_call(tmp_path):
@@ -190,3 +201,23 @@ async def test_unknown_parameter_or_variant_is_an_error():
         s, parse_metrics("faithfulness[tt=0.5],context_relevancy[variant=bogus]"))
     assert typo.value is None and "unknown parameter 'tt'" in typo.error
     assert bad_variant.value is None and "variant must be" in bad_variant.error
+
+
+def test_lexical_signal_lowers_a_number_or_name_found_in_no_context():
+    ctx = ["Einstein won the Nobel Prize in 1921.", "The prize was for his work on the photoelectric effect."]
+    right = Sample(user_input="When did Einstein win the Nobel Prize?", retrieved_contexts=ctx,
+                   response="Einstein won the Nobel Prize in 1921 for the photoelectric effect.")
+    wrong_year = right.model_copy(update={"response": right.response.replace("1921", "1969")})
+    wrong_name = right.model_copy(update={"response": right.response.replace("Nobel", "Pulitzer")})
+    on = {name: score(s, "faithfulness[w=1],faithfulness")
+          for name, s in (("right", right), ("year", wrong_year), ("name", wrong_name))}
+    # similarity alone barely moves when one number changes; the lexical share does
+    assert on["right"][0].value > on["year"][0].value + 1.0
+    assert on["right"][0].value > on["name"][0].value + 1.0
+    year = on["year"][0].details["sentences"][0]
+    assert year["unsupported_terms"] == ["1969"] and year["unsupported_share"] > 0
+    assert on["right"][0].details["sentences"][0]["unsupported_terms"] == []
+    # w = 0 (the default) is the similarity alone: the right answer is not penalised at all
+    # with w = 1, and the default ignores the share entirely
+    assert on["right"][0].value == pytest.approx(on["right"][1].value)
+    assert on["year"][1].details["w"] == 0.0 and on["year"][1].value > on["year"][0].value

@@ -43,3 +43,27 @@ def test_nonanswer_patterns():
     assert is_nonanswer("I don't know.")
     assert not is_nonanswer("Offline changes sync within 30 seconds.")
     assert not is_nonanswer("Based on the context, the limit is 50 MB.")
+
+
+def test_vocabulary_matches_word_forms_but_numbers_and_short_words_exactly():
+    from unified.text import Vocabulary
+    v = Vocabulary(["Nimbus syncs offline changes after reconnecting; class 3.4 in 2012.", "Use the API."])
+    forms = ["sync", "syncing", "reconnect", "changed", "classes", "nimbus", "3.4", "2012", "api"]
+    assert [w for w in forms if w not in v] == []
+    assert "2013" not in v and "3.41" not in v and "3" not in v  # numbers: exact only
+    assert "apis" not in v  # three-letter words match exactly
+    assert "status" not in v and "offset" not in v  # a shared first letter or two is not a match
+
+
+def test_unsupported_terms_weighs_numbers_and_names_double():
+    from unified.text import Vocabulary, unsupported_terms
+    v = Vocabulary(["Einstein won the Nobel Prize in 1921.", "The prize was for the photoelectric effect."])
+    assert unsupported_terms("Einstein won the Nobel Prize in 1921.", v) == (0.0, [])
+    share, missing = unsupported_terms("Einstein won the Nobel Prize in 1969.", v)
+    # terms: einstein, nobel (name, 2), prize (name, 2), 1969 (number, 2) ("won" is a
+    # stopword, for "won't"): 2 of 7 missing
+    assert missing == ["1969"] and share == 2 / 7
+    share, missing = unsupported_terms("Einstein won it in Stockholm for relativity.", v)
+    # einstein (1), stockholm (name, 2), relativity (1)
+    assert missing == ["relativity", "stockholm"] and share == (2 + 1) / (1 + 2 + 1)
+    assert unsupported_terms("", v) == (0.0, []) and unsupported_terms("It is so.", v) == (0.0, [])

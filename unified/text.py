@@ -25,7 +25,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["split_sentences", "words", "content_words", "key_terms", "is_nonanswer", "STOPWORDS"]
+__all__ = ["split_sentences", "words", "content_words", "key_terms", "is_nonanswer", "STOPWORDS",
+           "Vocabulary", "unsupported_terms"]
 
 _ABBREVIATIONS = frozenset({
     "e.g", "i.e", "etc", "vs", "mr", "mrs", "ms", "dr", "prof", "sr", "jr", "st", "no",
@@ -137,6 +138,61 @@ def key_terms(text: str | None) -> set[str]:
             elif i > 0 and tok[0].isupper() and len(tok) > 1:
                 terms.add(low)
     return terms
+
+
+class Vocabulary:
+    """The words of some texts (the retrieved contexts), for asking whether a word of
+    another text occurs in them.
+
+    A word occurs when it is one of the texts' words, or, for purely alphabetic words, when
+    after dropping one plural or third-person "-s" (not "-ss") it shares its first five
+    letters with one of them, likewise reduced (the first four when either word has only
+    four letters): "syncing" matches "syncs", "reconnecting" matches "reconnect",
+    "classes" matches "class". Words of three letters or fewer, numbers and identifiers
+    must match exactly: "3.4" is not "3.41", "2013" is not "2012". Deterministic, English
+    word forms only, no stemmer model."""
+
+    def __init__(self, texts: "list[str] | tuple[str, ...]"):
+        self.exact: set[str] = set()
+        for t in texts:
+            self.exact.update(words(t))
+        alpha = {_drop_s(w) for w in self.exact if w.isalpha() and len(w) >= 4}
+        self.prefix5 = {w[:5] for w in alpha if len(w) >= 5}
+        self.four = {w for w in alpha if len(w) == 4}
+        self.prefix4 = {w[:4] for w in alpha}
+
+    def __contains__(self, word: str) -> bool:
+        if word in self.exact:
+            return True
+        if not word.isalpha() or len(word) < 4:
+            return False
+        word = _drop_s(word)
+        if len(word) == 4:
+            return word in self.prefix4
+        return word[:5] in self.prefix5 or word[:4] in self.four
+
+
+def _drop_s(word: str) -> str:
+    # "syncs" compares as "sync": the plural / third-person -s is English's commonest form change
+    return word[:-1] if len(word) >= 5 and word.endswith("s") and not word.endswith("ss") else word
+
+
+def unsupported_terms(text: str | None, vocabulary: Vocabulary) -> tuple[float, list[str]]:
+    """The lexical "unsupported content" of ``text``: the share of its content that occurs
+    in no supporting text, and those terms.
+
+        u = Σ_{w ∈ T, w ∉ V} weight(w) / Σ_{w ∈ T} weight(w)      (0 when T is empty)
+
+    T: the distinct ``content_words`` of ``text``; weight(w) = 2 for a ``key_terms`` term
+    (a number, an identifier, a capitalised name inside a sentence), else 1: a wrong date
+    or name is the typical hallucination that reuses the context's other words, and an
+    embedding barely moves when one number changes. V: ``vocabulary`` (see there)."""
+    keys = key_terms(text)
+    terms = sorted(content_words(text))
+    weight = {w: 2 if w in keys else 1 for w in terms}
+    missing = [w for w in terms if w not in vocabulary]
+    total = sum(weight.values())
+    return (sum(weight[w] for w in missing) / total if total else 0.0), missing
 
 
 # A sentence that does not answer: it says the information is missing, or it talks about
