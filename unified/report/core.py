@@ -45,12 +45,14 @@ class Report:
         return FileSource(self.run_dir / SCORES_FILE)
 
     def _stamp(self) -> Any:
-        """What invalidates the cached model: the scores file's size and mtime."""
+        """What invalidates the cached model: the scores file's size and mtime, and the
+        summary's (it names the metrics in the order asked)."""
         if self._scores is not None:
             return len(self._scores)
         assert self.run_dir is not None
         st = (self.run_dir / SCORES_FILE).stat()
-        return (st.st_size, st.st_mtime_ns)
+        summary = self.run_dir / SUMMARY_FILE
+        return (st.st_size, st.st_mtime_ns, summary.stat().st_mtime_ns if summary.exists() else None)
 
     def model(self) -> RunModel:
         """The report model (one pass over the score lines; cached until the file changes)."""
