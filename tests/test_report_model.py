@@ -194,3 +194,20 @@ def test_to_pandas_with_sample_columns(run):
         assert (row["user_input"], row["response"], row["reference"]) == \
             (src["user_input"], src.get("response"), src.get("reference"))
     assert "user_input" not in run.to_pandas().columns
+
+
+def test_why_falls_back_to_verdicts_then_says_a_number_only():
+    from unified.report.details import verdict_summary, why
+
+    # ragas-style judge outputs, as a backend would record them in details
+    ragas_like = {"framework": "ragas", "verdicts": [{"statement": "a", "verdict": 1, "reason": "x"},
+                                                     {"statement": "b", "verdict": 0, "reason": "y"},
+                                                     {"statement": "c", "verdict": 1, "reason": "z"}]}
+    assert verdict_summary(ragas_like) == "verdicts: 2 verdict=1, 1 verdict=0"
+    assert why({"backend": "ragas", "details": ragas_like}) == "verdicts: 2 verdict=1, 1 verdict=0"
+    native = {"contexts": [{"context": 1, "rating_a": 2, "relevant": True}, {"context": 2, "relevant": False}]}
+    assert verdict_summary(native) == "contexts: 1 relevant, 1 not relevant"
+    # what the ragas backend records today: a number, no reason, no verdicts
+    text = why({"backend": "ragas", "reason": None, "details": {"framework": "ragas", "clipped_from": 2.0}})
+    assert "no reason text: ragas returned a number only (2.0, outside its range" in text
+    assert why({"error": "boom <x>", "reason": "r"}) == "<span class='err'>boom &lt;x&gt;</span>"

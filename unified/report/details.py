@@ -77,8 +77,10 @@ def verdict_summary(details: Mapping[str, Any]) -> str | None:
                     continue
                 if isinstance(val, bool):
                     counts[field if val else f"not {field}"] += 1
-                elif isinstance(val, (str, int, float)):
-                    counts[f"{field} {val}" if not isinstance(val, str) else val] += 1
+                elif isinstance(val, str):
+                    counts[val] += 1
+                elif isinstance(val, (int, float)):
+                    counts[f"{field}={val:g}"] += 1
         if counts:
             parts.append(f"{k}: " + ", ".join(f"{n} {what}" for what, n in counts.most_common()))
     return "; ".join(parts) or None
