@@ -75,11 +75,15 @@ def distribution(svg: Svg, metric: str, series: Mapping[str, Sequence[float]],
 def scatter(svg: Svg, metric: str, pair: Mapping[str, Any]) -> str:
     """Backend a against backend b on 0–10, one marker per distinct point, its area
     proportional to how many samples sit there and the count written beside it when > 1
-    (28 samples on three values show as three labelled markers, not three dots)."""
+    (28 samples on three values show as three labelled markers, not three dots). Past
+    ``DENSITY_AT`` distinct points (a big run with continuous scores) the plot is a 2-D
+    histogram instead: cells of 0.2 shaded by sample count on a log scale."""
     counts = Counter((round(x, 2), round(y, 2)) for x, y in zip(pair["xs"], pair["ys"]))
     fig, ax = svg.plt.subplots(figsize=(3.6, 3.4))
     ax.plot([0, 10], [0, 10], color="#999", lw=0.8, ls="--")
-    if counts:
+    if len(counts) > DENSITY_AT:
+        _density(svg, fig, ax, pair["xs"], pair["ys"])
+    elif counts:
         xs, ys, ns = zip(*((x, y, n) for (x, y), n in counts.items()))
         ax.scatter(xs, ys, s=[14 + 26 * (n - 1) ** 0.75 for n in ns], alpha=0.55,
                    color="#1f77b4", edgecolors="#0b3d66", linewidths=0.5)
@@ -95,6 +99,17 @@ def scatter(svg: Svg, metric: str, pair: Mapping[str, Any]) -> str:
     ax.set_title(f"{metric}\nn={pair.get('n')} ρ={fmt(pair.get('spearman'))} "
                  f"r={fmt(pair.get('pearson'))} |Δ|={fmt(pair.get('mean_abs_diff'))}", fontsize=8)
     return svg(fig)
+
+
+DENSITY_AT = 400
+
+
+def _density(svg: Svg, fig: Any, ax: Any, xs: Sequence[float], ys: Sequence[float]) -> None:
+    from matplotlib.colors import LogNorm
+
+    edges = [i * 0.2 for i in range(51)]
+    *_, image = ax.hist2d(xs, ys, bins=[edges, edges], cmap="Blues", norm=LogNorm(), cmin=1)
+    fig.colorbar(image, ax=ax, fraction=0.05).set_label("samples", fontsize=7)
 
 
 def heatmap(svg: Svg, metrics: list[str], pair_names: list[str],
