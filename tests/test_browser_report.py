@@ -1,6 +1,9 @@
-"""The HTML report in a real headless Chromium, driven over the DevTools protocol: it
-loads with no console error and no network request but the file itself, the plots
-render (a non-blank screenshot), and a per-sample drill-down opens on a real click."""
+"""The HTML report of a real native / ragas / deepeval compare (loopback judge) in a real
+headless Chromium, driven over the DevTools protocol: it loads with no console error and
+no network request but the file itself, the plots render (a non-blank screenshot), a
+per-sample drill-down opens on a real click, the odd one out is marked where the scores
+say so, ``report.html#<sample-id>`` opens that sample (ids with spaces, slashes, ``#``,
+quotes and non-ASCII), and the errors are grouped by cause."""
 
 from __future__ import annotations
 
@@ -13,35 +16,19 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
-from unified.adapters import Backend
-from unified.judge.base import Judges
-from unified.runner import evaluate
-from unified.scores import Score
+from judge_server import JudgeServer
+from report_runs import ODD_IDS, three_backend_run
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
 
-pytestmark = [pytest.mark.browser,
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.ragas, pytest.mark.deepeval,
               pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium")]
-
-
-class LastRelevant(Backend):
-    """Second backend for a compare-style report: reciprocal rank of the last relevant id."""
-
-    name = "lastrel"
-    metrics = frozenset({"mrr", "precision_at_k"})
-
-    async def score(self, sample, metrics):
-        rel = set(sample.relevant_ids or [])
-        ranks = [i + 1 for i, d in enumerate(sample.retrieved_ids or []) if d in rel]
-        return [Score.from_raw(m.name, self.name, sample.id, 1.0 / ranks[-1] if ranks else 0.0,
-                               threshold=5.0, reason=f"last relevant rank {ranks[-1] if ranks else None}",
-                               details={"judge_a": {"rating": 2}, "judge_b": {"rating": 1}})
-                for m in metrics]
 
 
 class CDP:
@@ -87,9 +74,36 @@ class CDP:
 
 @pytest.fixture(scope="module")
 def report_file(tmp_path_factory) -> Path:
+    pytest.importorskip("ragas")
+    pytest.importorskip("deepeval")
     out = tmp_path_factory.mktemp("compare")
-    evaluate(DATA, "mrr,precision@3", ["native", LastRelevant()], judges=Judges(), out=out, quiet=True)
-    return out / "report.html"
+    mp = pytest.MonkeyPatch()
+    mp.setenv("OPENAI_API_KEY", "sk-loopback-not-a-secret")
+    try:
+        with JudgeServer() as srv:
+            three_backend_run(out, srv.base_url)
+    finally:
+        mp.undo()
+    return out / "run" / "report.html"
+
+
+def expected_odd(scores_file: Path) -> dict[tuple[str, str], str | None]:
+    """(metric, sample) -> the backend standing apart, recomputed from scores.jsonl: its
+    distance to the nearest other backend exceeds the others' spread, and is ≥ 1."""
+    vals: dict[tuple[str, str], dict[str, float]] = {}
+    for line in scores_file.read_text().splitlines():
+        d = json.loads(line)
+        if d["value"] is not None:
+            vals.setdefault((d["metric"], d["sample_id"]), {})[d["backend"]] = d["value"]
+    out = {}
+    for key, v in vals.items():
+        out[key] = None
+        for b, x in v.items():
+            rest = [y for c, y in v.items() if c != b]
+            if len(rest) >= 2 and min(abs(x - y) for y in rest) > max(rest) - min(rest) \
+                    and min(abs(x - y) for y in rest) >= 1:
+                out[key] = b
+    return out
 
 
 def _launch(profile: str) -> tuple[subprocess.Popen, str]:
@@ -155,7 +169,40 @@ async def _drive(ws_url: str, page_url: str) -> dict:
                         "if(!a)return null;a.click();return a.getAttribute('data-open')})()")
         info["link_target_open"] = await js(f"document.getElementById('{link}').open") if link else None
 
-        info["events"] = list(cdp.events)
+        # the disagreement table: metric, sample, and the backend whose cell is marked
+        info["disagree"] = await js("""[...document.querySelectorAll('#disagree tr')].slice(1).map(tr=>{
+            const td=[...tr.children], heads=[...document.querySelectorAll('#disagree th')];
+            const odd=td.findIndex(c=>c.classList.contains('odd'));
+            return [td[0].innerText, td[1].querySelector('a,span')?.innerText ?? td[1].innerText.split('\\n')[0],
+                    odd<0?null:heads[odd].innerText, odd<0?null:td[odd].innerText]})""")
+        info["errors"] = await js("""[...document.querySelectorAll('#errors tr')].slice(1).map(tr=>
+            [...tr.children].slice(0,4).map(c=>c.innerText))""")
+
+        seen: list[dict] = []
+
+        async def opened_by(url: str, reload: bool = True) -> dict:
+            if reload:  # a fresh load (a new fragment alone would not reload the page)
+                for target_url in ("about:blank", url):
+                    seen.extend(cdp.events)
+                    cdp.events.clear()
+                    await cdp.send("Page.navigate", {"url": target_url}, session=sid)
+                    await cdp.wait_event("Page.loadEventFired")
+            else:
+                await js(f"location.hash={json.dumps(url)}")
+            await asyncio.sleep(0.3)
+            return await js("""(()=>{const o=[...document.querySelectorAll('details.sample')].filter(d=>d.open);
+                const m=document.getElementById('missing-sample');
+                return {open:o.map(d=>d.getAttribute('data-sid')),
+                        visible:o.map(d=>d.querySelector('div').checkVisibility()),
+                        missing:m.hidden?null:m.innerText}})()""")
+
+        odd_id = ODD_IDS["q02"]
+        info["deep_encoded"] = await opened_by(page_url + "#" + quote(odd_id, safe=""))
+        info["deep_plain"] = await opened_by(page_url + "#q04")
+        info["deep_hashchange"] = await opened_by("#" + quote(ODD_IDS["q03"], safe=""), reload=False)
+        info["deep_missing"] = await opened_by(page_url + "#no-such-sample")
+
+        info["events"] = seen + list(cdp.events)
         cdp.reader.cancel()
         return info
 
@@ -178,7 +225,8 @@ def test_report_in_headless_chromium(report_file, tmp_path):
               or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
     assert errors == []
     urls = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
-    assert urls and all(u == report_file.as_uri() or u.startswith("data:") for u in urls), urls
+    assert urls and all(u.split("#")[0] == report_file.as_uri() or u.startswith(("data:", "about:"))
+                        for u in urls), urls
 
     # plots: distributions, heatmap, scatters, all rendered with a real size
     assert info["svgs"] >= 2 + 1 + 2 and info["svg_width"] > 200
@@ -191,8 +239,31 @@ def test_report_in_headless_chromium(report_file, tmp_path):
     assert info["open_before"] is False and info["visible_before"] is False
     assert info["open_after"] is True and info["visible_after"] is True
     text = info["text_after"]
-    rows = {d["id"]: d for d in map(json.loads, DATA.read_text().splitlines())}
-    shown = rows[text.split(" — ")[0].strip()]
+    shown_id = text.split(" — ")[0].strip()
+    rows = {ODD_IDS.get(d["id"], d["id"]): d for d in map(json.loads, DATA.read_text().splitlines())}
+    shown = rows[shown_id]
     assert shown["user_input"] in text and shown["retrieved_contexts"][0][:60] in text
-    assert "retrieved ids" in text.lower() and "last relevant rank" in text and "judge_a" in text
+    assert "retrieved ids" in text.lower() and "relevant" in text and "claims" in text
+    assert "✓" in text or "✗" in text
     assert info["link_target_open"] is True
+
+    # the odd one out: marked exactly where the scores put one, on every row shown
+    expected = expected_odd(report_file.parent / "scores.jsonl")
+    table = info["disagree"]
+    assert table and any(r[2] for r in table), table
+    for metric, sample, odd_backend, cell in table:
+        assert expected[(metric, sample)] == odd_backend, (metric, sample)
+        if odd_backend:
+            assert "odd one out" in cell
+
+    # report.html#<id> opens that sample, whatever characters its id holds
+    assert info["deep_encoded"]["open"] == [ODD_IDS["q02"]] and info["deep_encoded"]["visible"] == [True]
+    assert info["deep_plain"]["open"] == ["q04"]
+    assert ODD_IDS["q03"] in info["deep_hashchange"]["open"]
+    assert info["deep_missing"]["open"] == [] and "no-such-sample" in info["deep_missing"]["missing"]
+
+    # errors grouped by cause: 3 samples without a reference × 3 backends = one cause
+    (count, cause, backends, metrics), *rest = info["errors"]
+    assert (count, metrics) == ("9", "context_recall")
+    assert cause == "sample '<sample>': field 'reference' is missing or empty (needed by context_recall)"
+    assert backends == "deepeval, native, ragas" and rest == []

@@ -144,36 +144,94 @@ class Aggregate(BaseModel):
     cost: Cost
 
 
+class RunningAggregates:
+    """The one aggregation rule, streamed: one Aggregate per (metric, backend), in
+    first-seen order, holding only the successful values (floats, for the median) and
+    the summed cost of each group — never the Scores.
+
+        mean      = Σ v / n                 over successful scores (value set, no error)
+        median    = middle of the sorted successful values
+        stdev     = sample standard deviation (n − 1), None for fewer than 2
+        pass rate = passed / scores with a verdict (``passed`` not None), successes only
+        errors    = scores with ``error`` set or no value
+
+    ``aggregate`` and ``aggregate_by`` are this class over a list; the runner and the
+    report feed it one score at a time. It does not deduplicate: callers that read a run
+    folder apply the last-wins rule per task key first (``unified.report``).
+    """
+
+    def __init__(self) -> None:
+        self._groups: dict[tuple[str, str], _Group] = {}
+
+    def add(self, s: Score) -> None:
+        self.add_value(s.metric, s.backend, s.value if s.ok else None, s.passed, s.cost)
+
+    def add_dict(self, d: dict[str, Any]) -> None:
+        """Add a Score given as its JSON dict (faster than building the model)."""
+        ok = d.get("error") is None and d.get("value") is not None
+        self.add_value(d["metric"], d["backend"], d.get("value") if ok else None, d.get("passed"),
+                       Cost(**(d.get("cost") or {})))
+
+    def add_value(self, metric: str, backend: str, value: float | None, passed: bool | None,
+                  cost: Cost | None = None) -> None:
+        """One task's outcome: ``value`` None (or not finite) counts as an error."""
+        g = self._groups.get((metric, backend))
+        if g is None:
+            g = self._groups[(metric, backend)] = _Group()
+        g.add(value, passed, cost)
+
+    def results(self) -> list[Aggregate]:
+        return [g.aggregate(metric, backend) for (metric, backend), g in self._groups.items()]
+
+
+class _Group:
+    """The running state of one (metric, backend)."""
+
+    __slots__ = ("values", "passes", "verdicts", "count", "errors", "cost")
+
+    def __init__(self) -> None:
+        self.values: list[float] = []
+        self.passes = self.verdicts = self.count = self.errors = 0
+        self.cost = Cost()
+
+    def add(self, value: float | None, passed: bool | None, cost: Cost | None) -> None:
+        self.count += 1
+        if cost is not None:
+            self.cost = self.cost.add(cost)
+        if value is not None and math.isfinite(value):
+            self.values.append(float(value))
+            if passed is not None:
+                self.verdicts += 1
+                self.passes += bool(passed)
+        else:
+            self.errors += 1
+
+    def aggregate(self, metric: str, backend: str) -> Aggregate:
+        v = self.values
+        return Aggregate(
+            metric=metric, backend=backend, count=self.count, scored=len(v), errors=self.errors,
+            mean=statistics.fmean(v) if v else None,
+            median=statistics.median(v) if v else None,
+            stdev=statistics.stdev(v) if len(v) > 1 else None,
+            pass_rate=self.passes / self.verdicts if self.verdicts else None,
+            cost=self.cost)
+
+
 def aggregate(scores: Iterable[Score], metric: str = "", backend: str = "") -> Aggregate:
-    """mean, median, stdev, pass rate and error count over the successful scores only."""
-    values: list[float] = []
-    passes: list[bool] = []
-    count = errors = 0
-    cost = Cost()
+    """mean, median, stdev, pass rate and error count over the successful scores only
+    (``RunningAggregates``'s rule for one group). ``metric``/``backend`` label the result;
+    when empty, the first score's names are used."""
+    g = _Group()
     for s in scores:
-        count += 1
-        cost = cost.add(s.cost)
         metric = metric or s.metric
         backend = backend or s.backend
-        if s.ok and s.value is not None and math.isfinite(s.value):
-            values.append(s.value)
-            if s.passed is not None:
-                passes.append(s.passed)
-        else:
-            errors += 1
-    return Aggregate(
-        metric=metric, backend=backend, count=count, scored=len(values), errors=errors,
-        mean=statistics.fmean(values) if values else None,
-        median=statistics.median(values) if values else None,
-        stdev=statistics.stdev(values) if len(values) > 1 else None,
-        pass_rate=(sum(passes) / len(passes)) if passes else None,
-        cost=cost,
-    )
+        g.add(s.value if s.ok else None, s.passed, s.cost)
+    return g.aggregate(metric, backend)
 
 
 def aggregate_by(scores: Iterable[Score]) -> list[Aggregate]:
-    """One Aggregate per (metric, backend), in first-seen order."""
-    groups: dict[tuple[str, str], list[Score]] = {}
+    """One Aggregate per (metric, backend), in first-seen order (``RunningAggregates``)."""
+    acc = RunningAggregates()
     for s in scores:
-        groups.setdefault((s.metric, s.backend), []).append(s)
-    return [aggregate(v, m, b) for (m, b), v in groups.items()]
+        acc.add(s)
+    return acc.results()

@@ -1,0 +1,272 @@
+"""``Report``: a run's results as tables, files, the frameworks' shapes and an HTML page.
+
+A Report reads a run folder lazily: the score lines are read once into the report model
+(``unified.report.model``; last line per task key wins) and every summary, table and the
+page come from it, so a 100k-sample run is summarised without holding its Scores. It can
+also wrap Scores held in memory.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from unified.report import frameworks
+from unified.report.model import FileSource, MemorySource, RunModel, ScoreSource, build_model, iter_jsonl
+from unified.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
+from unified.scores import Aggregate, Score
+
+
+class Report:
+    """The results of a run: ``Report.from_dir(DIR)`` or ``Report(scores, samples)``."""
+
+    def __init__(self, scores: Iterable[Score] | None = None,
+                 samples: Iterable[Any] | Mapping[str, Any] | None = None, *,
+                 run_dir: str | Path | None = None):
+        self.run_dir = Path(run_dir) if run_dir is not None else None
+        self._scores = list(scores) if scores is not None else None
+        self._samples_in = samples
+        self._model: tuple[Any, RunModel] | None = None
+
+    @classmethod
+    def from_dir(cls, path: str | Path) -> "Report":
+        p = Path(path)
+        if not (p / SCORES_FILE).exists():
+            raise FileNotFoundError(f"{p} is not a run folder: it has no {SCORES_FILE}")
+        return cls(run_dir=p)
+
+    # ------------------------------------------------------------ the model
+
+    def source(self) -> ScoreSource:
+        if self._scores is not None:
+            return MemorySource(self._scores)
+        assert self.run_dir is not None
+        return FileSource(self.run_dir / SCORES_FILE)
+
+    def _stamp(self) -> Any:
+        """What invalidates the cached model: the scores file's size and mtime, and the
+        summary's (it names the metrics in the order asked)."""
+        if self._scores is not None:
+            return len(self._scores)
+        assert self.run_dir is not None
+        st = (self.run_dir / SCORES_FILE).stat()
+        summary = self.run_dir / SUMMARY_FILE
+        return (st.st_size, st.st_mtime_ns, summary.stat().st_mtime_ns if summary.exists() else None)
+
+    def model(self) -> RunModel:
+        """The report model (one pass over the score lines; cached until the file changes)."""
+        stamp = self._stamp()
+        if self._model is None or self._model[0] != stamp:
+            self._model = (stamp, build_model(self.source(), self.run_summary()))
+        return self._model[1]
+
+    # ------------------------------------------------------------ access
+
+    def iter_score_dicts(self) -> Iterator[dict[str, Any]]:
+        """Each task's score line as a dict, the last line per task key (CONTRACTS.md),
+        in the order the lines were written."""
+        model = self.model()
+        keep = None if model.superseded == 0 else model.positions()
+        for pos, d in self.source().lines():
+            if keep is None or pos in keep:
+                yield d
+
+    def iter_scores(self) -> Iterator[Score]:
+        for d in self.iter_score_dicts():
+            yield Score.model_validate(d)
+
+    @property
+    def scores(self) -> list[Score]:
+        """All Scores (loads them; prefer ``iter_scores``/``summary`` for huge runs)."""
+        return list(self.iter_scores())
+
+    def iter_samples(self) -> Iterator[dict[str, Any]]:
+        """Each sample as a dict, in run order (``samples.jsonl`` for a run folder)."""
+        src = self._samples_in
+        if src is None and self.run_dir is not None:
+            yield from (d for d in iter_jsonl(self.run_dir / SAMPLES_FILE) if "id" in d)
+            return
+        items = [] if src is None else (src.values() if isinstance(src, Mapping) else src)
+        for s in items:
+            d = s.model_dump(exclude_none=True) if hasattr(s, "model_dump") else dict(s)
+            d["id"] = str(d.get("id"))
+            yield d
+
+    def samples(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Sample id -> the sample as a dict; only ``ids`` when given."""
+        want = None if ids is None else set(ids)
+        return {d["id"]: d for d in self.iter_samples() if want is None or d["id"] in want}
+
+    def run_summary(self) -> dict[str, Any]:
+        if self.run_dir is not None and (self.run_dir / SUMMARY_FILE).exists():
+            try:
+                return json.loads((self.run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
+            except ValueError:  # a summary torn by a kill: the scores still tell the story
+                return {}
+        return {}
+
+    def backends(self) -> list[str]:
+        """Backends in the run's order (as asked, then as first seen)."""
+        return list(self.model().backends)
+
+    def metrics(self) -> list[str]:
+        """Metrics in the one stable order: as asked, then registry order."""
+        return list(self.model().metrics)
+
+    # ------------------------------------------------------------ tables
+
+    def to_pandas(self, samples: bool = False) -> Any:
+        """One row per task: metric, backend, sample_id, value, raw, raw_lo, raw_hi,
+        higher_is_better, threshold, passed, reason, error, degraded, row_error, details
+        (dict), cost_* columns. ``samples=True`` adds the sample's ``user_input``,
+        ``response`` and ``reference`` (None for input-row errors)."""
+        import pandas as pd
+
+        keys = ("metric", "backend", "sample_id", "value", "raw", "higher_is_better", "threshold",
+                "passed", "reason", "error", "degraded")
+        cols = ["metric", "backend", "sample_id", "value", "raw", "raw_lo", "raw_hi", "higher_is_better",
+                "threshold", "passed", "reason", "error", "degraded", "row_error", "details"]
+        rows = []
+        for d in self.iter_score_dicts():
+            rr = d.get("raw_range") or (None, None)
+            row = {k: d.get(k) for k in keys}
+            row["raw_lo"], row["raw_hi"] = rr[0], rr[1]
+            row["row_error"] = bool(d.get("row_error"))
+            row["details"] = d.get("details") or {}
+            for k, v in (d.get("cost") or {}).items():
+                row[f"cost_{k}"] = v
+            rows.append(row)
+        df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=cols)
+        if samples:
+            df = self._join_samples(df)
+        return df
+
+    def _join_samples(self, df: Any) -> Any:
+        fields = ("user_input", "response", "reference")
+        by_id = {d["id"]: d for d in self.iter_samples()}
+        for f in fields:
+            df[f] = [None if row_err else by_id.get(sid, {}).get(f)
+                     for sid, row_err in zip(df["sample_id"], df["row_error"])]
+        return df
+
+    def wide(self, values: str = "value") -> Any:
+        """Samples × ``backend:metric`` pivot of ``values`` (input-row errors left out)."""
+        df = self.to_pandas()
+        if df.empty:
+            return df
+        df = df[~df["row_error"]]
+        df = df.assign(column=df["backend"] + ":" + df["metric"])
+        return df.pivot_table(index="sample_id", columns="column", values=values, aggfunc="last")
+
+    def summary(self, stable: bool = False) -> list[Aggregate]:
+        """One Aggregate per (metric, backend) (``RunningAggregates`` over the last line of
+        each task), in the order the run first wrote them — the runner's order — or, with
+        ``stable=True``, in the page's order (metrics as asked, then registry order)."""
+        return self.model().aggregates(stable=stable)
+
+    def error_list(self, limit: int = 50) -> list[dict[str, Any]]:
+        """The first ``limit`` failed tasks: sample id, metric, backend, error."""
+        out = []
+        for d in self.model().failed():
+            out.append({k: d[k] for k in ("sample_id", "metric", "backend", "error")})
+            if len(out) >= limit:
+                break
+        return out
+
+    def error_groups(self) -> list[dict[str, Any]]:
+        """Failed tasks grouped by cause (``unified.errorgroups.group_errors``)."""
+        from unified.errorgroups import group_errors
+        return group_errors(self.model().failed())
+
+    def to_jsonl(self, path: str | Path) -> Path:
+        p = Path(path)
+        with open(p, "w", encoding="utf-8") as f:
+            for d in self.iter_score_dicts():
+                f.write(json.dumps(d, ensure_ascii=False) + "\n")
+        return p
+
+    def to_parquet(self, path: str | Path) -> Path:
+        """Parquet of ``to_pandas()``; ``details`` is stored as a JSON string because its
+        keys differ between metrics (Parquet needs one struct type per column)."""
+        df = self.to_pandas()
+        if not df.empty:
+            df["details"] = df["details"].map(lambda d: json.dumps(d, ensure_ascii=False, default=str))
+        df.to_parquet(path, index=False)
+        return Path(path)
+
+    # ------------------------------------------------------------ the frameworks' shapes
+
+    def _framework_input(self, backend: str | None) -> tuple[Any, list[str], list[str]]:
+        if backend is not None and backend not in self.backends():
+            raise ValueError(f"backend '{backend}' is not in this run (it has: {', '.join(self.backends())})")
+        by_task, seen = frameworks.collect(self.iter_score_dicts(), backend)
+        order = [b for b in self.backends() if b in seen]
+        return by_task, order, self.metrics()
+
+    def to_ragas(self, backend: str | None = None) -> Any:
+        """The DataFrame a RAGAS user gets from ``ragas.evaluate(...).to_pandas()``:
+        ``user_input``, ``retrieved_contexts``, ``response``, ``reference``, then one
+        column per metric under its RAGAS name holding the raw 0–1 value (NaN when the
+        task failed; see ``unified.report.frameworks``). One row per sample in run order;
+        in a run with several backends and no ``backend=``, one row per (sample, backend)
+        with a ``backend`` column."""
+        import pandas as pd
+
+        by_task, order, metrics = self._framework_input(backend)
+        with_backend = backend is None and len(self.backends()) > 1
+        rows, cols = frameworks.ragas_rows(self.iter_samples(), by_task, order, metrics, with_backend)
+        return pd.DataFrame(rows, columns=cols)
+
+    def to_deepeval(self, backend: str | None = None) -> list[dict[str, Any]]:
+        """Per sample, DeepEval's test-result shape: ``name`` (the sample id), ``input``,
+        ``actual_output``, ``expected_output``, ``retrieval_context``, ``success`` and
+        ``metrics_data``, a list of ``{name, score, threshold, success, reason, error}``
+        (score and threshold raw, on 0–1). In a run with several backends and no
+        ``backend=``, one record per (sample, backend) with a ``backend`` field."""
+        by_task, order, metrics = self._framework_input(backend)
+        with_backend = backend is None and len(self.backends()) > 1
+        out = []
+        for s in self.iter_samples():
+            for b in order:
+                lines = by_task.get((s["id"], b))
+                if lines is not None:
+                    out.append(frameworks.deepeval_record(s, lines, metrics, b if with_backend else None))
+        return out
+
+    # ------------------------------------------------------------ cross-check and page
+
+    def crosscheck(self, top_n: int = 10) -> dict[str, Any] | None:
+        """``unified.crosscheck.crosscheck`` over this run's sample tasks (input-row errors
+        are no sample), or None with fewer than 2 backends."""
+        if len(self.backends()) < 2:
+            return None
+        from unified.crosscheck import crosscheck
+        from unified.sample import Sample
+
+        samples = {}
+        for sid, d in self.samples().items():
+            try:
+                samples[sid] = Sample.model_validate(d)
+            except Exception:  # a sample that no longer validates only loses its question
+                continue
+        scores = (s for s in self.iter_scores() if not s.row_error)
+        return crosscheck(scores, samples, top_n=top_n)
+
+    def write_html(self, path: str | Path, *, max_drilldown: int = 200) -> Path:
+        """Write the self-contained HTML report (``unified.report.html``)."""
+        from unified.report.html import render_html
+
+        p = Path(path)
+        p.write_text(render_html(self, max_drilldown=max_drilldown), encoding="utf-8")
+        return p
+
+    # ------------------------------------------------------------ notebook
+
+    def __repr__(self) -> str:
+        from unified.report.notebook import report_repr
+        return report_repr(self)
+
+    def _repr_html_(self) -> str:
+        from unified.report.notebook import report_html
+        return report_html(self)

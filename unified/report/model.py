@@ -1,0 +1,265 @@
+"""The report model: a run's tasks read in one pass, light enough for a 100k-sample run.
+
+``build_model`` reads the score lines once and keeps, per task, a ``Task``: value,
+verdict, error, threshold, cost in money and the position of the line it came from —
+never the Score itself. Reasons and judges' details are fetched by position for the few
+tasks a page shows (``ScoreSource.fetch``).
+
+Last wins (CONTRACTS.md): the task key is (row_error, sample_id, metric, backend); a later
+line for the same key replaces the earlier one, so a folder read after a kill -9 or two
+writers never counts a task twice. Lines with ``row_error`` are input rows that never
+became samples: they live in ``RunModel.row_tasks`` and are never joined to a sample.
+
+Order (one order on every table and plot): metrics as the user asked for them
+(``summary.json`` ``config.metrics``, else first seen), then the rest in registry order;
+backends as asked, then first seen.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from unified.scores import Aggregate, Cost, RunningAggregates, Score
+
+COST_FIELDS = tuple(Cost.model_fields)
+
+
+@dataclass(slots=True)
+class Task:
+    """What the report keeps of one task's (last) score line."""
+
+    value: float | None
+    passed: bool | None
+    error: str | None
+    threshold: float | None
+    cost: tuple[Any, ...]
+    usd: float | None
+    pos: int
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.value is not None
+
+    def cost_model(self) -> Cost:
+        return Cost(**dict(zip(COST_FIELDS, self.cost)))
+
+
+@dataclass
+class RunModel:
+    """Every task of a run, deduplicated, with the run's stable metric/backend order.
+
+    ``tasks[metric][backend][sample_id]``: sample tasks. ``row_tasks[(sample_id, metric,
+    backend)]``: input-row failures. ``superseded``: lines replaced by a later line for
+    the same key; ``unreadable``: lines skipped as torn or not JSON.
+    """
+
+    tasks: dict[str, dict[str, dict[str, Task]]] = field(default_factory=dict)
+    row_tasks: dict[tuple[str, str, str], Task] = field(default_factory=dict)
+    metrics: list[str] = field(default_factory=list)
+    backends: list[str] = field(default_factory=list)
+    superseded: int = 0
+    unreadable: int = 0
+    summary: dict[str, Any] = field(default_factory=dict)
+    written: dict[tuple[str, str], None] = field(default_factory=dict)  # (metric, backend) as first written
+
+    def iter_tasks(self) -> Iterator[tuple[str, str, str, Task, bool]]:
+        """(metric, backend, sample_id, task, is_row_error) for every task, in order."""
+        for m in self.metrics:
+            for b in self.backends:
+                for sid, t in self.tasks.get(m, {}).get(b, {}).items():
+                    yield m, b, sid, t, False
+        for (sid, m, b), t in self.row_tasks.items():
+            yield m, b, sid, t, True
+
+    def positions(self) -> set[int]:
+        """Positions of the winning lines (one per task key)."""
+        return {t.pos for *_, t, _ in self.iter_tasks()}
+
+    def aggregates(self, stable: bool = True) -> list[Aggregate]:
+        """One Aggregate per (metric, backend) — in the stable order, or (``stable=False``)
+        in the order the lines were first written, as the runner's ``RunningAggregates``
+        lists them. Row-error lines count as failed tasks of their (metric, backend), as
+        the runner counts them."""
+        acc = RunningAggregates()
+        for m, b, _sid, t, _row in self.iter_tasks():
+            acc.add_value(m, b, t.value if t.ok else None, t.passed, t.cost_model())
+        pairs = [(m, b) for m in self.metrics for b in self.backends] if stable else list(self.written)
+        order = {p: i for i, p in enumerate(pairs)}
+        return sorted(acc.results(), key=lambda a: order.get((a.metric, a.backend), len(order)))
+
+    def values(self, metric: str, backend: str) -> dict[str, float]:
+        """sample_id -> 0–10 value of the successful tasks of (metric, backend)."""
+        return {sid: t.value for sid, t in self.tasks.get(metric, {}).get(backend, {}).items()
+                if t.ok and t.value is not None}
+
+    def n_tasks(self) -> int:
+        return sum(len(s) for per_b in self.tasks.values() for s in per_b.values()) + len(self.row_tasks)
+
+    def failed(self) -> Iterator[dict[str, Any]]:
+        """Failed tasks as small dicts (sample_id, metric, backend, error, row_error)."""
+        for m, b, sid, t, row in self.iter_tasks():
+            if not t.ok:
+                yield {"sample_id": sid, "metric": m, "backend": b,
+                       "error": t.error or "no value", "row_error": row}
+
+
+# ---------------------------------------------------------------- sources
+
+class ScoreSource:
+    """Where score lines come from: ``lines()`` yields (position, dict) in order,
+    ``fetch(positions)`` returns the full dicts of a few lines by position."""
+
+    def lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        raise NotImplementedError
+
+    def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
+        raise NotImplementedError
+
+
+class FileSource(ScoreSource):
+    """``scores.jsonl``; a position is the byte offset of a line. A torn or non-JSON line
+    (a killed run; the runner repairs it on resume) is skipped and counted."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.unreadable = 0
+
+    def lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        self.unreadable = 0
+        if not self.path.exists():
+            return
+        pos = 0
+        with open(self.path, "rb") as f:
+            for raw in f:
+                at, pos = pos, pos + len(raw)
+                d = _parse(raw)
+                if d is None:
+                    self.unreadable += bool(raw.strip())
+                    continue
+                yield at, d
+
+    def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
+        out: dict[int, dict[str, Any]] = {}
+        with open(self.path, "rb") as f:
+            for p in sorted(set(positions)):
+                f.seek(p)
+                d = _parse(f.readline())
+                if d is not None:
+                    out[p] = d
+        return out
+
+
+class MemorySource(ScoreSource):
+    """Scores held in memory; a position is the index in the list."""
+
+    def __init__(self, scores: Sequence[Score]):
+        self.scores = scores
+
+    def lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        for i, s in enumerate(self.scores):
+            yield i, s.model_dump(mode="json")
+
+    def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
+        return {p: self.scores[p].model_dump(mode="json") for p in set(positions)}
+
+
+def _parse(raw: bytes) -> dict[str, Any] | None:
+    if not raw.strip():
+        return None
+    try:
+        d = json.loads(raw)
+    except ValueError:
+        return None
+    ok = isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("metric", "backend", "sample_id"))
+    return d if ok else None
+
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The JSON objects of a JSONL file, skipping blank, torn and non-object lines."""
+    if not path.exists():
+        return
+    with open(path, "rb") as f:
+        for raw in f:
+            if raw.strip():
+                try:
+                    d = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(d, dict):
+                    yield d
+
+
+# ---------------------------------------------------------------- the one pass
+
+def _number(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def task_of(d: dict[str, Any], pos: int) -> Task:
+    """The light record of one score line."""
+    cost = d.get("cost") if isinstance(d.get("cost"), dict) else {}
+    default = Cost()
+    values = tuple(cost.get(k, getattr(default, k)) for k in COST_FIELDS)
+    error = d.get("error")
+    return Task(value=_number(d.get("value")), passed=d.get("passed") if isinstance(d.get("passed"), bool) else None,
+                error=str(error) if error is not None else None, threshold=_number(d.get("threshold")),
+                cost=values, usd=_number(cost.get("usd")), pos=pos)
+
+
+def build_model(source: ScoreSource, summary: dict[str, Any] | None = None,
+                requested: Sequence[str] | None = None) -> RunModel:
+    """Read every line of ``source`` once into a ``RunModel`` (last line per key wins)."""
+    model = RunModel(summary=summary or {})
+    seen_metrics: list[str] = []
+    seen_backends: list[str] = []
+    for pos, d in source.lines():
+        m, b, sid = d["metric"], d["backend"], d["sample_id"]
+        if m not in model.tasks:
+            model.tasks[m] = {}
+            seen_metrics.append(m)
+        if b not in seen_backends:
+            seen_backends.append(b)
+        model.written[(m, b)] = None
+        if d.get("row_error"):
+            slot: dict[Any, Task] = model.row_tasks
+            key: Any = (sid, m, b)
+        else:
+            slot = model.tasks[m].setdefault(b, {})
+            key = sid
+        model.superseded += key in slot
+        slot[key] = task_of(d, pos)
+    model.unreadable = getattr(source, "unreadable", 0)
+    config = model.summary.get("config") if isinstance(model.summary.get("config"), dict) else {}
+    asked = list(requested or config.get("metrics") or [])
+    model.metrics = metric_order(seen_metrics, asked)
+    asked_b = [b for b in (config.get("backends") or []) if b in seen_backends]
+    model.backends = asked_b + [b for b in seen_backends if b not in asked_b]
+    return model
+
+
+def metric_order(seen: Sequence[str], asked: Sequence[str] = ()) -> list[str]:
+    """``seen`` metrics in the one stable order: those the user asked for, in the order
+    asked; then the rest in registry order (the order ``unified.metrics`` registers its
+    built-ins), cutoff and parameters breaking ties; unknown names last, as seen."""
+    from unified.metrics import _REGISTRY, UnknownMetricError, parse_metric
+
+    # registry order: the registry dict keeps its insertion order (built-ins as declared)
+    rank = {spec.name: i for i, spec in enumerate(_REGISTRY.values())}
+    first = [m for m in dict.fromkeys(asked) if m in seen]
+
+    def key(item: tuple[int, str]) -> tuple[int, int, str, int]:
+        i, name = item
+        try:
+            ref = parse_metric(name)
+        except UnknownMetricError:
+            return (len(rank) + 1, 0, "", i)
+        return (rank.get(ref.canonical, len(rank)), ref.k or 0, name, i)
+
+    rest = sorted(((i, m) for i, m in enumerate(seen) if m not in first), key=key)
+    return first + [m for _, m in rest]
