@@ -138,6 +138,8 @@ def section_dist(view: View, svg: plots.Svg) -> str:
     figs = []
     for metric in m.metrics:
         series = {b: list(m.values(metric, b).values()) for b in m.backends if b in m.tasks.get(metric, {})}
+        if not series:  # every line of this metric is an input row's error: nothing to plot
+            continue
         figs.append(f"<div class='plot'>{plots.distribution(svg, metric, series, colors)}</div>")
     return ("<section id='dist'><h2>Score distributions</h2><p class='note'>One panel per backend "
             "on the same 0–10 axis; the dashed line is the mean.</p><div class='plots'>"
