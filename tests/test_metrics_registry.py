@@ -3,7 +3,7 @@
 import pytest
 
 from unified.metrics import (UnknownMetricError, get_metric, metric_names, parse_metric,
-                             parse_metrics, register_metric)
+                             parse_metrics, register_metric, scratch_registry)
 from unified.sample import Sample
 from unified.scores import Score, aggregate
 
@@ -74,7 +74,14 @@ def test_parse_metric_errors(text, fragment):
         parse_metric(text)
 
 
-def test_custom_metric_through_score_computation():
+@pytest.fixture
+def scratch():
+    """What a test registers leaves with it (the registry's own scoped API)."""
+    with scratch_registry():
+        yield
+
+
+def test_custom_metric_through_score_computation(scratch):
     @register_metric("test_answer_mentions_reference", required=("response", "reference"),
                      raw_range=(0.0, 1.0), threshold=6.0)
     def mentions(sample: Sample) -> float:

@@ -382,9 +382,11 @@ _builtin("noise_sensitivity",
          (Q, R, C, REF), "llm", 5.0, ragas="NoiseSensitivity")
 
 for _name, _desc, _req, _thr in [
-    ("precision_at_k", "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k.",
+    ("precision_at_k", "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k. "
+     "Passes at ≥ threshold · min(k, |rel|)/k, the best this sample allows.",
      ("retrieved_ids",), 5.0),
-    ("recall_at_k", "Share of the relevant ids found in the top k: |rel ∩ top_k| / |rel|.",
+    ("recall_at_k", "Share of the relevant ids found in the top k: |rel ∩ top_k| / |rel|. "
+     "Passes at ≥ threshold · min(k, |rel|)/|rel|, the best this sample allows.",
      ("retrieved_ids",), 5.0),
     ("mrr", "Reciprocal rank of the first relevant id in the top k: 1 / rank (0 if none).",
      ("retrieved_ids",), 5.0),

@@ -74,6 +74,12 @@ class NativeBackend(Backend):
         entry = entry_for(ref.spec)
         return entry.requirements() if entry is not None else frozenset()
 
+    def fingerprint_extra(self) -> dict[str, Any]:
+        """The backend options that change scores (those a metric or step reads, e.g.
+        ``relevance_threshold``, ``strictness``, ``threshold``); not ``run_dir``."""
+        read = {p for e in NATIVE_METRICS.values() for p in e.accepted_params()}
+        return {"options": {k: v for k, v in sorted(self.options.items()) if k in read}}
+
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
         """Exactly one Score per metric, in order; never raises for a per-sample problem."""
         plan = SamplePlan(self.judges, sample, list(metrics), self.options)

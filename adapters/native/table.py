@@ -37,6 +37,7 @@ embedding call.
 from __future__ import annotations
 
 import contextlib
+import inspect
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
 
@@ -44,6 +45,7 @@ from unified.metrics import MetricRef, MetricSpec, get_metric, register, unregis
 from unified.scores import Score
 
 from . import metrics as M
+from . import retrieval as R
 from . import steps as S
 from .context import MetricContext, StepContext
 
@@ -78,7 +80,8 @@ class NativeMetric:
     ``params``: bracket parameters it reads besides ``threshold`` and its steps'
     options; ``needs_contexts``: at least one retrieved context; ``needs_embedder``: one
     embedding call per sample; ``own_dual_calls``: judgments it asks itself through
-    ``ctx.ask_dual``; ``checks_fields``: it reports missing fields itself."""
+    ``ctx.ask_dual``; ``checks_fields``: it reports missing fields itself; ``doc``: the
+    formula when it is not ``fn``'s docstring."""
 
     fn: Callable[[MetricContext], Awaitable[Score]]
     steps: tuple[str, ...] = ()
@@ -88,6 +91,12 @@ class NativeMetric:
     needs_embedder: bool = False
     own_dual_calls: int = 0
     checks_fields: bool = False
+    doc: str | None = None
+
+    @property
+    def formula(self) -> str:
+        """The metric's formula as its docstring states it."""
+        return inspect.cleandoc(self.doc or self.fn.__doc__ or "")
 
     @property
     def needs_chat(self) -> bool:
@@ -117,7 +126,11 @@ _RESPONSE_SUPPORT = dict(steps=("claims:response", "verify"), sections=frozenset
                          needs_contexts=True)
 _REFERENCE_SUPPORT = dict(steps=("claims:reference", "verify"), sections=frozenset({"verify.reference"}),
                           needs_contexts=True)
-_RETRIEVAL = NativeMetric(M.retrieval, checks_fields=True)
+
+
+def _retrieval(fn: Callable[..., float]) -> NativeMetric:
+    return NativeMetric(M.retrieval, checks_fields=True, doc=fn.__doc__)
+
 
 NATIVE_METRICS: dict[str, NativeMetric] = {
     "faithfulness": NativeMetric(M.faithfulness, **_RESPONSE_SUPPORT),
@@ -136,11 +149,7 @@ NATIVE_METRICS: dict[str, NativeMetric] = {
     "response_groundedness": NativeMetric(M.response_groundedness, steps=("groundedness",),
                                           needs_contexts=True),
     "semantic_similarity": NativeMetric(M.semantic_similarity, needs_embedder=True),
-    "precision_at_k": _RETRIEVAL,
-    "recall_at_k": _RETRIEVAL,
-    "mrr": _RETRIEVAL,
-    "ndcg_at_k": _RETRIEVAL,
-    "hit_rate_at_k": _RETRIEVAL,
+    **{name: _retrieval(fn) for name, fn in R.RETRIEVAL_METRICS.items()},
 }
 
 # user-registered metrics (unified.metrics.register_metric / register_rubric) run here too
