@@ -37,8 +37,10 @@ def estimate_calls(backend: str, metric: str, n_contexts: int = 0) -> int:
 
 def estimate_run(samples: Sequence[Any], metric_refs: Sequence[Any], backends: Sequence[str],
                  single_judge: bool = False) -> list[dict]:
-    """One row per (backend, metric), each metric counted alone (as before the move)."""
+    """One row per (backend, metric), each metric counted alone (as before the move);
+    one spelling per metric (``semantic_similarity,answer_similarity`` is one row)."""
     from unified.adapters import estimate_calls as new_estimate
 
-    return [row for b in backends for ref in metric_refs
+    distinct = list({r.name: r for r in metric_refs}.values())
+    return [row for b in backends for ref in distinct
             for row in new_estimate(b, samples, [ref], single_judge=single_judge)]
