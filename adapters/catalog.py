@@ -13,7 +13,7 @@ from typing import Any
 from unified.metrics import MetricSpec, all_metrics, get_metric
 
 from unified.adapters.registry import (BUILTIN_BACKENDS, BackendUnavailableError, as_ref, backend_info,
-                                       backend_names, implemented_metrics, threshold_for)
+                                       backend_names, implemented_metrics, threshold_of)
 
 #: alias keys of ``MetricSpec.aliases`` that name a framework (``ragas_short`` is RAGAS too)
 FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain")
@@ -74,7 +74,7 @@ def describe_metric(name: str) -> dict[str, Any]:
             "formula": _native_formula(spec.name) if "native" in backends else None,
             "required": list(spec.required), "also_needs": _IDS_NEED if _needs_ids(spec) else None,
             "takes_k": spec.takes_k, "custom": spec.custom, "backends": backends,
-            "thresholds": {b: threshold_for(b, ref) for b in backends}, "aliases": aliases(spec)}
+            "thresholds": {b: threshold_of(backend_info(b), ref) for b in backends}, "aliases": aliases(spec)}
 
 
 def _needs_ids(spec: MetricSpec) -> bool:
@@ -87,6 +87,7 @@ def metric_matrix(backends: list[str] | None = None) -> dict[str, Any]:
     "thresholds": {backend: float}}]}``, one row per registered metric (sorted)."""
     names = backends if backends is not None else backend_names()
     impl = _implemented(names)
+    info = {b: backend_info(b) for b in names}
     rows = []
     for spec in all_metrics():
         ref = as_ref(spec.name)
@@ -94,9 +95,8 @@ def metric_matrix(backends: list[str] | None = None) -> dict[str, Any]:
         rows.append({"metric": spec.name, "label": label(spec), "kind": spec.kind,
                      "required": ", ".join(spec.required) + (f" + {_IDS_NEED}" if _needs_ids(spec) else ""),
                      "implemented": has,
-                     "thresholds": {b: threshold_for(b, ref) for b in names if has[b]}})
-    info = [backend_info(b) for b in names]
-    return {"backends": [{"name": i.name, "available": i.available, "hint": i.hint} for i in info],
+                     "thresholds": {b: threshold_of(info[b], ref) for b in names if has[b]}})
+    return {"backends": [{"name": i.name, "available": i.available, "hint": i.hint} for i in info.values()],
             "rows": rows}
 
 

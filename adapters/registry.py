@@ -88,10 +88,6 @@ class BackendInfo:
     def available(self) -> bool:
         return self.package is None or importlib.util.find_spec(self.package) is not None
 
-    @property
-    def install_hint(self) -> str:
-        return self.hint
-
 
 def _entry_point_backends() -> dict[str, dict[str, Any]]:
     return {ep.name: {"class": ep.value, "err": f"backend '{ep.name}' from {ep.value} failed to import"}
@@ -151,6 +147,8 @@ def register_backend(name: str, class_path: str, *, metrics: Iterable[str] | str
     class's ``metrics`` on first use). A built-in name is replaced only with ``replace``."""
     if name in known_backends and not replace:
         raise ValueError(f"backend '{name}' is already registered")
+    if not class_path.partition(":")[2]:
+        raise ValueError(f"backend class path must be 'package.module:Class', got {class_path!r}")
     entry: dict[str, Any] = {"class": class_path, "err": hint or f"backend '{name}' ({class_path}) failed to import",
                              "uses_judges": uses_judges, "custom_metrics": custom_metrics}
     if metrics is not None:
@@ -239,7 +237,9 @@ def threshold_for(name: str, metric: MetricRef | str) -> float | None:
     ref = as_ref(metric)
     if not implements(name, ref):
         return None
-    info = backend_info(name)
-    if info.threshold is None:
-        return default_threshold(ref)
-    return float(resolve(info.threshold)(ref))
+    return threshold_of(backend_info(name), ref)
+
+
+def threshold_of(info: BackendInfo, ref: MetricRef) -> float:
+    """``threshold_for`` once the backend is known to implement ``ref``."""
+    return default_threshold(ref) if info.threshold is None else float(resolve(info.threshold)(ref))
