@@ -6,6 +6,14 @@ the static facts about each backend (fsspec's ``known_implementations`` shape) a
 lookups built on them; ``estimate.py`` the ``--dry-run`` call estimates; ``catalog.py``
 what ``unified-eval metrics`` shows about each metric. ``unified`` reaches adapters only
 through the names exported here, so ``import unified`` never imports ragas or deepeval.
+
+For the core: ``backend_names()``, ``backend_info(name)`` (class path, extra, package,
+hint, uses_judges, availability), ``implemented_metrics(name)``, ``implements(name, ref)``,
+``get_backend(name, judges, **options)``, ``threshold_for(name, ref)``,
+``estimate_calls(name, samples, refs, single_judge=...)``, ``describe_metric(name)``,
+``metric_matrix()``, ``metric_table_markdown()``; on a Backend: ``requirements(ref)``,
+``fingerprint_extra()``; ``missing_requirements(backend, ref, judges)``. For plugins and
+tests: ``register_backend``, ``unregister_backend``, ``registered_backend`` (scoped).
 """
 
 from __future__ import annotations
