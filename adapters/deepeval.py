@@ -168,6 +168,9 @@ class DeepEvalBackend(FrameworkBackend):
         super().__init__(judges, **options)
         self.model = JudgeDeepEvalLLM(self.judges)
 
+    def fingerprint_extra(self) -> dict[str, Any]:
+        return {"framework": "deepeval", "version": deepeval.__version__}
+
     def new_metric(self, canonical: str, threshold: float = 0.5,
                    params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """A fresh deepeval metric object for ``canonical`` (one per test case)."""

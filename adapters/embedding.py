@@ -155,6 +155,18 @@ class EmbeddingBackend(Backend):
         super().__init__(judges, **options)
         self._embedder: Embedder | None = None
 
+    @staticmethod
+    def pass_threshold(ref: MetricRef) -> float:
+        """The pass bound on 0–10 this backend applies to ``ref``: the tuned bound of
+        ``DEFAULTS`` (``[threshold=…]`` overrides it). The registry's ``threshold_for``."""
+        return _threshold(ref)
+
+    def fingerprint_extra(self) -> dict[str, Any]:
+        """The embedding model decides every score here (the judges' embedder when one
+        is configured, else the packaged local model)."""
+        model = getattr(self.judges.embedder, "model", None) if self.judges.embedder is not None else None
+        return {"embedder": model or "local:all-MiniLM-L6-v2"}
+
     @property
     def embedder(self) -> Embedder:
         if self.judges.embedder is not None:

@@ -205,6 +205,16 @@ class RagasBackend(FrameworkBackend):
         self.embeddings = JudgeRagasEmbedding(self.judges)
         self._instances: dict[tuple[str, tuple[tuple[str, Any], ...]], Any] = {}
 
+    def requirements(self, ref: MetricRef) -> frozenset[str]:
+        """From the mapping table: "llm" -> chat, "embeddings" -> embedder
+        (AnswerRelevancy and AnswerCorrectness need both)."""
+        m = RAGAS_METRICS.get(ref.canonical)
+        uses = m.uses if m is not None else ()
+        return frozenset({"llm": "chat", "embeddings": "embedder"}[u] for u in uses)
+
+    def fingerprint_extra(self) -> dict[str, Any]:
+        return {"framework": "ragas", "version": ragas.__version__}
+
     def ragas_metric(self, canonical: str, params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """The (shared, lazily built) ragas metric object for ``canonical``."""
         key = (canonical, params)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from unified.adapters import Backend, known_backends
+from unified.adapters import Backend, registered_backend
 from unified.cli import app
 from unified.scores import Score
 
@@ -34,8 +34,10 @@ class Twin(Backend):
 
 
 @pytest.fixture
-def twin(monkeypatch):
-    monkeypatch.setitem(known_backends, "twin", {"class": f"{__name__}:Twin", "err": "twin missing"})
+def twin():
+    with registered_backend("twin", f"{__name__}:Twin", metrics={"mrr"}, uses_judges=False,
+                            hint="twin missing"):
+        yield
 
 
 def invoke(*args: str):

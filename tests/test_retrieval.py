@@ -114,8 +114,10 @@ def test_score_retrieval_precision():
     assert sc.ok and sc.metric == "precision@3" and sc.backend == "native"
     assert sc.raw == pytest.approx(1 / 3) and sc.value == pytest.approx(10 / 3)
     assert sc.reason == "1 of top 3 relevant"
-    assert sc.details == {"k": 3, "hits": ["d2"], "ranks": [2], "relevant": 1}
-    assert sc.threshold == 5.0 and sc.passed is False
+    # one relevant id: the best P@3 is 1/3, and the pass bound is relative to it (issue 12)
+    assert sc.details == {"k": 3, "hits": ["d2"], "ranks": [2], "relevant": 1,
+                          "best_achievable": pytest.approx(1 / 3), "threshold_base": 5.0}
+    assert sc.threshold == pytest.approx(5 / 3) and sc.passed  # it used to be 5: never passable
     assert sc.sample_id == s.id
 
 

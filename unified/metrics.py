@@ -11,10 +11,11 @@ Custom metrics (as Embedchain's and Dingo's users write them) register with
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Iterator, Literal
 
 Kind = Literal["llm", "embedding", "deterministic"]
 
@@ -88,6 +89,46 @@ def register(spec: MetricSpec, *, replace: bool = False) -> MetricSpec:
         if a not in _REGISTRY or a == key:
             _ALIAS_INDEX.setdefault(a, key)
     return spec
+
+
+def unregister(name: str) -> MetricSpec:
+    """Remove a metric and the aliases that resolve to it; returns its spec. Aliases it
+    had shadowed nothing, so no other metric loses a name."""
+    key = _norm(name)
+    if key not in _REGISTRY:
+        raise UnknownMetricError(f"unknown metric '{name}'")
+    spec = _REGISTRY.pop(key)
+    for alias in [a for a, k in _ALIAS_INDEX.items() if k == key]:
+        del _ALIAS_INDEX[alias]
+    return spec
+
+
+@contextlib.contextmanager
+def registered(spec: MetricSpec, *, replace: bool = False) -> Iterator[MetricSpec]:
+    """``register(spec)`` for the duration of a ``with`` block; the registry is left as
+    it was found (a replaced spec comes back)."""
+    previous = _REGISTRY.get(_norm(spec.name))
+    register(spec, replace=replace)
+    try:
+        yield spec
+    finally:
+        unregister(spec.name)
+        if previous is not None:
+            register(previous)
+
+
+@contextlib.contextmanager
+def scratch_registry() -> Iterator[None]:
+    """Everything registered inside the block (``register_metric``, ``register_rubric``,
+    plugins) is removed at its end, and replaced specs come back: for tests."""
+    saved = dict(_REGISTRY), dict(_ALIAS_INDEX)
+    try:
+        yield
+    finally:
+        _REGISTRY.clear()
+        _REGISTRY.update(saved[0])
+        _ALIAS_INDEX.clear()
+        _ALIAS_INDEX.update(saved[1])
 
 
 def metric_names() -> list[str]:
@@ -341,9 +382,11 @@ _builtin("noise_sensitivity",
          (Q, R, C, REF), "llm", 5.0, ragas="NoiseSensitivity")
 
 for _name, _desc, _req, _thr in [
-    ("precision_at_k", "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k.",
+    ("precision_at_k", "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k. "
+     "Passes at ≥ threshold · min(k, |rel|)/k, the best this sample allows.",
      ("retrieved_ids",), 5.0),
-    ("recall_at_k", "Share of the relevant ids found in the top k: |rel ∩ top_k| / |rel|.",
+    ("recall_at_k", "Share of the relevant ids found in the top k: |rel ∩ top_k| / |rel|. "
+     "Passes at ≥ threshold · min(k, |rel|)/|rel|, the best this sample allows.",
      ("retrieved_ids",), 5.0),
     ("mrr", "Reciprocal rank of the first relevant id in the top k: 1 / rank (0 if none).",
      ("retrieved_ids",), 5.0),

@@ -7,11 +7,16 @@ judge, extractions are made once, and each call is charged to the first metric t
 needs it. Five core metrics cost 8 judge calls (dual) or 5 (single judge) whatever the
 number of contexts, plus one embedding call.
 
-Each metric's formula is in its docstring in ``metrics.py``; the arithmetic is in
-``formulas.py``; the dual-judge mechanics in ``dual.py``; prompts in ``prompts/``.
+Every native metric is declared once in ``table.py`` (function, steps, parameters, needs);
+each metric's formula is in its docstring in ``metrics.py``; what each judge step asks is
+in ``steps.py``; the arithmetic in ``formulas.py``; the dual-judge mechanics in
+``dual.py``; prompts in ``prompts/``; the interfaces metrics and steps see in
+``context.py``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from unified.metrics import MetricRef, get_metric, UnknownMetricError
 from unified.sample import Sample
@@ -19,9 +24,23 @@ from unified.scores import Score
 
 from unified.adapters import Backend
 
-from .plan import EMBEDDING_METRICS, LLM_METRICS, RETRIEVAL_METRICS, SamplePlan
+from .plan import SamplePlan
+from .table import NATIVE_METRICS, entry_for, metric_names
 
 __all__ = ["NativeBackend", "LLM_METRICS", "EMBEDDING_METRICS", "RETRIEVAL_METRICS"]
+
+# the table's built-ins by what they need (a snapshot at import; the table is the truth)
+LLM_METRICS = frozenset(n for n, e in NATIVE_METRICS.items() if e.needs_chat)
+EMBEDDING_METRICS = frozenset(n for n, e in NATIVE_METRICS.items() if e.needs_embedder and not e.needs_chat)
+RETRIEVAL_METRICS = frozenset(n for n, e in NATIVE_METRICS.items() if e.requirements() == frozenset())
+
+
+class _TableMetrics:
+    """``NativeBackend.metrics``: the table's names at the time of asking, so a metric
+    added with ``register_native_metric`` is implemented without touching the class."""
+
+    def __get__(self, obj: Any, owner: Any) -> frozenset[str]:
+        return metric_names()
 
 
 class NativeBackend(Backend):
@@ -35,7 +54,7 @@ class NativeBackend(Backend):
     """
 
     name = "native"
-    metrics = frozenset(LLM_METRICS | EMBEDDING_METRICS | RETRIEVAL_METRICS)
+    metrics = _TableMetrics()  # type: ignore[assignment]
 
     def implements(self, metric: MetricRef | str) -> bool:
         """Built-ins above, plus every custom metric in the registry (a function or a
@@ -48,6 +67,18 @@ class NativeBackend(Backend):
             return get_metric(metric).custom
         except UnknownMetricError:
             return False
+
+    def requirements(self, ref: MetricRef) -> frozenset[str]:
+        """From the metric's table entry: {"chat"} for judged steps or rubrics,
+        {"embedder"} for embeddings, nothing for retrieval and custom functions."""
+        entry = entry_for(ref.spec)
+        return entry.requirements() if entry is not None else frozenset()
+
+    def fingerprint_extra(self) -> dict[str, Any]:
+        """The backend options that change scores (those a metric or step reads, e.g.
+        ``relevance_threshold``, ``strictness``, ``threshold``); not ``run_dir``."""
+        read = {p for e in NATIVE_METRICS.values() for p in e.accepted_params()}
+        return {"options": {k: v for k, v in sorted(self.options.items()) if k in read}}
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
         """Exactly one Score per metric, in order; never raises for a per-sample problem."""

@@ -19,6 +19,20 @@ Conventions (shared by every function here, and tested):
 - A retrieved id repeated at a later rank counts once, at its first occurrence; the
   repeat keeps its rank slot but scores as non-relevant, so repeating a hit cannot
   inflate precision.
+
+Pass/fail (``score_retrieval``): precision@k and recall@k cannot always reach 1 — P@3
+with one relevant document tops out at 1/3 (3.33 on 0–10), R@3 with five at 3/5 — so an
+absolute bound of 5 would fail a perfect retriever on every such sample. Their pass bound
+is therefore relative to the best the sample allows (``best_achievable``):
+
+    passed = value ≥ threshold · best,   best = min(k, |rel|)/k (P@k), min(k, |rel|)/|rel| (R@k)
+
+``value`` stays the textbook P@k / R@k, comparable with any IR library; ``passed`` asks
+"did the retriever reach threshold/10 of what was possible here?", and the Score's
+``threshold`` is that per-sample bound (``details``: ``best_achievable``,
+``threshold_base``). Normalising the value itself (hits / min(k, |rel|)) would change the
+number users compare with other tools; no default pass/fail would leave the pass rate of
+the most used retrieval metric empty. MRR, nDCG and hit rate can always reach 1.
 """
 
 from __future__ import annotations
@@ -33,7 +47,7 @@ from unified.scores import Score
 
 __all__ = [
     "precision_at_k", "recall_at_k", "mrr", "ndcg_at_k", "hit_rate_at_k",
-    "relevant_set", "score_retrieval", "RETRIEVAL_METRICS",
+    "relevant_set", "score_retrieval", "best_achievable", "RETRIEVAL_METRICS",
 ]
 
 
@@ -181,6 +195,29 @@ RETRIEVAL_METRICS = {
 }
 
 
+def best_achievable(name: str, k: int, n_relevant: int) -> float:
+    """The highest raw value ``name`` can reach at cutoff ``k`` with ``n_relevant``
+    relevant ids: min(k, n)/k for precision_at_k, min(k, n)/n for recall_at_k, 1 for the
+    others (and for an empty cutoff, ``k = 0``)."""
+    if k == 0 or n_relevant == 0:
+        return 1.0
+    if name == "precision_at_k":
+        return min(k, n_relevant) / k
+    if name == "recall_at_k":
+        return min(k, n_relevant) / n_relevant
+    return 1.0
+
+
+def _pass_bound(metric: MetricRef, k: int, n_relevant: int, details: dict[str, Any]) -> float:
+    """The per-sample pass bound on 0–10 (module docstring: relative for P@k and R@k)."""
+    base = float(metric.param("threshold", metric.spec.threshold))
+    if metric.canonical not in ("precision_at_k", "recall_at_k"):
+        return base
+    best = best_achievable(metric.canonical, k, n_relevant)
+    details.update(best_achievable=best, threshold_base=base)
+    return base * best
+
+
 def _reason(name: str, raw: float, k: int, hits: list[int], n_rel: int) -> str:
     top = f"top {k}"
     if name == "precision_at_k":
@@ -198,8 +235,9 @@ def score_retrieval(sample: Sample, metric: MetricRef, backend: str = "native") 
     """Score one retrieval metric on one sample. Raw on [0, 1]; value = 10 · raw.
 
     ``details``: ``k`` (effective cutoff), ``hits`` (relevant ids found), ``ranks`` (their
-    1-based ranks), ``relevant`` (size of the relevant set). A missing field or an
-    undefined metric gives ``Score.failure`` naming it. Never raises.
+    1-based ranks), ``relevant`` (size of the relevant set). The pass bound of P@k and
+    R@k is relative to the best achievable value (module docstring). A missing field or
+    an undefined metric gives ``Score.failure`` naming it. Never raises.
     """
     name, sid = metric.name, sample.id
     fn = RETRIEVAL_METRICS.get(metric.canonical)
@@ -227,6 +265,6 @@ def score_retrieval(sample: Sample, metric: MetricRef, backend: str = "native") 
     details: dict[str, Any] = {"k": k, "hits": [retrieved[r - 1] for r in ranks],
                                "ranks": ranks, "relevant": len(rel)}
     return Score.from_raw(name, backend, sid, raw, raw_range=(0.0, 1.0),
-                          threshold=float(metric.param("threshold", metric.spec.threshold)),
+                          threshold=_pass_bound(metric, k, len(rel), details),
                           reason=_reason(metric.canonical, raw, k, ranks, len(rel)),
                           details=details)

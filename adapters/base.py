@@ -1,0 +1,95 @@
+"""The protocol every backend implements, and the checks they share."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from unified.metrics import MetricRef
+from unified.sample import Sample
+from unified.scores import Score
+
+if TYPE_CHECKING:
+    from unified.judge.base import Judges
+
+#: what a metric of each kind needs from the Judges when the backend says nothing else
+_KIND_NEEDS: dict[str, frozenset[str]] = {"llm": frozenset({"chat"}), "embedding": frozenset({"embedder"}),
+                                          "deterministic": frozenset()}
+
+
+class Backend(ABC):
+    """One evaluator framework behind the unified call.
+
+    ``score`` gets one sample and the metrics requested for it (the runner has already
+    checked each metric's required fields) and returns exactly one Score per metric, in
+    order. It never raises for a per-sample problem: a failure is a Score with ``error``.
+    Calling several metrics at once lets a backend share judge calls between them.
+    """
+
+    name: ClassVar[str]
+    #: canonical metric names this backend implements
+    metrics: ClassVar[frozenset[str]]
+    #: False for a backend that brings its own models and never calls the Judges
+    uses_judges: ClassVar[bool] = True
+
+    def __init__(self, judges: "Judges | None" = None, **options: Any):
+        if judges is None:
+            from unified.judge.base import Judges
+            judges = Judges()
+        self.judges = judges
+        self.options = options
+
+    def implements(self, metric: MetricRef | str) -> bool:
+        name = metric.canonical if isinstance(metric, MetricRef) else metric
+        return name in self.metrics
+
+    def requirements(self, ref: MetricRef) -> frozenset[str]:
+        """What this backend needs from the Judges to score ``ref``: a subset of
+        {"chat", "embedder"}. Default: nothing when the backend does not use the Judges,
+        else by the metric's kind (llm → chat, embedding → embedder). Backends whose
+        metrics need more (RAGAS AnswerRelevancy: chat and embeddings) say so."""
+        if not self.uses_judges:
+            return frozenset()
+        return _KIND_NEEDS.get(ref.spec.kind, frozenset())
+
+    def fingerprint_extra(self) -> dict[str, Any]:
+        """Backend settings that decide its scores besides the metric and the judges
+        (framework version, scoring options), for the run's config fingerprint. Never a
+        secret, never a path."""
+        return {}
+
+    @abstractmethod
+    async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
+        ...
+
+    async def aclose(self) -> None:
+        return None
+
+
+def missing_requirements(backend: Backend, ref: MetricRef, judges: "Judges") -> frozenset[str]:
+    """The part of ``backend.requirements(ref)`` that ``judges`` lacks ("chat" when no
+    chat judge is configured, "embedder" when no embedder is)."""
+    have = {"chat"} if judges.chat is not None else set()
+    if judges.embedder is not None:
+        have.add("embedder")
+    return backend.requirements(ref) - have
+
+
+def missing_field_error(sample: Sample, metric: MetricRef) -> str | None:
+    """The one-line error for the first field ``metric`` needs that ``sample`` lacks, or
+    None. The runner checks this before calling a backend; backends check it too, so that
+    calling one directly fails the same way."""
+    missing = next((f for f in metric.spec.required if not sample.has(f)), None)
+    if missing is None:
+        return None
+    return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
+
+
+def unknown_param_error(metric: MetricRef, accepted: set[str] | frozenset[str]) -> str | None:
+    """The one-line error for a bracket parameter (``faithfulness[t=0.8]``) the backend
+    does not read, or None: a typo must not silently run with the default."""
+    unknown = [k for k, _ in metric.params if k not in accepted]
+    if not unknown:
+        return None
+    return (f"metric '{metric.name}': unknown parameter '{unknown[0]}' "
+            f"(accepted: {', '.join(sorted(accepted)) or 'none'})")

@@ -1,0 +1,127 @@
+"""What ``unified-eval metrics`` shows: each metric with its formula, fields, backends,
+per-backend pass bounds and framework names — from the metric registry and the backend
+registry's static facts, without importing ragas or deepeval.
+
+One row per canonical metric name, always: a backend that declares a framework alias is
+read through ``implemented_metrics`` (canonical names), so no metric is listed twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from unified.metrics import MetricSpec, all_metrics, get_metric
+
+from unified.adapters.registry import (BUILTIN_BACKENDS, BackendUnavailableError, as_ref, backend_info,
+                                       backend_names, implemented_metrics, threshold_of)
+
+#: alias keys of ``MetricSpec.aliases`` that name a framework (``ragas_short`` is RAGAS too)
+FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain")
+_IDS_NEED = "relevant_ids or graded_relevance"
+
+
+def label(spec: MetricSpec) -> str:
+    """How users write it: ``precision@k`` for a cutoff metric, else the canonical name."""
+    return spec.name.removesuffix("_at_k") + "@k" if spec.takes_k else spec.name
+
+
+def _framework_of(key: str) -> str:
+    if key in FRAMEWORKS:
+        return key
+    prefix = key.split("_")[0]
+    return prefix if prefix in FRAMEWORKS else "other"
+
+
+def aliases(spec: MetricSpec) -> dict[str, list[str]]:
+    """framework -> the names that framework uses for this metric (``other``: further
+    accepted spellings, e.g. ``precision`` for ``precision_at_k``)."""
+    out: dict[str, list[str]] = {}
+    for key, name in spec.aliases.items():
+        out.setdefault(_framework_of(key), []).append(name)
+    return out
+
+
+def _implemented(backends: list[str]) -> dict[str, set[str]]:
+    # a third-party backend that fails to import implements nothing here (its hint says why)
+    out = {}
+    for b in backends:
+        try:
+            out[b] = implemented_metrics(b)
+        except (BackendUnavailableError, ImportError):
+            out[b] = set()
+    return out
+
+
+def _native_formula(name: str) -> str | None:
+    from unified.adapters.native.table import NATIVE_METRICS
+
+    entry = NATIVE_METRICS.get(name)
+    return entry.formula if entry is not None and entry.formula else None
+
+
+def describe_metric(name: str) -> dict[str, Any]:
+    """Everything ``unified-eval metrics NAME`` prints. ``name``: any spelling
+    (``precision@3``, ``FaithfulnessMetric``). Keys: ``name``, ``label``, ``kind``,
+    ``description`` (the formula in one line), ``formula`` (native's docstring, or None),
+    ``required`` (fields), ``also_needs`` (retrieval: relevant ids), ``takes_k``,
+    ``custom``, ``backends`` (implementing, display order), ``thresholds`` (backend ->
+    pass bound on 0–10), ``aliases`` (framework -> names)."""
+    ref = as_ref(name)
+    spec = ref.spec
+    impl = _implemented(backend_names())
+    backends = [b for b, names in impl.items() if spec.name in names]
+    return {"name": spec.name, "label": label(spec), "kind": spec.kind, "description": spec.description,
+            "formula": _native_formula(spec.name) if "native" in backends else None,
+            "required": list(spec.required), "also_needs": _IDS_NEED if _needs_ids(spec) else None,
+            "takes_k": spec.takes_k, "custom": spec.custom, "backends": backends,
+            "thresholds": {b: threshold_of(backend_info(b), ref) for b in backends}, "aliases": aliases(spec)}
+
+
+def _needs_ids(spec: MetricSpec) -> bool:
+    return spec.kind == "deterministic" and spec.takes_k
+
+
+def metric_matrix(backends: list[str] | None = None) -> dict[str, Any]:
+    """The metric × backend matrix: ``{"backends": [{"name", "available", "hint"}],
+    "rows": [{"metric", "label", "kind", "required", "implemented": {backend: bool},
+    "thresholds": {backend: float}}]}``, one row per registered metric (sorted)."""
+    names = backends if backends is not None else backend_names()
+    impl = _implemented(names)
+    info = {b: backend_info(b) for b in names}
+    rows = []
+    for spec in all_metrics():
+        ref = as_ref(spec.name)
+        has = {b: spec.name in impl[b] for b in names}
+        rows.append({"metric": spec.name, "label": label(spec), "kind": spec.kind,
+                     "required": ", ".join(spec.required) + (f" + {_IDS_NEED}" if _needs_ids(spec) else ""),
+                     "implemented": has,
+                     "thresholds": {b: threshold_of(info[b], ref) for b in names if has[b]}})
+    return {"backends": [{"name": i.name, "available": i.available, "hint": i.hint} for i in info.values()],
+            "rows": rows}
+
+
+def _pass_cell(spec: MetricSpec, thresholds: dict[str, float | None]) -> str:
+    base = f"{spec.threshold:g}"
+    others = [f"{b} {t:g}" for b, t in thresholds.items() if t is not None and t != spec.threshold]
+    cell = base + (f" ({', '.join(others)})" if others else "")
+    return cell + ("†" if spec.name in ("precision_at_k", "recall_at_k") else "")
+
+
+def metric_table_markdown() -> str:
+    """The README's metric table, generated: ✓ per built-in backend, needed fields, and
+    the pass bound on 0–10 — the registry's default, with each backend that applies
+    another named beside it."""
+    head = "| metric | " + " | ".join(BUILTIN_BACKENDS) + " | needs | pass ≥ |"
+    lines = [head, "|---|" + ":-:|" * len(BUILTIN_BACKENDS) + "---|--:|"]
+    matrix = metric_matrix(list(BUILTIN_BACKENDS))
+    for row in matrix["rows"]:
+        spec = get_metric(row["metric"])
+        if spec.custom:
+            continue
+        ticks = " | ".join("✓" if row["implemented"][b] else "" for b in BUILTIN_BACKENDS)
+        lines.append(f"| `{row['label']}` | {ticks} | {row['required']} | {_pass_cell(spec, row['thresholds'])} |")
+    lines.append("")
+    lines.append("† relative to the best the sample allows: precision@k passes at "
+                 "≥ threshold · min(k, |relevant|)/k, recall@k at ≥ threshold · min(k, |relevant|)/|relevant| "
+                 "(see `unified-eval metrics precision@k`).")
+    return "\n".join(lines) + "\n"

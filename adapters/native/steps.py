@@ -1,0 +1,92 @@
+"""The judge steps of the native metrics: what each step asks, given a ``StepContext``.
+
+A step runs at most once per sample however many requested metrics need it; which
+metrics need which step is declared in ``table.py``. Fused steps ask only the sections
+their requested metrics need (``ctx.wants``), so a metric alone gets a smaller prompt.
+A step that has nothing to ask returns None without a call; the metrics that use it
+decide their value without a judge in that case.
+"""
+
+from __future__ import annotations
+
+from .context import StepContext
+from .dual import DualResult, StepFailed
+from .prompts import claims as claims_prompts
+from .prompts import contexts as contexts_prompts
+from .prompts import grounding as grounding_prompts
+from .prompts import relevancy as relevancy_prompts
+
+
+async def response_claims(ctx: StepContext) -> list[str]:
+    """Claims extracted from the response (one call, not dualled: extraction is not a
+    judgment, and sharing one list keeps both judges verifying the same claims)."""
+    return await ctx.ask_one(claims_prompts.extraction(ctx.sample.user_input, ctx.sample.response or ""))
+
+
+async def reference_claims(ctx: StepContext) -> list[str]:
+    """Claims extracted from the reference (one call, not dualled)."""
+    return await ctx.ask_one(claims_prompts.extraction(ctx.sample.user_input, ctx.sample.reference or ""))
+
+
+async def _claims_or_empty(ctx: StepContext, step: str) -> list[str]:
+    # a failed extraction fails the metrics that need those claims (they await the same
+    # step); the fused call still serves the other section
+    try:
+        return await ctx.step(step)
+    except StepFailed:
+        return []
+
+
+async def verify(ctx: StepContext) -> DualResult | None:
+    """Per judge, one call: support of the response's claims AND attribution of the
+    reference's claims, against all contexts. None (no call) when there is no claim."""
+    resp = await _claims_or_empty(ctx, "claims:response") if ctx.wants("verify.response") else []
+    refc = await _claims_or_empty(ctx, "claims:reference") if ctx.wants("verify.reference") else []
+    if not resp and not refc:
+        return None
+    return await ctx.ask_dual(lambda v: claims_prompts.verification(v, ctx.contexts, resp, refc))
+
+
+async def judge_contexts(ctx: StepContext) -> DualResult:
+    """Per judge, one call: relevance 0/1/2 AND usefulness yes/no of every context
+    (usefulness needs the reference, so it is asked only when the sample has one)."""
+    s = ctx.sample
+    use = ctx.wants("contexts.usefulness") and s.has("reference")
+    rel = ctx.wants("contexts.relevance")
+    return await ctx.ask_dual(lambda v: contexts_prompts.context_judgement(
+        v, s.user_input, ctx.contexts, s.reference, relevance=rel, usefulness=use))
+
+
+async def compare_claims(ctx: StepContext) -> DualResult | None:
+    """Per judge, one call: which response claims the reference states and which
+    reference claims the response conveys. None when a side has no claim (F1 is then
+    decided without a judge, see ``metrics.answer_correctness``)."""
+    resp = await ctx.step("claims:response")
+    refc = await ctx.step("claims:reference")
+    if not resp or not refc:
+        return None
+    return await ctx.ask_dual(lambda v: claims_prompts.comparison(v, ctx.sample.user_input, resp, refc))
+
+
+async def generate_questions(ctx: StepContext) -> DualResult:
+    """Per judge, one call: ``strictness`` questions the response answers, and whether it
+    is noncommittal. The question itself is never shown."""
+    n = ctx.option("strictness")
+    return await ctx.ask_dual(lambda v: relevancy_prompts.question_generation(v, ctx.sample.response or "", n))
+
+
+async def rate_sufficiency(ctx: StepContext) -> DualResult:
+    """Per judge, one call: 0/1/2 — do the contexts alone suffice for the reference answer?"""
+    s = ctx.sample
+    return await ctx.ask_dual(lambda v: grounding_prompts.sufficiency(v, s.user_input, ctx.contexts,
+                                                                        s.reference or ""))
+
+
+async def rate_groundedness(ctx: StepContext) -> DualResult:
+    """Per judge, one call: 0/1/2 — how much of the whole response the contexts support."""
+    return await ctx.ask_dual(lambda v: grounding_prompts.groundedness(v, ctx.sample.response or "",
+                                                                         ctx.contexts))
+
+
+__all__ = ["response_claims", "reference_claims", "verify", "judge_contexts", "compare_claims",
+           "generate_questions", "rate_sufficiency", "rate_groundedness"]
