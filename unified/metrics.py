@@ -107,14 +107,15 @@ def unregister(name: str) -> MetricSpec:
 def registered(spec: MetricSpec, *, replace: bool = False) -> Iterator[MetricSpec]:
     """``register(spec)`` for the duration of a ``with`` block; the registry is left as
     it was found (a replaced spec comes back)."""
-    previous = _REGISTRY.get(_norm(spec.name))
+    saved = dict(_REGISTRY), dict(_ALIAS_INDEX)  # copies keep the declaration order too
     register(spec, replace=replace)
     try:
         yield spec
     finally:
-        unregister(spec.name)
-        if previous is not None:
-            register(previous)
+        _REGISTRY.clear()
+        _REGISTRY.update(saved[0])
+        _ALIAS_INDEX.clear()
+        _ALIAS_INDEX.update(saved[1])
 
 
 @contextlib.contextmanager
@@ -129,6 +130,12 @@ def scratch_registry() -> Iterator[None]:
         _REGISTRY.update(saved[0])
         _ALIAS_INDEX.clear()
         _ALIAS_INDEX.update(saved[1])
+
+
+def registry_order() -> list[str]:
+    """Canonical names in the order they were registered (built-ins as declared, then
+    custom metrics): the one stable metric order of tables and reports."""
+    return [s.name for s in _REGISTRY.values()]
 
 
 def metric_names() -> list[str]:

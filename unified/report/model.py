@@ -247,10 +247,9 @@ def metric_order(seen: Sequence[str], asked: Sequence[str] = ()) -> list[str]:
     """``seen`` metrics in the one stable order: those the user asked for, in the order
     asked; then the rest in registry order (the order ``unified.metrics`` registers its
     built-ins), cutoff and parameters breaking ties; unknown names last, as seen."""
-    from unified.metrics import _REGISTRY, UnknownMetricError, parse_metric
+    from unified.metrics import UnknownMetricError, parse_metric, registry_order
 
-    # registry order: the registry dict keeps its insertion order (built-ins as declared)
-    rank = {spec.name: i for i, spec in enumerate(_REGISTRY.values())}
+    rank = {name: i for i, name in enumerate(registry_order())}
     first = [m for m in dict.fromkeys(asked) if m in seen]
 
     def key(item: tuple[int, str]) -> tuple[int, int, str, int]:
