@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from unified.adapters import Backend, registered_backend
 from unified.cli import app
+from unified.metrics import scratch_registry
 from unified.scores import Score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,7 +183,8 @@ def test_plugins_register_custom_metrics_for_run(tmp_path):
         "    '''Length of the question in characters.'''\n"
         "    return len(sample.user_input)\n")
     out = tmp_path / "run"
-    r = invoke("run", DATA, "--metrics", "question_length_test", "--plugins", plugin, "--out", out, "--quiet")
+    with scratch_registry():  # the plugin's metric must not outlive this test
+        r = invoke("run", DATA, "--metrics", "question_length_test", "--plugins", plugin, "--out", out, "--quiet")
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
     first_q = json.loads(DATA.read_text().splitlines()[0])["user_input"]

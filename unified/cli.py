@@ -11,7 +11,6 @@ The judge comes from flags, else the environment (``UNIFIED_JUDGE_*``), else the
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import importlib
 import importlib.util
@@ -36,9 +35,6 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 out_console = Console(width=None if sys.stdout.isatty() else 160, markup=False)
 err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160, markup=False)
 
-BACKEND_ORDER = ("native", "embedding", "ragas", "deepeval")
-# the third-party package each backend needs (checked without importing it)
-_EXTRA_PACKAGE = {"ragas": "ragas", "deepeval": "deepeval", "embedding": "sentence_transformers"}
 
 
 class UserError(Exception):
@@ -83,108 +79,52 @@ def _plain_warnings() -> Iterator[None]:
 
 # ---------------------------------------------------------------- metrics
 
-def _static_metric_names(module: str, class_name: str) -> set[str] | None:
-    """Read ``class_name.metrics`` from the module's source without importing it (so
-    listing metrics never imports ragas/deepeval). Understands ``frozenset(X)``,
-    ``frozenset({...})``, ``A | B`` and module-level dict/set literals; None otherwise."""
-    spec = importlib.util.find_spec(module)
-    if spec is None or not spec.origin or not spec.origin.endswith(".py"):
-        return None
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
-    top: dict[str, ast.expr] = {}
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-            top[node.targets[0].id] = node.value
-        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.value is not None:
-            top[node.target.id] = node.value
-
-    def names(expr: ast.expr) -> set[str] | None:
-        if isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id in ("frozenset", "set") \
-                and len(expr.args) == 1:
-            return names(expr.args[0])
-        if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.BitOr):
-            a, b = names(expr.left), names(expr.right)
-            return None if a is None or b is None else a | b
-        if isinstance(expr, ast.Name) and expr.id in top:
-            return names(top[expr.id])
-        if isinstance(expr, ast.Dict):
-            keys = [k.value for k in expr.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)]
-            return set(keys) if len(keys) == len(expr.keys) else None
-        if isinstance(expr, (ast.Set, ast.List, ast.Tuple)):
-            vals = [e.value for e in expr.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
-            return set(vals) if len(vals) == len(expr.elts) else None
-        return None
-
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == class_name:
-            for stmt in node.body:
-                target = (stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
-                          else stmt.target if isinstance(stmt, ast.AnnAssign) else None)
-                if isinstance(target, ast.Name) and target.id == "metrics" and stmt.value is not None:  # type: ignore[union-attr]
-                    return names(stmt.value)  # type: ignore[union-attr, arg-type]
-    return None
-
-
-def backend_metric_sets() -> dict[str, tuple[set[str] | None, str]]:
-    """backend -> (implemented canonical names or None, status: "ok" / "extra missing" / error)."""
-    from unified.adapters import known_backends
-
-    out: dict[str, tuple[set[str] | None, str]] = {}
-    for name in BACKEND_ORDER:
-        target = known_backends[name]["class"]
-        module, _, cls = target.partition(":")
-        pkg = _EXTRA_PACKAGE.get(name)
-        missing_extra = pkg is not None and importlib.util.find_spec(pkg) is None
-        found: set[str] | None = None
-        try:
-            found = _static_metric_names(module, cls)
-        except (ImportError, SyntaxError, OSError, ValueError):
-            found = None
-        if found is None and not missing_extra:
-            try:
-                found = set(getattr(importlib.import_module(module), cls).metrics)
-            except Exception:  # noqa: BLE001 — any import failure means "cannot use it"
-                out[name] = (None, "extra missing")
-                continue
-        out[name] = (found, "extra missing" if missing_extra else "ok")
-    return out
-
-
 @app.command("metrics")
-def metrics_cmd() -> None:
-    """The metric × backend matrix: which backend implements what, fields, kind, threshold."""
-    from unified.metrics import all_metrics
+def metrics_cmd(name: Optional[str] = typer.Argument(None, help="one metric (any framework's name for it): "
+                                                         "its formula, fields, thresholds and names")) -> None:
+    """The metric × backend matrix (which backend implements what, fields, kind, pass bound),
+    or everything about one metric."""
+    from unified.adapters import describe_metric, metric_matrix
 
-    sets = backend_metric_sets()
-    t = Table(title="metrics × backends (✓ implemented, · not)")
+    with _user_errors():
+        if name:
+            _print_metric(describe_metric(name))
+            return
+        m = metric_matrix()
+    names = [b["name"] for b in m["backends"]]
+    t = Table(title="metrics × backends (✓ implemented, · not) — `unified-eval metrics NAME` for one")
     t.add_column("metric")
-    for b in BACKEND_ORDER:
-        status = sets[b][1]
-        t.add_column(b if status == "ok" else f"{b}\n({status})", justify="center")
-    for col in ("required fields", "kind", "threshold"):
+    for b in m["backends"]:
+        t.add_column(b["name"] if b["available"] else f"{b['name']}\n(extra missing)", justify="center")
+    for col in ("required fields", "kind", "pass ≥"):
         t.add_column(col)
-    specs = {s.name: s for s in all_metrics()}
-    extra = sorted({n for s, _ in sets.values() if s for n in s} - set(specs))
-    for name in list(specs) + extra:
-        spec = specs.get(name)
-        cells = []
-        for b in BACKEND_ORDER:
-            impl, _ = sets[b]
-            has = impl is not None and (name in impl or (b == "native" and spec is not None and spec.custom))
-            cells.append("✓" if has else "·")
-        # IR users write precision@3, not precision_at_k@3
-        label = name.removesuffix("_at_k") + "@k" if spec is not None and spec.takes_k else name
-        required = ", ".join(spec.required) if spec else "—"
-        if spec is not None and spec.kind == "deterministic" and spec.takes_k:
-            required += " + relevant_ids or graded_relevance"
-        t.add_row(label, *cells, required, spec.kind if spec else "—",
-                  f"{spec.threshold:g}" if spec else "—")
+    for row in m["rows"]:
+        bounds = sorted({v for v in row["thresholds"].values() if v is not None})
+        t.add_row(row["label"], *["✓" if row["implemented"].get(b) else "·" for b in names], row["required"],
+                  row["kind"], " / ".join(f"{v:g}" for v in bounds) or "—")
     out_console.print(t)
-    missing = [b for b in BACKEND_ORDER if sets[b][1] != "ok"]
-    if missing:
-        from unified.adapters import known_backends
-        for b in missing:
-            err_console.print(f"note: {known_backends[b]['err']}", highlight=False, markup=False)
+    for b in m["backends"]:
+        if not b["available"]:
+            err_console.print(f"note: {b['hint']}", highlight=False, markup=False)
+
+
+def _print_metric(d: dict[str, Any]) -> None:
+    out_console.print(f"{d['label']} ({d['kind']})", highlight=False)
+    out_console.print(d["description"], highlight=False, soft_wrap=True)
+    if d.get("formula"):
+        out_console.print("\n" + d["formula"].strip() + "\n", highlight=False, soft_wrap=True)
+    needs = ", ".join(d["required"]) + (f" + {d['also_needs']}" if d.get("also_needs") else "")
+    out_console.print(f"needs: {needs}", highlight=False, soft_wrap=True)
+    t = Table(title="backends")
+    for col in ("backend", "pass ≥", "name in that framework"):
+        t.add_column(col)
+    for b in d["backends"]:
+        bound = d["thresholds"].get(b)
+        t.add_row(b, "—" if bound is None else f"{bound:g}", ", ".join(d["aliases"].get(b, [])) or d["name"])
+    out_console.print(t)
+    others = {k: v for k, v in d["aliases"].items() if k not in d["backends"]}
+    for fw, names_ in others.items():
+        out_console.print(f"also called {', '.join(names_)} in {fw}", highlight=False)
 
 
 # ---------------------------------------------------------------- validate
@@ -290,66 +230,6 @@ def _mapping(map_: list[str] | None) -> dict[str, str] | None:
         return None
     from unified.io import parse_mapping
     return parse_mapping(map_)
-
-
-def _dry_run(file: Path, refs: list[Any], backends: list[str], o: dict[str, Any]) -> None:
-    """Count tasks (and, when the judge layer offers it, estimate calls) without running."""
-    from unified.adapters import backend_names
-    from unified.io import read_samples
-
-    # as a real run would: an unknown backend is an error, an unimplemented pair is skipped
-    known = backend_names()
-    for b in backends:
-        if b not in known:
-            raise UserError(f"unknown backend '{b}'; known: {', '.join(sorted(known))}")
-    sets = backend_metric_sets()
-    served = [(b, r) for b in backends for r in refs
-              if b not in sets or sets[b][0] is None or r.canonical in sets[b][0]
-              or (b == "native" and r.spec.custom)]
-    # like a real run, an unimplemented pair is news only when no other chosen backend serves it
-    skipped = [f"{r.name} ({b})" for b in backends for r in refs
-               if (b, r) not in served and all(rr is not r for _, rr in served)]
-    if skipped:
-        err_console.print(f"warning: skipping {', '.join(skipped)}: not implemented", highlight=False,
-                          soft_wrap=True)
-    if not served:
-        raise UserError("nothing to run: no requested metric is available on the chosen backends")
-    samples = []
-    n_bad = 0
-    for i, item in enumerate(read_samples(file, _mapping(o.get("map_")))):
-        if o.get("max_samples") is not None and i >= o["max_samples"]:
-            break
-        if hasattr(item, "user_input"):
-            samples.append(item)
-        else:
-            n_bad += 1
-    try:
-        from unified.judge.estimate import estimate_run  # type: ignore[import-not-found]
-    except ImportError:
-        estimate_run = None
-    if estimate_run is not None:
-        rows = [row for b in backends
-                for row in estimate_run(samples, [r for bb, r in served if bb == b], [b],
-                                        single_judge=bool(o.get("single_judge")))]
-        t = Table(title=f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
-        keys = list(rows[0]) if rows else []
-        for k in keys:
-            t.add_column(k)
-        for r in rows:
-            t.add_row(*[str(r.get(k, "")) for k in keys])
-        out_console.print(t)
-        native_refs = [r for b, r in served if b == "native"]
-        if len(native_refs) > 1:
-            from unified.adapters.native.plan import planned_chat_calls
-            together = planned_chat_calls([r.canonical for r in native_refs], bool(o.get("single_judge")))
-            alone = sum(int(r["calls"] or 0) for r in rows if r["backend"] == "native")
-            out_console.print(f"native shares judge steps between metrics: {together} chat calls per sample "
-                              f"together, {together * len(samples)} in all (the rows above count each "
-                              f"metric alone: {alone})", highlight=False, soft_wrap=True)
-        return
-    out_console.print(f"dry run: {len(samples)} samples, {n_bad} bad rows, {len(refs)} metric(s) × "
-                      f"{len(backends)} backend(s) = up to {len(samples) * len(refs) * len(backends)} tasks; "
-                      "nothing called", highlight=False)
 
 
 from unified import cli_run  # noqa: E402  (run and compare: one table of flags)

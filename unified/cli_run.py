@@ -233,7 +233,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     if not file.exists():
         raise cli.UserError(f"no such file: {file}")
     if v.get("dry_run"):
-        cli._dry_run(file, refs, backends, v)
+        dry_run(file, refs, backends, v)
         return None
     out = v.get("out") or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     if out.exists() and not out.is_dir():
@@ -243,6 +243,45 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
     objs = [get_backend(b, judges, run_dir=out) for b in backends]
     return _Setup(file, refs, backends, objs, gates, out, judges, desc)
+
+
+def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any]) -> None:
+    """Count tasks and estimate judge calls and tokens per (backend, metric) without
+    calling anything (and without importing a framework): the registry knows what each
+    backend implements and how many calls a metric costs."""
+    from rich.table import Table
+
+    from unified import cli
+    from unified.adapters import backend_names, estimate_calls, implements
+    from unified.io import read_samples
+
+    for b in backends:
+        if b not in backend_names():
+            raise cli.UserError(f"unknown backend '{b}'; known: {', '.join(sorted(backend_names()))}")
+    served = {b: [r for r in refs if implements(b, r)] for b in backends}
+    skipped = [f"{r.name} ({b})" for b in backends for r in refs if r not in served[b]
+               and not any(r in rs for rs in served.values())]
+    if skipped:
+        cli.err_console.print(f"warning: skipping {', '.join(skipped)}: not implemented", highlight=False, soft_wrap=True)
+    if not any(served.values()):
+        raise cli.UserError("nothing to run: no requested metric is available on the chosen backends")
+    samples, n_bad = [], 0
+    for i, item in enumerate(read_samples(str(file), cli._mapping(v.get("map_")))):
+        if v.get("max_samples") is not None and i >= v["max_samples"]:
+            break
+        samples.append(item) if hasattr(item, "user_input") else None
+        n_bad += not hasattr(item, "user_input")
+    rows = [row for b in backends if served[b]
+            for row in estimate_calls(b, samples, served[b], single_judge=bool(v.get("single_judge")))]
+    t = Table(title=f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
+    keys = list(rows[0]) if rows else []
+    for k in keys:
+        t.add_column(k)
+    for r in rows:
+        t.add_row(*[str(r.get(k, "")) for k in keys])
+    cli.out_console.print(t)
+    cli.out_console.print("a step that several metrics share is counted once, on the first metric that needs it",
+                          highlight=False)
 
 
 def _backends(command: str, v: dict[str, Any]) -> list[str]:
