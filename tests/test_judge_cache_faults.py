@@ -13,7 +13,6 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from judge_server import JudgeServer
 from unified.cli import app
 from unified.judge import (CachedChatJudge, CachedEmbedder, EmbeddingConfig, JudgeCache,
                            JudgeCacheError, JudgeCacheWarning, JudgeConfig, JudgeError,

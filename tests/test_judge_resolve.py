@@ -76,6 +76,12 @@ def test_judge2_starts_from_judge_a(tmp_path, monkeypatch):
     assert (b.base_url, b.model, b.max_tokens) == ("http://a/v1", "b", 300) and j.single_judge
     j, _ = resolve_judges("a", {"model": "b", "base_url": "http://b/v1"}, cache=False)
     assert j.chat2.config.base_url == "http://b/v1"
+    # flags passed straight through: None is "not given", judge A's URL stays
+    j, _ = resolve_judges({"base_url": "http://a/v1", "model": "a"},
+                          {"model": "b", "base_url": None}, cache=False)
+    assert j.chat2.config.base_url == "http://a/v1"
+    assert resolve_judges({"base_url": None, "model": None}, embedding=False,
+                          cache=False)[0].chat is None
     monkeypatch.setenv("UNIFIED_JUDGE2_MODEL", "env-b")
     assert resolve_judges("a", cache=False)[0].chat2.model == "env-b"
     with pytest.raises(JudgeSetupError, match="second judge needs a first one"):

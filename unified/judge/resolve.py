@@ -6,7 +6,8 @@ Precedence, field by field: **explicit > environment > config file > defaults**.
 
 - ``judge`` / ``judge2``: a ``JudgeConfig`` is used as it is (it is complete). A dict of
   its fields, or a string — a model name (``"gpt-4o-mini"``) or a path to a ``.gguf``
-  file — is partial: its fields win, the rest come from ``UNIFIED_JUDGE_BASE_URL`` /
+  file — is partial (a ``None`` value counts as not given, so CLI flags can be passed
+  straight through): its fields win, the rest come from ``UNIFIED_JUDGE_BASE_URL`` /
   ``_MODEL`` / ``_API_KEY_ENV``, then the run file's ``[judge]``. ``None``: environment,
   then run file; no model anywhere means no judge. Judge B starts from judge A's
   settings (same server, sampling, limits), then ``[judge2]``, ``UNIFIED_JUDGE2_*`` and
@@ -102,8 +103,8 @@ def _explicit_fields(spec: JudgeSpec, where: str) -> dict[str, Any]:
         if name.lower().endswith(".gguf") and not Path(name).expanduser().is_file():
             raise JudgeSetupError(f"{where} {name}: no such .gguf file")
         return {"model": str(Path(name).expanduser()) if name.lower().endswith(".gguf") else name}
-    if isinstance(spec, Mapping):
-        return dict(spec)
+    if isinstance(spec, Mapping):  # None means "not given" (a CLI flag left out)
+        return {k: v for k, v in spec.items() if v is not None}
     raise JudgeSetupError(f"{where}: expected a JudgeConfig, a dict of its fields or a model "
                           f"name, got {type(spec).__name__}")
 
