@@ -25,6 +25,9 @@ Usage::
         client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="x")
 
 Standalone (for benchmarks): ``python tests/judge_server.py --port 0 --latency 0.05``.
+
+``SilentServer``: a TCP port that accepts connections and never answers (not even HTTP),
+for the circuit-breaker tests.
 """
 
 from __future__ import annotations
@@ -233,7 +236,7 @@ class JudgeServer:
                  faults: Iterable[str] = FAULT_KINDS, seed: int = 0, hang_seconds: float = 30.0,
                  port: int = 0, dim: int = 384,
                  answer_fn: Callable[[dict], dict | str | None] | None = None,
-                 reject_json_schema: bool = False):
+                 reject_json_schema: bool = False, fault_message: str | None = None):
         bad = set(faults) - set(_ALL_KINDS)
         if bad:
             raise ValueError(f"unknown fault kinds {sorted(bad)}; choose from {_ALL_KINDS}")
@@ -246,6 +249,8 @@ class JudgeServer:
         self.answer_fn = answer_fn
         # behave like llama.cpp's server: HTTP 500 on OpenAI's json_schema response_format
         self.reject_json_schema = reject_json_schema
+        # replaces the text of the 401/429/500 error bodies (servers that echo a key)
+        self.fault_message = fault_message
         self._port = port
         self._rng = random.Random(seed)
         self._forced: deque[str] = deque()
@@ -268,6 +273,8 @@ class JudgeServer:
             self.requests: list[dict] = []
             # Authorization headers received (to prove a test's key was really sent)
             self.auth_headers: set[str] = set()
+            # query strings received (to prove ?api_key=... reached the server)
+            self.queries: list[str] = []
 
     def force_fault(self, kind: str, n: int = 1) -> None:
         """Make the next ``n`` requests fail with ``kind`` (FAULT_KINDS or "401")."""
@@ -304,17 +311,18 @@ class JudgeServer:
             return fault
 
     async def _http_fault(self, fault: str) -> web.Response | None:
+        text = self.fault_message
         if fault == "429":
             return web.json_response(
-                {"error": {"message": "rate limit reached (loopback)", "type": "rate_limit"}},
+                {"error": {"message": text or "rate limit reached (loopback)", "type": "rate_limit"}},
                 status=429, headers={"Retry-After": "0.05"})
         if fault == "401":
             return web.json_response(
-                {"error": {"message": "Incorrect API key provided (loopback)",
+                {"error": {"message": text or "Incorrect API key provided (loopback)",
                            "type": "invalid_request_error"}}, status=401)
         if fault == "500":
             return web.json_response(
-                {"error": {"message": "internal error (loopback)", "type": "server_error"}},
+                {"error": {"message": text or "internal error (loopback)", "type": "server_error"}},
                 status=500)
         if fault == "hang":
             assert self._stopping is not None
@@ -340,6 +348,7 @@ class JudgeServer:
             return None, None
         with self._lock:
             self.auth_headers.add(request.headers.get("Authorization", ""))
+            self.queries.append(request.query_string)
         fault = self._admit(body, kind)
         if self.latency:
             await asyncio.sleep(self.latency)
@@ -481,6 +490,49 @@ class JudgeServer:
 
     def __exit__(self, *exc: Any) -> None:
         self.stop()
+
+
+class SilentServer:
+    """A TCP server on 127.0.0.1 that accepts every connection and never answers (it
+    does not even read): the judge that "accepts connections and never answers".
+    ``connections`` counts the connections accepted — one per request attempt, since a
+    client never reuses a connection that timed out."""
+
+    def __init__(self) -> None:
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(512)
+        self._sock.settimeout(0.05)
+        self.port: int = self._sock.getsockname()[1]
+        self.connections = 0
+        self._held: list[socket.socket] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._accept, name="silent-server", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def _accept(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except (socket.timeout, OSError):
+                continue
+            self.connections += 1
+            self._held.append(conn)  # held open, never read, never answered
+
+    def __enter__(self) -> "SilentServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join(5)
+        for conn in self._held:
+            conn.close()
+        self._sock.close()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -20,7 +20,8 @@ MARKER = "sk-test-MARKER-7f3a"
 N_TASKS = 50
 # what a JudgeError must say: the failure, in words
 EXPLAINED = re.compile(r"HTTP \d{3}|timed out after|connection failed|malformed response|"
-                       r"not valid .* after one repair retry|raise max_tokens")
+                       r"not valid .* after one repair retry|raise max_tokens|"
+                       r"did not answer within .* no more requests sent")
 
 
 class Verdicts(BaseModel):

@@ -297,6 +297,74 @@ def diff_cmd(run_a: Path = typer.Argument(..., help="the earlier run folder"),
         json_out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
 
 
+# ---------------------------------------------------------------- cache
+
+cache_app = typer.Typer(no_args_is_help=True, help="Inspect or clear the judge cache shared by all runs.")
+app.add_typer(cache_app, name="cache")
+_CACHE_HELP = "cache file (default: the shared cache in the user cache directory)"
+
+
+def _cache_path(cache: Path | None) -> Path:
+    from unified.judge.cache import default_cache_path
+    return cache if cache is not None else default_cache_path()
+
+
+def _size(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KB", "MB"):
+        if size < 1024:
+            return f"{size:.0f} B" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GB"
+
+
+@cache_app.command("info")
+def cache_info_cmd(cache: Optional[Path] = typer.Option(None, "--cache", help=_CACHE_HELP)) -> None:
+    """Where the judge cache is, its size, and its entries per table and per model."""
+    path = _cache_path(cache)
+    if not path.exists():
+        out_console.print(f"no judge cache at {path} (it is created by the first run that calls a judge)",
+                          highlight=False, soft_wrap=True)
+        return
+    with _user_errors():
+        from unified.judge.cache import JudgeCache
+        store = JudgeCache(path)
+        info = store.info()
+        store.close()
+    out_console.print(f"{info['path']}: {_size(info['bytes'])}, {info['chat']} chat and "
+                      f"{info['embedding']} embedding entries", highlight=False, soft_wrap=True)
+    t = Table(title="entries per model")
+    for col in ("table", "model", "entries"):
+        t.add_column(col, justify="right" if col == "entries" else "left")
+    for table, models in info["models"].items():
+        for model, n in models.items():
+            t.add_row(table, model, str(n))
+    if t.row_count:
+        out_console.print(t)
+
+
+@cache_app.command("clear")
+def cache_clear_cmd(cache: Optional[Path] = typer.Option(None, "--cache", help=_CACHE_HELP),
+                    model: Optional[str] = typer.Option(None, "--model", help="clear only this model's entries"),
+                    yes: bool = typer.Option(False, "--yes", "-y", help="do not ask for confirmation")) -> None:
+    """Delete the cached answers and vectors (all, or one model's); the next run pays again."""
+    path = _cache_path(cache)
+    if not path.exists():
+        out_console.print(f"no judge cache at {path}: nothing to clear", highlight=False, soft_wrap=True)
+        return
+    what = f"the entries of model {model!r}" if model else "every entry"
+    if not yes and not typer.confirm(f"delete {what} from {path}?", default=False):
+        err_console.print("nothing deleted (pass --yes to skip this question)", highlight=False)
+        raise typer.Exit(1)
+    with _user_errors():
+        from unified.judge.cache import JudgeCache
+        store = JudgeCache(path)
+        removed = store.clear(model)
+        store.close()
+    out_console.print(f"removed {removed['chat']} chat and {removed['embedding']} embedding entries "
+                      f"from {path}", highlight=False, soft_wrap=True)
+
+
 def main() -> None:  # pragma: no cover - console-script entry when not using typer's app directly
     app()
 

@@ -18,9 +18,11 @@ straddles the cut cannot leak its head.
 
 from __future__ import annotations
 
+import logging
 import re
+import threading
 from typing import Any, Iterable
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 MASK = "***"
 
@@ -72,8 +74,16 @@ def scrub(text: Any, secrets: Iterable[str | None] = ()) -> str:
     for s in secrets:
         if s and len(s) >= 4:  # a one-letter "secret" would mangle every message
             out = out.replace(s, MASK)
-    out = _URL_IN_TEXT.sub(lambda m: redact_url(m.group(0)), out)
+    out = _URL_IN_TEXT.sub(_redact_match, out)
     return _KEY_SHAPED.sub(MASK, out)
+
+
+def _redact_match(m: re.Match) -> str:
+    """A URL found in text, redacted; punctuation that ends a sentence or a label
+    ("at http://h/v1?key=K: failed") is not part of it and is kept."""
+    url = m.group(0)
+    core = url.rstrip(".,:;!?")
+    return redact_url(core) + url[len(core):]
 
 
 def one_line(text: Any, limit: int = 300, secrets: Iterable[str | None] = ()) -> str:
@@ -101,4 +111,84 @@ def redact_argv(argv: Iterable[str]) -> list[str]:
     return [scrub(a) for a in argv]
 
 
-__all__ = ["MASK", "is_secret_name", "one_line", "redact_argv", "redact_config", "redact_url", "scrub"]
+def url_secrets(url: str | None) -> list[str]:
+    """The credential values a URL carries: the password of its userinfo (the whole
+    userinfo when it has no ``:``, as in ``https://TOKEN@host``), raw and percent-decoded,
+    and the values of credential-named query parameters. Callers pass them to ``scrub``
+    so a key is caught even where it appears without its URL. A user *name* is not a
+    secret (scrubbing "user" everywhere would mangle every message)."""
+    if not url:
+        return []
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return []
+    found: list[str] = []
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        _user, colon, password = userinfo.partition(":")
+        for piece in ((userinfo, password) if colon else (userinfo,)):
+            found += [piece, unquote(piece)]
+    for name, value in parse_qsl(parts.query, keep_blank_values=True):
+        if is_secret_name(name):
+            found.append(value)
+    # longest first: scrubbing "user:KEY" before "KEY" leaves no half-masked pair
+    return sorted({s for s in found if s}, key=len, reverse=True)
+
+
+# ---------------------------------------------------------------- log records
+
+_known_secrets: set[str] = set()
+_known_lock = threading.Lock()
+
+
+def remember_secret(*values: str | None) -> None:
+    """Scrub these exact values from every log record ``RedactingFilter`` sees (the API
+    key a client read, the credentials in its URL). Held in memory only."""
+    with _known_lock:
+        _known_secrets.update(v for v in values if v and len(v) >= 4)
+
+
+class RedactingFilter(logging.Filter):
+    """Rewrites a log record in place so that its message (and its traceback) carry no
+    URL credential, no key-shaped token and no remembered secret. Installed by
+    ``redact_logs`` on the HTTP client libraries' loggers and on ``unified.*``: httpx
+    and openai log request URLs, which may hold ``user:KEY@`` or ``?api_key=``."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        with _known_lock:
+            secrets = sorted(_known_secrets, key=len, reverse=True)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 — a malformed record is logging's problem, not ours
+            return True
+        clean = scrub(message, secrets)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = scrub(logging.Formatter().formatException(record.exc_info), secrets)
+        return True
+
+
+_FILTER = RedactingFilter()
+# top-level logger names that start like these get the filter: ``httpx`` also covers the
+# ``httpx2`` that recent openai releases use (their httpcore trace lines carry no URL)
+LOG_PREFIXES = ("httpx", "httpcore", "openai", "unified")
+
+
+def redact_logs(prefixes: Iterable[str] = LOG_PREFIXES) -> None:
+    """Install ``RedactingFilter`` on every existing logger whose top-level name starts
+    with one of ``prefixes`` (a filter on a logger sees only that logger's own records,
+    so each one gets it). Idempotent; call it after importing the client library, whose
+    loggers then exist."""
+    prefixes = tuple(prefixes)
+    names = [n for n in list(logging.Logger.manager.loggerDict)
+             if n.split(".")[0].startswith(prefixes)]
+    for name in {*names, *prefixes}:
+        logger = logging.getLogger(name)
+        if _FILTER not in logger.filters:
+            logger.addFilter(_FILTER)
+
+
+__all__ = ["LOG_PREFIXES", "MASK", "RedactingFilter", "is_secret_name", "one_line", "redact_argv",
+           "redact_config", "redact_logs", "redact_url", "remember_secret", "scrub", "url_secrets"]

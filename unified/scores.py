@@ -17,7 +17,12 @@ SCALE = 10.0
 
 class Cost(BaseModel):
     """What producing one Score cost. ``tokens_estimated`` is true when a server gave no
-    ``usage`` and tokens were estimated from text length (4 characters ≈ 1 token)."""
+    ``usage`` and tokens were estimated from text length (4 characters ≈ 1 token).
+
+    ``usd``: money, from a price table per model (``unified.judge.prices``), or None when
+    no price is known. ``add`` keeps "unknown" honest: a side that used tokens but has no
+    ``usd`` makes the sum None; a side that used no tokens (no calls, cache hits) adds 0.
+    """
 
     calls: int = 0
     cache_hits: int = 0
@@ -27,6 +32,17 @@ class Cost(BaseModel):
     tokens_estimated: bool = False
     retries: int = 0
     seconds: float = 0.0
+    usd: float | None = None
+
+    def _usd_unknown(self) -> bool:
+        return self.usd is None and bool(self.input_tokens or self.output_tokens)
+
+    def _add_usd(self, other: "Cost") -> float | None:
+        if self._usd_unknown() or other._usd_unknown():
+            return None
+        if self.usd is None and other.usd is None:
+            return None
+        return (self.usd or 0.0) + (other.usd or 0.0)
 
     def add(self, other: "Cost") -> "Cost":
         return Cost(
@@ -38,6 +54,7 @@ class Cost(BaseModel):
             tokens_estimated=self.tokens_estimated or other.tokens_estimated,
             retries=self.retries + other.retries,
             seconds=self.seconds + other.seconds,
+            usd=self._add_usd(other),
         )
 
 

@@ -5,7 +5,8 @@ Backends never talk to an LLM or an embedding model directly: they call a ``Chat
 or an ``Embedder`` and get a validated object or vectors back, or a ``JudgeError`` after
 retries. Cost is attributed through ``task_scope`` (a context variable), so calls made
 deep inside RAGAS or DeepEval code land on the right (backend, metric, sample) without
-threading arguments through their APIs.
+threading arguments through their APIs; a backend scoring several metrics in one call
+bills each call to the metric whose ``metric_scope`` it was made in.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ import contextvars
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, Iterator, Mapping, Sequence, TypeVar
 
 from pydantic import BaseModel
 
+from unified.judge.prices import current_prices, usd_cost
 from unified.scores import Cost
 
 T = TypeVar("T", bound=BaseModel)
@@ -59,6 +61,25 @@ class JudgeNotConfiguredError(JudgeError):
     """A metric needs an LLM judge (or embedder) and none is configured."""
 
 
+class JudgeUnavailableError(JudgeError):
+    """The endpoint's circuit breaker is open: after several connection failures or
+    timeouts in a row nothing more is sent to it for a while, and every call fails at once
+    with this error (one line naming the endpoint and the last cause). The tasks it ends
+    are failed tasks like any other: resumable with ``--retry-errors``."""
+
+    def __init__(self, message: str, endpoint: str = "", cause: str = ""):
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.cause = cause
+
+
+class JudgeCacheError(JudgeError, ValueError):
+    """The judge cache file cannot be used (damaged, not a cache, not creatable). One line
+    naming the path and the fix (``--no-cache`` or delete the file). Also a ``ValueError``:
+    it is raised while judges are set up, where the CLI and ``evaluate`` report a
+    ``ValueError`` as one line instead of a traceback."""
+
+
 # ---------------------------------------------------------------- accounting
 
 @dataclass
@@ -84,8 +105,13 @@ class TaskMeter:
     """Accumulates the calls made while one (backend, metric, sample) task runs.
 
     ``occurrences`` implements the cache's occurrence index: the k-th identical request
-    inside one task gets its own cache entry, so a framework that sends the same prompt
-    three times on purpose still gets three answers cold and zero calls warm.
+    inside one meter gets its own cache entry, so a framework that sends the same prompt
+    three times on purpose still gets three answers cold and zero calls warm. A
+    ``metric_scope`` sub-meter has its own index, so the entries a metric gets do not
+    depend on how its requests interleave with another metric's.
+
+    ``parent``: the enclosing meter of a ``metric_scope``; every record reaches it too.
+    ``prices``: the price table in force when the meter was made (``price_scope``).
     """
 
     backend: str = ""
@@ -94,6 +120,8 @@ class TaskMeter:
     records: list[CallRecord] = field(default_factory=list)
     occurrences: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
+    parent: "TaskMeter | None" = None
+    prices: Mapping[str, tuple[float, float]] | None = field(default_factory=current_prices)
 
     def next_occurrence(self, request_hash: str) -> int:
         n = self.occurrences.get(request_hash, 0)
@@ -101,6 +129,8 @@ class TaskMeter:
         return n
 
     def cost(self) -> Cost:
+        """Calls, cache hits, tokens and retries of the records, and their money cost
+        (``usd``, see ``unified.judge.prices``; None without a price for every model)."""
         c = Cost(seconds=time.perf_counter() - self.started)
         for r in self.records:
             if r.kind == "embedding":
@@ -112,6 +142,7 @@ class TaskMeter:
             c.output_tokens += r.output_tokens
             c.tokens_estimated = c.tokens_estimated or r.tokens_estimated
             c.retries += r.retries
+        c.usd = usd_cost(self.records, self.prices)
         return c
 
 
@@ -136,14 +167,39 @@ def task_scope(backend: str, metric: str, sample_id: str) -> Iterator[TaskMeter]
         _current.reset(token)
 
 
+@contextlib.contextmanager
+def metric_scope(metric: str) -> Iterator[TaskMeter]:
+    """Bill the calls made inside to ``metric``, within the enclosing ``task_scope``.
+
+    For backends that score several metrics in one call: wrap each metric's own work in
+    ``metric_scope(name)``; the yielded sub-meter's ``.cost()`` is that metric's cost,
+    and every record still reaches the enclosing task meter (so its ``.cost()`` stays
+    the total). A step shared by several metrics is billed to the scope it runs in —
+    by convention the first metric that asked for it. Outside any task the sub-meter
+    simply has no parent.
+    """
+    outer = _current.get()
+    meter = TaskMeter(backend=outer.backend if outer else "", metric=metric,
+                      sample_id=outer.sample_id if outer else "", parent=outer,
+                      prices=outer.prices if outer else current_prices())
+    token = _current.set(meter)
+    try:
+        yield meter
+    finally:
+        _current.reset(token)
+
+
 def record_call(rec: CallRecord) -> None:
-    """Called by judge clients after every call (cached or not)."""
+    """Called by judge clients after every call (cached or not): the record goes to the
+    innermost meter (which names its metric) and to every meter enclosing it."""
     m = _current.get()
     if m is not None:
         rec.backend = rec.backend or m.backend
         rec.metric = rec.metric or m.metric
         rec.sample_id = rec.sample_id or m.sample_id
+    while m is not None:
         m.records.append(rec)
+        m = m.parent
     for fn in list(_listeners):
         fn(rec)
 
@@ -174,6 +230,21 @@ class ChatJudge(ABC):
         """Free-text answer (for frameworks that parse JSON themselves)."""
         raise NotImplementedError
 
+    def sampling_params(self) -> dict[str, Any]:
+        """What besides model, messages and schema decides the answer (for cache keys)."""
+        return {}
+
+    def describe(self) -> dict[str, Any]:
+        """What decides this judge's answers, secret-free, for run fingerprints: the
+        model, the sampling parameters and (HTTP judges) the structured-output mode.
+
+        Never the base URL or the key: the same model behind another gateway, port or
+        proxy answers the same way (the cache key leaves the URL out for the same
+        reason), a URL can carry credentials, and a fingerprint must not change when a
+        local server moves to another port."""
+        return {"kind": type(self).__name__, "model": self.model,
+                "sampling": self.sampling_params()}
+
     async def aclose(self) -> None:
         return None
 
@@ -186,6 +257,11 @@ class Embedder(ABC):
     @abstractmethod
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         """Embed ``texts``; raise a ``JudgeError`` after retries."""
+
+    def describe(self) -> dict[str, Any]:
+        """What decides the vectors, secret-free (kind and model; never the URL or key,
+        see ``ChatJudge.describe``)."""
+        return {"kind": type(self).__name__, "model": self.model}
 
     async def aclose(self) -> None:
         return None
@@ -216,6 +292,14 @@ class Judges:
                 "this metric needs embeddings: pass --embedding local (extra `local`) or an "
                 "OpenAI-compatible embeddings URL")
         return self.embedder
+
+    def describe(self) -> dict[str, Any]:
+        """Secret-free description of everything here that decides an answer (for run
+        fingerprints): each judge's ``describe()``, ``single_judge``, the embedder's."""
+        return {"judge": self.chat.describe() if self.chat is not None else None,
+                "judge2": self.chat2.describe() if self.chat2 is not None else None,
+                "single_judge": self.single_judge,
+                "embedder": self.embedder.describe() if self.embedder is not None else None}
 
     async def aclose(self) -> None:
         for j in (self.chat, self.chat2, self.embedder):

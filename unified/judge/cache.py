@@ -12,11 +12,32 @@ base URL and the API key are not part of the key: the same model behind another 
 gives the same answers, and keys never touch the cache file.
 
 Embedding key: ``sha256(canonical_json({model, text}))``, one row per text, vectors stored
-as float64 bytes so a warm run returns bit-identical vectors.
+as little-endian float64 bytes so a warm run returns bit-identical vectors.
 
-Concurrency: WAL mode and a busy timeout make one file safe for several processes; each
-operation is one short statement run in a worker thread (one connection per thread) so
-the event loop never blocks on a lock held by another process. Inside one process a
+Where: one file shared by every run (``default_cache_path()``: the platform's user cache
+directory, e.g. ``$XDG_CACHE_HOME/unified-rag-eval/judge_cache.sqlite`` or
+``~/.cache/unified-rag-eval/judge_cache.sqlite`` on Linux). The keys hold everything that
+decides an answer, so different judges, prompts or settings never collide.
+
+Integrity: opening checks that the file is SQLite, that ``PRAGMA quick_check`` finds it
+whole and that the tables have the expected columns; otherwise ``JudgeCacheError``, one
+line naming the path and the fix (delete the file, or ``--no-cache``).
+
+What runs where (true of this code, not an aspiration):
+
+- lookups (``get_chat``, ``get_vectors``) and embedding writes run in a worker thread
+  (``asyncio.to_thread``; one connection per thread), so the event loop does not wait
+  for them;
+- a fresh chat answer is written **on the event loop's thread, on purpose**, right after
+  it arrives and before any other task runs: a process killed at any moment has paid for
+  at most the calls then on the wire (≤ the judge's concurrency) without caching them.
+  The write is one short INSERT; only while another process holds the file's write lock
+  can it keep the loop waiting (up to the 30 s busy timeout).
+
+The cache is an optimisation, never a reason to lose an answer: a write that fails
+(disk full, read-only file, lock timeout) warns once and the cache stops writing for the
+rest of its life; a lookup that fails warns once and counts as a miss. Concurrency: WAL
+mode and a busy timeout make one file safe for several processes; inside one process a
 request already in flight is awaited rather than sent twice (single flight).
 """
 
@@ -25,20 +46,24 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import sqlite3
+import sys
 import threading
 import time
+import warnings
+from array import array
 from pathlib import Path
 from typing import Any, Sequence
 
-import numpy as np
 from pydantic import BaseModel
 
-from unified.judge.base import (CallRecord, ChatJudge, Embedder, Messages, T, current_meter,
-                                record_call)
-from unified.judge.openai_client import schema_json
+from unified.judge.base import (CallRecord, ChatJudge, Embedder, JudgeCacheError, Messages, T,
+                                current_meter, record_call)
+from unified.judge.structured import schema_json
+from unified.runfolder import CACHE_FILE
 
+APP_NAME = "unified-rag-eval"
+BUSY_TIMEOUT_S = 30.0
 _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS chat (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, answer TEXT NOT NULL,
@@ -46,6 +71,13 @@ CREATE TABLE IF NOT EXISTS chat (
 CREATE TABLE IF NOT EXISTS embedding (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL, created REAL);
 """
+_COLUMNS = {"chat": ["key", "model", "answer", "input_tokens", "output_tokens", "created"],
+            "embedding": ["key", "model", "vector", "created"]}
+_FIX = "delete the file or run with --no-cache"
+
+
+class JudgeCacheWarning(UserWarning):
+    """The cache could not be read or written; the run goes on without it."""
 
 
 def canonical_json(obj: Any) -> str:
@@ -57,12 +89,43 @@ def sha256(text: str) -> str:
 
 
 def default_cache_path(out_dir: str | Path | None = None) -> Path:
-    """``out_dir/judge_cache.sqlite`` for a run folder, else the user cache directory
-    (``$XDG_CACHE_HOME`` or ``~/.cache``)/unified-rag-eval/judge_cache.sqlite."""
+    """The judge cache shared by all runs: ``judge_cache.sqlite`` in the user cache
+    directory of the platform (``platformdirs.user_cache_path("unified-rag-eval")``:
+    ``$XDG_CACHE_HOME/unified-rag-eval`` or ``~/.cache/unified-rag-eval`` on Linux,
+    ``~/Library/Caches/unified-rag-eval`` on macOS, ``%LOCALAPPDATA%\\unified-rag-eval\\Cache``
+    on Windows). ``out_dir`` (kept for old callers): that folder's cache file instead."""
     if out_dir is not None:
-        return Path(out_dir) / "judge_cache.sqlite"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "unified-rag-eval" / "judge_cache.sqlite"
+        return Path(out_dir) / CACHE_FILE
+    import platformdirs  # only when the default is asked for
+
+    return platformdirs.user_cache_path(APP_NAME, appauthor=False) / CACHE_FILE
+
+
+def pack_vector(values: Sequence[float]) -> bytes:
+    """Floats -> little-endian float64 bytes (``array``: no numpy at import time)."""
+    arr = array("d", (float(x) for x in values))
+    if sys.byteorder == "big":
+        arr.byteswap()
+    return arr.tobytes()
+
+
+def unpack_vector(blob: bytes) -> list[float]:
+    arr = array("d")
+    arr.frombytes(blob)
+    if sys.byteorder == "big":
+        arr.byteswap()
+    return arr.tolist()
+
+
+def _check_tables(conn: sqlite3.Connection) -> None:
+    """The file is whole and is a judge cache (raises ``ValueError`` with the reason)."""
+    problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    if problems != ["ok"]:
+        raise ValueError(f"it is damaged ({'; '.join(problems[:2])})")
+    for table, columns in _COLUMNS.items():
+        found = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
+        if found != columns:
+            raise ValueError(f"it is not a judge cache (table {table!r} has columns {found})")
 
 
 class JudgeCache:
@@ -70,25 +133,99 @@ class JudgeCache:
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
         self._conns: list[sqlite3.Connection] = []
         self._conns_lock = threading.Lock()
-        conn = self._conn()
-        conn.executescript(_SCHEMA_SQL)
+        self._write_failed = False
+        self._read_failed = False
+        self._open()
+
+    def _fail(self, why: str) -> JudgeCacheError:
+        return JudgeCacheError(f"cannot open the judge cache {self.path}: {why}")
+
+    def _open(self) -> None:
+        """Create or check the file; any problem is one ``JudgeCacheError`` line."""
+        if self.path.is_dir():
+            raise self._fail(f"is a folder; name the cache file, e.g. {self.path / CACHE_FILE}")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise self._fail(f"cannot create its folder ({exc.strerror or exc}); pass "
+                             "--cache PATH or --no-cache") from None
+        try:
+            conn = self._conn()
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not set(_COLUMNS) <= tables:
+                conn.executescript(_SCHEMA_SQL)
+            _check_tables(conn)
+        except (sqlite3.Error, ValueError) as exc:
+            self.close()
+            raise self._fail(f"{exc}; {_FIX}") from None
+        except OSError as exc:
+            self.close()
+            raise self._fail(f"{exc.strerror or exc}; {_FIX}") from None
 
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=30.0, isolation_level=None,
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
                                    check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA busy_timeout=30000")
+            try:
+                conn.execute("PRAGMA journal_mode=WAL")
+            except sqlite3.OperationalError:  # a read-only file keeps its journal mode
+                pass
+            conn.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
             conn.execute("PRAGMA synchronous=NORMAL")
             self._local.conn = conn
             with self._conns_lock:
                 self._conns.append(conn)
         return conn
+
+    # -- failures: the cache is an optimisation, the answer always goes on
+    def _warn(self, action: str, exc: Exception) -> None:
+        then = ("answers are still returned, but no more are cached in this run"
+                if action == "write" else "a lookup that fails counts as a miss")
+        # stacklevel 2: a line of this file, which the CLI shows as one "warning:" line
+        warnings.warn(f"judge cache {self.path}: cannot {action} ({exc}); {then}",
+                      JudgeCacheWarning, stacklevel=2)
+
+    def lookup_chat(self, key: str) -> tuple[str, int, int] | None:
+        """``get_chat`` that warns once and misses instead of raising."""
+        try:
+            return self.get_chat(key)
+        except sqlite3.Error as exc:
+            if not self._read_failed:
+                self._read_failed = True
+                self._warn("read", exc)
+            return None
+
+    def store_chat(self, key: str, model: str, answer: str) -> None:
+        """``put_chat`` that warns once and stops writing instead of raising."""
+        if self._write_failed:
+            return
+        try:
+            self.put_chat(key, model, answer, 0, 0)
+        except sqlite3.Error as exc:
+            self._write_failed = True
+            self._warn("write", exc)
+
+    def lookup_vectors(self, keys: Sequence[str]) -> dict[str, list[float]]:
+        try:
+            return self.get_vectors(keys)
+        except sqlite3.Error as exc:
+            if not self._read_failed:
+                self._read_failed = True
+                self._warn("read", exc)
+            return {}
+
+    def store_vectors(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
+        if self._write_failed:
+            return
+        try:
+            self.put_vectors(model, items)
+        except sqlite3.Error as exc:
+            self._write_failed = True
+            self._warn("write", exc)
 
     # -- sync primitives (each one statement: short lock hold across processes)
     def get_chat(self, key: str) -> tuple[str, int, int] | None:
@@ -110,12 +247,12 @@ class JudgeCache:
             marks = ",".join("?" * len(chunk))
             for key, blob in conn.execute(
                     f"SELECT key, vector FROM embedding WHERE key IN ({marks})", chunk):
-                out[key] = np.frombuffer(blob, dtype="<f8").tolist()
+                out[key] = unpack_vector(blob)
         return out
 
     def put_vectors(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
         now = time.time()
-        rows = [(k, model, np.asarray(v, dtype="<f8").tobytes(), now) for k, v in items]
+        rows = [(k, model, pack_vector(v), now) for k, v in items]
         conn = self._conn()
         conn.execute("BEGIN IMMEDIATE")
         try:
@@ -125,10 +262,42 @@ class JudgeCache:
             conn.execute("ROLLBACK")
             raise
 
+    # -- inspection and cleaning (``unified-eval cache info|clear``)
     def stats(self) -> dict[str, int]:
         conn = self._conn()
         return {"chat": conn.execute("SELECT COUNT(*) FROM chat").fetchone()[0],
                 "embedding": conn.execute("SELECT COUNT(*) FROM embedding").fetchone()[0]}
+
+    def info(self) -> dict[str, Any]:
+        """Path, bytes on disk (with the WAL), entries per table and per model per table."""
+        conn = self._conn()
+        per_model = {table: dict(conn.execute(
+            f"SELECT model, COUNT(*) FROM {table} GROUP BY model ORDER BY model"))
+            for table in _COLUMNS}
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"))
+                   if p.exists())
+        return {"path": str(self.path), "bytes": size, **self.stats(), "models": per_model}
+
+    def clear(self, model: str | None = None) -> dict[str, int]:
+        """Delete every entry (or those of ``model``); returns the rows removed per table.
+        Safe while other processes use the file (rows are deleted, the file stays)."""
+        conn = self._conn()
+        removed: dict[str, int] = {}
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            for table in _COLUMNS:
+                cur = (conn.execute(f"DELETE FROM {table}") if model is None else
+                       conn.execute(f"DELETE FROM {table} WHERE model=?", (model,)))
+                removed[table] = cur.rowcount
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        try:  # give the space back; another process reading the file may delay that
+            conn.execute("VACUUM")
+        except sqlite3.OperationalError:
+            pass
+        return removed
 
     def close(self) -> None:
         with self._conns_lock:
@@ -180,17 +349,18 @@ class CachedChatJudge(ChatJudge):
         fut: asyncio.Future = asyncio.get_running_loop().create_future()
         self._inflight[key] = fut
         try:
-            hit = await asyncio.to_thread(self.cache.get_chat, key)
+            hit = await asyncio.to_thread(self.cache.lookup_chat, key)
             if hit is not None:
                 record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
                                        model=self.model, cached=True))
                 answer = hit[0]
             else:
                 answer = await compute()
-                # stored with no await in between: the answer is in the cache before any
-                # other task runs, so a process killed at any point has at most the calls
-                # then on the wire (≤ the judge's concurrency) unpaid-for in the cache
-                self.cache.put_chat(key, self.model, answer, 0, 0)
+                # stored with no await in between, on this (the loop's) thread: the answer
+                # is in the cache before any other task runs, so a process killed at any
+                # point has at most the calls then on the wire (≤ the judge's concurrency)
+                # unpaid-for in the cache
+                self.cache.store_chat(key, self.model, answer)
             fut.set_result(answer)
             return answer
         except asyncio.CancelledError:
@@ -206,6 +376,9 @@ class CachedChatJudge(ChatJudge):
 
     def sampling_params(self) -> dict[str, Any]:
         return getattr(self.inner, "sampling_params", lambda: {})()
+
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()  # the cache changes the cost, never the answer
 
     async def ask(self, messages: Messages, schema: type[T], **params: Any) -> T:
         key = self._key("ask", messages, schema, params)
@@ -234,14 +407,17 @@ class CachedEmbedder(Embedder):
     def _key(self, text: str) -> str:
         return sha256(canonical_json({"model": self.inner.model, "text": text}))
 
+    def describe(self) -> dict[str, Any]:
+        return self.inner.describe()
+
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         keys = [self._key(t) for t in texts]
-        found = await asyncio.to_thread(self.cache.get_vectors, list(dict.fromkeys(keys)))
+        found = await asyncio.to_thread(self.cache.lookup_vectors, list(dict.fromkeys(keys)))
         missing = list(dict.fromkeys(t for t, k in zip(texts, keys) if k not in found))
         if missing:
             vectors = await self.inner.embed(missing)
             new = {self._key(t): v for t, v in zip(missing, vectors)}
-            await asyncio.to_thread(self.cache.put_vectors, self.model, list(new.items()))
+            await asyncio.to_thread(self.cache.store_vectors, self.model, list(new.items()))
             # return what a warm run will return: the float64 round trip is exact
             found.update({k: [float(x) for x in v] for k, v in new.items()})
         else:

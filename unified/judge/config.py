@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 StructuredOutput = Literal["auto", "json_schema", "llama_cpp", "prompt"]
 
+DEFAULT_REMOTE_EMBEDDING_MODEL = "text-embedding-3-small"  # an embeddings URL without a model
 _KEY_FIELDS = {"api_key", "apikey", "key", "openai_api_key", "token", "secret"}
 
 
@@ -35,6 +36,10 @@ class JudgeConfig(BaseModel):
     (``{"type": "json_object", "schema": ...}``), ``prompt`` (schema in the prompt, validated
     and repaired once) or ``auto`` (llama_cpp when the URL or model looks like llama.cpp,
     else json_schema, switching to llama_cpp for good if the server rejects json_schema).
+
+    Failure handling (``unified.judge.resilience``): ``timeout`` seconds per attempt,
+    ``max_retries`` retries with backoff from ``backoff_base``, and a circuit breaker that
+    stops sending after ``breaker_failures`` connection failures or timeouts in a row.
     """
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), hide_input_in_errors=True)
@@ -50,6 +55,10 @@ class JudgeConfig(BaseModel):
     concurrency: int = Field(8, ge=1)
     requests_per_minute: float | None = Field(None, gt=0)
     structured_output: StructuredOutput = "auto"
+    # circuit breaker (unified.judge.breaker): open after this many connection failures
+    # or timeouts in a row, probe again after the cooldown (seconds)
+    breaker_failures: int = Field(5, ge=1)
+    breaker_cooldown: float = Field(30.0, gt=0)
     seed: int | None = None
     gguf_path: str | None = None
     chat_format: str | None = None  # llama-cpp-python only; None -> the model's template
@@ -98,6 +107,8 @@ class EmbeddingConfig(BaseModel):
     backoff_base: float = Field(0.5, ge=0)
     concurrency: int = Field(4, ge=1)
     requests_per_minute: float | None = Field(None, gt=0)
+    breaker_failures: int = Field(5, ge=1)
+    breaker_cooldown: float = Field(30.0, gt=0)
     dimensions: int | None = None
 
     @model_validator(mode="before")
@@ -117,7 +128,7 @@ class EmbeddingConfig(BaseModel):
             return cls(kind="local")
         if not value.startswith(("http://", "https://")):
             raise ValueError(f"embedding must be 'local' or an http(s) URL, got {value!r}")
-        return cls(kind="openai", base_url=value, model=model or "text-embedding-3-small")
+        return cls(kind="openai", base_url=value, model=model or DEFAULT_REMOTE_EMBEDDING_MODEL)
 
     @classmethod
     def from_env(cls) -> "EmbeddingConfig | None":

@@ -14,12 +14,13 @@ import time
 from typing import Any, Sequence
 
 import numpy as np
-import openai
 
 from unified.judge.base import CallRecord, Embedder, JudgeHTTPError, record_call
 from unified.judge.config import EmbeddingConfig
-from unified.judge.resilience import (Attempts, RateLimiter, RetryPolicy, call_with_retries,
-                                      loop_local, scrub)
+from unified.judge.resilience import MESSAGE_LIMIT, Attempts
+from unified.judge.structured import estimate_tokens
+from unified.judge.transport import HttpEndpoint
+from unified.redact import one_line
 
 
 def decode_embedding(value: Any) -> list[float]:
@@ -37,15 +38,12 @@ class OpenAIEmbedder(Embedder):
             raise ValueError("OpenAIEmbedder needs EmbeddingConfig(kind='openai', base_url=...)")
         self.config = config
         self.model = config.model
-        self._secret = config.api_key()
-        secret = self._secret or "not-needed"
-        self._policy = RetryPolicy(max_retries=config.max_retries,
-                                   backoff_base=config.backoff_base, timeout=config.timeout)
-        self._limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
-        self._client = loop_local(lambda: openai.AsyncOpenAI(
-            base_url=config.base_url, api_key=secret, max_retries=0, timeout=config.timeout))
-        self._sem = loop_local(lambda: asyncio.Semaphore(config.concurrency))
-        self._what = f"embeddings model={config.model} at {config.base_url}"
+        self._http = HttpEndpoint(config, "embeddings")
+        self._what = f"embeddings model={config.model} at {self._http.url}"
+
+    def describe(self) -> dict[str, Any]:
+        """Kind, model and ``dimensions`` (they decide the vectors); no URL, no key."""
+        return {"kind": "openai", "model": self.model, "dimensions": self.config.dimensions}
 
     async def _batch(self, texts: list[str]) -> list[list[float]]:
         attempts = Attempts()
@@ -55,24 +53,19 @@ class OpenAIEmbedder(Embedder):
             extra["dimensions"] = self.config.dimensions
 
         async def once() -> Any:
-            if self._limiter is not None:
-                await self._limiter.acquire()
-            # the timeout covers the request, not the wait for a concurrency slot
-            async with self._sem(), asyncio.timeout(self.config.timeout):
-                resp = await self._client().embeddings.create(
-                    model=self.model, input=texts, encoding_format="base64", **extra)
+            resp = await self._http.send(lambda: self._http.client().embeddings.create(
+                model=self.model, input=texts, encoding_format="base64", **extra))
             if not getattr(resp, "data", None) or len(resp.data) != len(texts):
                 raise ValueError("embedding count does not match input count")
             return resp
 
         try:
-            resp = await call_with_retries(once, self._policy, self._what, self._secret, attempts,
-                                           key_env=self.config.api_key_env)
+            resp = await self._http.call(once, self._what, attempts)
         except Exception as exc:
             record_call(CallRecord(kind="embedding", backend="", metric="", sample_id="",
                                    model=self.model, cached=False, retries=attempts.retries,
                                    latency=time.perf_counter() - start,
-                                   error=scrub(str(exc), self._secret)[:300]))
+                                   error=one_line(exc, MESSAGE_LIMIT, self._http.secrets)))
             raise
         rows = sorted(resp.data, key=lambda d: d.index)
         try:
@@ -85,7 +78,7 @@ class OpenAIEmbedder(Embedder):
         record_call(CallRecord(
             kind="embedding", backend="", metric="", sample_id="", model=self.model,
             cached=False, input_tokens=tokens if tokens is not None else
-            sum(max(1, len(t) // 4) for t in texts),
+            sum(estimate_tokens(t) for t in texts),
             tokens_estimated=tokens is None, latency=time.perf_counter() - start,
             retries=attempts.retries))
         return vectors
@@ -98,8 +91,4 @@ class OpenAIEmbedder(Embedder):
         return [v for batch in results for v in batch]
 
     async def aclose(self) -> None:
-        try:
-            client = self._client()
-        except RuntimeError:
-            return
-        await client.close()
+        await self._http.aclose()

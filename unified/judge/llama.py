@@ -24,8 +24,9 @@ from unified.judge.base import (CallRecord, ChatJudge, JudgeError, JudgeLengthEr
                                 JudgeNotConfiguredError, JudgeTimeoutError,
                                 Messages, T, record_call)
 from unified.judge.config import JudgeConfig
-from unified.judge.openai_client import estimate_tokens, parse_with_repair
-from unified.judge.openai_client import schema_json as _schema_json
+from unified.judge.structured import estimate_tokens, parse_with_repair
+from unified.judge.structured import schema_json as _schema_json
+from unified.redact import one_line
 
 _NO_SYSTEM_ROLE = {"gemma"}
 
@@ -81,6 +82,10 @@ class LlamaCppJudge(ChatJudge):
                 "seed": self.config.seed, "chat_format": self.config.chat_format,
                 **self.config.extra}
 
+    def describe(self) -> dict[str, Any]:
+        """The ``.gguf`` file name and sampling (incl. the chat template); not its folder."""
+        return {"kind": "gguf", "model": self.model, "sampling": self.sampling_params()}
+
     def _generate(self, messages: Messages, schema_json: dict | None,
                   params: dict[str, Any]) -> dict:
         llama = self._load()
@@ -116,7 +121,7 @@ class LlamaCppJudge(ChatJudge):
             hint = "; raise n_ctx" if "context window" in str(e) else ""
             err = JudgeError(f"gguf judge {self.model}: {e}{hint}")
             record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
-                                   model=self.model, cached=False, error=str(err)[:300],
+                                   model=self.model, cached=False, error=one_line(err, 300),
                                    latency=time.perf_counter() - start))
             raise err from None
         choice = resp["choices"][0]

@@ -52,6 +52,9 @@ class LocalEmbedder(Embedder):
         self.batch_size = batch_size
         self._lock = asyncio.Lock()
 
+    def describe(self) -> dict[str, Any]:
+        return {"kind": "local", "model": self.model}
+
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         vecs = get_sentence_model().encode(list(texts), batch_size=self.batch_size,
                                            normalize_embeddings=True, show_progress_bar=False)

@@ -19,56 +19,28 @@ once: at temperature 0 a retry would be cut at the same place.
 
 from __future__ import annotations
 
-import asyncio
-import functools
 import json
 import re
 import time
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
-from unified.judge.base import (CallRecord, ChatJudge, JudgeLengthError, JudgeOutputError,
-                                Messages, T, record_call)
+from unified.judge.base import (CallRecord, ChatJudge, JudgeLengthError, Messages, T,
+                                record_call)
 from unified.judge.config import JudgeConfig
-from unified.judge.resilience import (Attempts, RateLimiter, RetryPolicy, call_with_retries,
-                                      loop_local, scrub)
+from unified.judge.resilience import MESSAGE_LIMIT, Attempts
+# the structured-output helpers live in their own module; re-exported here for callers
+# that imported them from this one
+from unified.judge.structured import (estimate_tokens, extract_json_text, parse_with_repair,
+                                      schema_json, schema_prompt, short_validation_error)
+from unified.judge.transport import HttpEndpoint
+from unified.redact import one_line, redact_config
 
 # servers that want llama.cpp's json_object+schema form
 _LLAMA_HINT = re.compile(r"llama[._-]?cpp|\.gguf$", re.IGNORECASE)
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
-_PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key but the client wants one
-
-
-@functools.lru_cache(maxsize=256)
-def schema_json(schema: type[BaseModel]) -> dict:
-    """``schema.model_json_schema()``, computed once per class (it is not cheap, and every
-    request, repair and cache key needs it). Callers must not mutate the result."""
-    return schema.model_json_schema()
-
-
-def estimate_tokens(text: str) -> int:
-    """Rough token count (chars / 4) when the server reports no ``usage``."""
-    return max(1, len(text) // 4)
-
-
-def schema_prompt(js: dict) -> str:
-    """The instruction used in prompt mode (and as a hint in every mode)."""
-    return ("Answer with a single JSON object and nothing else (no prose, no code fences). "
-            "It must validate against this JSON schema:\n" + json.dumps(js))
-
-
-def extract_json_text(text: str) -> str:
-    """The JSON part of an answer: strip code fences and prose around one object."""
-    m = _FENCE.match(text)
-    if m:
-        return m.group(1)
-    start, end = text.find("{"), text.rfind("}")
-    if start >= 0 and end > start:
-        return text[start:end + 1]
-    return text
 
 
 class OpenAIChatJudge(ChatJudge):
@@ -77,7 +49,6 @@ class OpenAIChatJudge(ChatJudge):
     def __init__(self, config: JudgeConfig):
         self.config = config
         self.model = config.model
-        self._secret = config.api_key()  # read now; kept only to scrub error texts
         mode = config.structured_output
         if mode == "auto":
             hint = f"{config.base_url or ''} {config.model}"
@@ -88,21 +59,24 @@ class OpenAIChatJudge(ChatJudge):
         self.mode: str = mode
         self._mode_settled = not self._auto
         self._probing = False  # a llama_cpp probe is in flight and not yet confirmed
-        self._policy = RetryPolicy(max_retries=config.max_retries,
-                                   backoff_base=config.backoff_base, timeout=config.timeout)
-        self._limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
-        secret = self._secret or _PLACEHOLDER_KEY
-        # per event loop: httpx pools and semaphores are bound to the loop that uses them
-        self._client = loop_local(lambda: openai.AsyncOpenAI(
-            base_url=config.base_url, api_key=secret, max_retries=0, timeout=config.timeout))
-        self._sem = loop_local(lambda: asyncio.Semaphore(config.concurrency))
-        self._what = f"chat model={config.model} at {config.base_url or 'api.openai.com'}"
+        self._http = HttpEndpoint(config, "judge")
+        self._what = f"chat model={config.model} at {self._http.url}"
 
     # ------------------------------------------------------------ cache identity
     def sampling_params(self) -> dict[str, Any]:
         """What besides model, messages and schema decides the answer (for cache keys)."""
         return {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
                 "seed": self.config.seed, **self.config.extra}
+
+    def describe(self) -> dict[str, Any]:
+        """Model, sampling and the *configured* structured-output mode (``auto`` stays
+        ``auto``: what it resolves to may change on the first answer, a fingerprint must
+        not); no URL, no key (see ``ChatJudge.describe``)."""
+        return {"kind": "openai", "model": self.model,
+                "sampling": redact_config({"temperature": self.config.temperature,
+                                           "max_tokens": self.config.max_tokens,
+                                           "seed": self.config.seed, "extra": self.config.extra}),
+                "structured_output": self.config.structured_output}
 
     # ------------------------------------------------------------ one HTTP call
     def _response_format(self, schema: type[BaseModel] | None) -> dict | None:
@@ -141,29 +115,24 @@ class OpenAIChatJudge(ChatJudge):
         async def once() -> Any:
             rf = self._response_format(schema)  # read per attempt: auto mode may switch
             extra = {"response_format": rf} if rf is not None else {}
-            if self._limiter is not None:
-                await self._limiter.acquire()
-            # the timeout covers the request, not the wait for a concurrency slot
-            async with self._sem(), asyncio.timeout(self.config.timeout):
-                # client.post skips the SDK's recursive TypedDict transform of the body,
-                # which costs milliseconds per call on large JSON schemas
-                resp = await self._client().post(
-                    "/chat/completions", cast_to=ChatCompletion,
-                    body={"model": self.model, "messages": messages, **extra, **kwargs})
+            # client.post skips the SDK's recursive TypedDict transform of the body,
+            # which costs milliseconds per call on large JSON schemas
+            resp = await self._http.send(lambda: self._http.client().post(
+                "/chat/completions", cast_to=ChatCompletion,
+                body={"model": self.model, "messages": messages, **extra, **kwargs}))
             holder["rf"] = rf
             return resp
 
         try:
-            resp = await call_with_retries(once, self._policy, self._what, self._secret,
-                                           attempts, self._on_status if schema else None,
-                                           key_env=self.config.api_key_env)
+            resp = await self._http.call(once, self._what, attempts,
+                                         self._on_status if schema else None)
         except Exception as exc:
             if self._probing:  # llama.cpp's form failed too: the 500 was not about the format
                 self.mode, self._probing = "json_schema", False
             record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
                                    model=self.model, cached=False, retries=attempts.retries,
                                    latency=time.perf_counter() - start,
-                                   error=scrub(str(exc), self._secret)[:300]))
+                                   error=one_line(exc, MESSAGE_LIMIT, self._http.secrets)))
             raise
         if schema is not None and self.mode == "json_schema" and holder.get("rf"):
             self._mode_settled = True  # the server accepts json_schema: never probe
@@ -206,39 +175,8 @@ class OpenAIChatJudge(ChatJudge):
         return await self._complete(list(messages), None, params)
 
     async def aclose(self) -> None:
-        try:
-            client = self._client()
-        except RuntimeError:  # no running loop
-            return
-        await client.close()
+        await self._http.aclose()
 
 
-async def parse_with_repair(complete: Callable[[Messages], Awaitable[str]], messages: Messages,
-                            schema: type[T], what: str, schema_hint: str = "") -> T:
-    """Ask, validate against ``schema``; on invalid JSON or a schema mismatch, ONE repair
-    turn that shows the model its answer and the error; then ``JudgeOutputError``.
-
-    ``complete(messages) -> text`` sends one request (with the client's own retries)."""
-    text = await complete(messages)
-    try:
-        return schema.model_validate_json(extract_json_text(text))
-    except ValidationError as exc:
-        error = short_validation_error(exc)
-    repair = [*messages, {"role": "assistant", "content": text[:4000]},
-              {"role": "user", "content": f"Your answer is not valid: {error}\n"
-               f"Reply with only the corrected JSON object{schema_hint}."}]
-    text2 = await complete(repair)
-    try:
-        return schema.model_validate_json(extract_json_text(text2))
-    except ValidationError as exc:
-        raise JudgeOutputError(
-            f"{what}: answer is not valid {schema.__name__} JSON after one repair retry: "
-            f"{short_validation_error(exc)}") from None
-
-
-def short_validation_error(exc: ValidationError) -> str:
-    parts = []
-    for err in exc.errors()[:3]:
-        loc = ".".join(str(x) for x in err.get("loc", ())) or "(root)"
-        parts.append(f"{loc}: {err.get('msg')}")
-    return "; ".join(parts)[:500]
+__all__ = ["OpenAIChatJudge", "estimate_tokens", "extract_json_text", "parse_with_repair",
+           "schema_json", "schema_prompt", "short_validation_error"]

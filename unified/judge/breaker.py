@@ -1,0 +1,172 @@
+"""A circuit breaker per judge endpoint: a dead or hanging judge is found in seconds.
+
+States and rules (``n`` = ``failures_to_open``, default 5; ``cooldown`` default 30 s):
+
+- **closed**: requests go out. Each *attempt* (not each logical call) that ends in a
+  connection failure or a timeout adds one to a count of failures in a row; any answer
+  from the server — a success, and also an error status or a malformed body, which
+  prove it reachable — resets the count. At ``n`` in a row the circuit **opens**.
+- **open**: nothing is sent. Every call fails at once with ``JudgeUnavailableError``
+  naming the endpoint and the last cause: new calls, calls waiting for a concurrency
+  slot or a rate-limit turn, calls sleeping before a retry and requests still on the
+  wire (they are abandoned: the server has not answered its last ``n`` attempts).
+- **half-open**: ``cooldown`` seconds after opening, the next attempt is a probe (one at
+  a time; every other call still fails at once). An answer closes the circuit, a
+  connection failure or timeout opens it again for another ``cooldown``.
+
+Time to find a judge that accepts connections and never answers, with ``c`` calls in
+flight (``concurrency``) and a per-attempt ``timeout``::
+
+    t ≈ ceil(n / c) · timeout          (default 8 in flight, 60 s: one wave, about 60 s)
+
+A refused connection is found within the first ``n`` attempts, in well under a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+import weakref
+from typing import Any, Awaitable, Callable, TypeVar
+
+from unified.judge.base import JudgeUnavailableError
+
+R = TypeVar("R")
+
+FAILURES_TO_OPEN = 5
+COOLDOWN_SECONDS = 30.0
+
+
+class CircuitBreaker:
+    """One endpoint's breaker; safe to share across event loops and threads.
+
+    ``endpoint`` is the secret-free label used in messages, e.g.
+    ``"judge at http://127.0.0.1:9/v1 (model m)"``.
+    """
+
+    def __init__(self, endpoint: str, failures_to_open: int = FAILURES_TO_OPEN,
+                 cooldown: float = COOLDOWN_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self.endpoint = endpoint
+        self.failures_to_open = max(1, int(failures_to_open))
+        self.cooldown = float(cooldown)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.state = "closed"
+        self.failures = 0  # connection failures / timeouts in a row
+        self.cause = ""
+        self._opened_at = 0.0
+        self._probing = False
+        # per event loop: an Event set when the circuit opens (waiters race against it)
+        self._signals: weakref.WeakKeyDictionary[Any, asyncio.Event] = weakref.WeakKeyDictionary()
+
+    # ------------------------------------------------------------ state
+    @property
+    def is_open(self) -> bool:
+        """True while calls are refused (open, or half-open with its probe out)."""
+        return self.state != "closed"
+
+    def error(self) -> JudgeUnavailableError:
+        return JudgeUnavailableError(
+            f"{self.endpoint} {self.cause} ({self.failures_to_open} attempts in a row; no more "
+            "requests sent) — resumable with --retry-errors", endpoint=self.endpoint,
+            cause=self.cause)
+
+    def _rejecting(self) -> bool:
+        """Would an attempt now be refused? (open within the cooldown, or a probe is out)"""
+        if self.state == "closed":
+            return False
+        if self._probing:
+            return True
+        return self._clock() - self._opened_at < self.cooldown
+
+    def admit(self) -> bool:
+        """Before each attempt: raise ``JudgeUnavailableError`` unless the attempt may go
+        out. After the cooldown the first caller becomes the half-open probe (True)."""
+        with self._lock:
+            if self.state == "closed":
+                return False
+            if self._rejecting():
+                raise self.error()
+            self.state, self._probing = "half-open", True
+            return True
+
+    def succeeded(self) -> None:
+        """The server answered (any status): reset the count, close the circuit."""
+        with self._lock:
+            self.failures = 0
+            self.state, self._probing = "closed", False
+
+    def failed(self, cause: str) -> None:
+        """An attempt ended in a connection failure or a timeout (``cause``: "refused the
+        connection", "did not answer within 60s", ...)."""
+        with self._lock:
+            self.failures += 1
+            self.cause = cause
+            tripped = self.state == "half-open" or (
+                self.state == "closed" and self.failures >= self.failures_to_open)
+            if not tripped:
+                return
+            self.state, self._probing, self._opened_at = "open", False, self._clock()
+            signals, self._signals = list(self._signals.items()), weakref.WeakKeyDictionary()
+        for loop, event in signals:
+            _set_in_loop(loop, event)
+
+    def abandoned(self) -> None:
+        """A probe ended without an outcome (its caller was cancelled): let the next
+        caller probe instead, without waiting another cooldown."""
+        with self._lock:
+            if self.state == "half-open" and self._probing:
+                self.state, self._probing = "open", False
+
+    # ------------------------------------------------------------ calls
+    def _signal(self) -> asyncio.Event:
+        loop = asyncio.get_running_loop()
+        with self._lock:
+            event = self._signals.get(loop)
+            if event is None:
+                event = self._signals[loop] = asyncio.Event()
+            return event
+
+    async def guard(self, call: Callable[[], Awaitable[R]]) -> R:
+        """Run ``call()`` (one logical call with its retries) so that it fails at once with
+        ``JudgeUnavailableError`` when the circuit opens — wherever it is waiting: for a
+        concurrency slot, a rate-limit turn, a retry's backoff or a server that does
+        not answer."""
+        if self._rejecting():
+            raise self.error()
+        opened = self._signal()
+        inner = asyncio.ensure_future(call())
+        woken = asyncio.ensure_future(opened.wait())
+        try:
+            await asyncio.wait((inner, woken), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the caller was cancelled: take the request down with it
+            inner.cancel()
+            woken.cancel()
+            raise
+        woken.cancel()
+        if inner.done():  # it ended first (its own outcome, even if the circuit opened too)
+            return inner.result()
+        inner.cancel()  # the circuit opened while it waited
+        await asyncio.wait((inner,))  # let it unwind: frees its slot, closes the request
+        if inner.cancelled():
+            raise self.error()
+        return inner.result()  # it finished before the cancellation reached it
+
+
+def _set_in_loop(loop: Any, event: asyncio.Event) -> None:
+    """``event.set()`` in the loop that owns it (events are not thread-safe)."""
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        event.set()
+        return
+    try:
+        loop.call_soon_threadsafe(event.set)
+    except RuntimeError:  # that loop is closed: nobody is waiting there any more
+        pass
+
+
+__all__ = ["COOLDOWN_SECONDS", "FAILURES_TO_OPEN", "CircuitBreaker"]

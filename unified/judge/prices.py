@@ -1,0 +1,128 @@
+"""Money cost: a price table per model and the dollar cost of a task's judge calls.
+
+A price table maps a model name (as the judge reports it: ``JudgeConfig.model``, the
+``.gguf`` file name, the embedding model) to USD per million tokens, input and output::
+
+    usd = Σ_calls (input_tokens · usd_in + output_tokens · usd_out) / 1_000_000
+
+Only calls that used tokens count (cache hits use none, so they cost nothing). When any
+such call's model has no price the task's cost is ``None`` ("unknown"), never a partial
+sum that would pass for the total. Estimated token counts (``Cost.tokens_estimated``)
+make the dollar figure an estimate too.
+
+Sources, merged in this order (later wins): the ``[prices]`` section of a run file and
+``--price MODEL=IN/OUT`` strings. The table in force for a run is set with
+``price_scope(table)``; every ``TaskMeter`` created inside picks it up.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import math
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+Prices = dict[str, tuple[float, float]]
+PER_TOKENS = 1_000_000
+
+_prices: contextvars.ContextVar[Mapping[str, tuple[float, float]] | None] = \
+    contextvars.ContextVar("unified_prices", default=None)
+
+
+class PriceError(ValueError):
+    """A price that cannot be read: one line naming the entry and the expected form."""
+
+
+_FORM = "expected MODEL=IN/OUT in USD per 1M input/output tokens, e.g. gpt-4o-mini=0.15/0.60"
+
+
+def _number(text: Any, where: str) -> float:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise PriceError(f"{where}: {text!r} is not a number; {_FORM}") from None
+    if not math.isfinite(value) or value < 0:
+        raise PriceError(f"{where}: a price must be a finite number >= 0, got {text!r}")
+    return value
+
+
+def parse_price(spec: str) -> tuple[str, tuple[float, float]]:
+    """``"MODEL=IN/OUT"`` -> ``(model, (usd_in, usd_out))``. The model is everything before
+    the last ``=`` (names such as ``meta-llama/Llama-3-8B`` keep their slashes)."""
+    model, sep, pair = str(spec).rpartition("=")
+    model = model.strip()
+    usd_in, slash, usd_out = pair.partition("/")
+    if not sep or not model or not slash:
+        raise PriceError(f"--price {spec}: {_FORM}")
+    where = f"--price {spec}"
+    return model, (_number(usd_in.strip(), where), _number(usd_out.strip(), where))
+
+
+def _section_entry(model: str, value: Any, where: str) -> tuple[float, float]:
+    """A ``[prices]`` value: ``"IN/OUT"``, ``[IN, OUT]`` or ``{input = IN, output = OUT}``."""
+    if isinstance(value, str):
+        return parse_price(f"{model}={value}")[1]
+    if isinstance(value, (list, tuple)) and len(value) == 2:
+        return _number(value[0], where), _number(value[1], where)
+    if isinstance(value, Mapping) and set(value) == {"input", "output"}:
+        return _number(value["input"], where), _number(value["output"], where)
+    raise PriceError(f"{where}: expected \"IN/OUT\", [IN, OUT] or {{input = IN, output = OUT}} "
+                     "in USD per 1M tokens")
+
+
+def parse_prices(specs: Iterable[str] | None = None, *, section: Mapping[str, Any] | None = None,
+                 config_file: str | Path | None = None) -> Prices:
+    """The price table from a run file's ``[prices]`` section (``config_file``, or an
+    already-read ``section``) overridden by ``--price`` strings (``specs``)."""
+    table: Prices = {}
+    if config_file is not None:
+        from unified.judge.config import load_run_config
+        section = {**((load_run_config(config_file).model_extra or {}).get("prices") or {}),
+                   **(section or {})}
+        where_file = f"{config_file}: [prices]"
+    else:
+        where_file = "[prices]"
+    if section is not None and not isinstance(section, Mapping):
+        raise PriceError(f"{where_file} must be a table of MODEL = \"IN/OUT\" entries")
+    for model, value in (section or {}).items():
+        table[str(model)] = _section_entry(str(model), value, f"{where_file} {model}")
+    for spec in specs or ():
+        model, pair = parse_price(spec)
+        table[model] = pair
+    return table
+
+
+def usd_cost(records: Iterable[Any], prices: Mapping[str, tuple[float, float]] | None) -> float | None:
+    """Dollars for ``records`` (``CallRecord``-like: model, input_tokens, output_tokens)
+    under ``prices``; None without a table or when a call that used tokens is unpriced."""
+    if not prices:
+        return None
+    total = 0.0
+    for r in records:
+        if not (r.input_tokens or r.output_tokens):
+            continue  # a cache hit or a failed call: nothing was billed
+        price = prices.get(r.model)
+        if price is None:
+            return None
+        total += (r.input_tokens * price[0] + r.output_tokens * price[1]) / PER_TOKENS
+    return total
+
+
+def current_prices() -> Mapping[str, tuple[float, float]] | None:
+    """The price table in force (``price_scope``), or None."""
+    return _prices.get()
+
+
+@contextlib.contextmanager
+def price_scope(prices: Mapping[str, tuple[float, float]] | None) -> Iterator[None]:
+    """Price every task meter created inside (including in tasks spawned inside)."""
+    token = _prices.set(dict(prices) if prices else None)
+    try:
+        yield
+    finally:
+        _prices.reset(token)
+
+
+__all__ = ["PriceError", "Prices", "current_prices", "parse_price", "parse_prices",
+           "price_scope", "usd_cost"]

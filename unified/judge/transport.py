@@ -1,0 +1,89 @@
+"""What the two HTTP transports (chat, embeddings) share: one ``openai.AsyncOpenAI`` per
+event loop, the concurrency slot, the rate limiter, the retry policy, the endpoint's
+circuit breaker and the secrets to scrub.
+
+URL credentials: query parameters of ``base_url`` (``?api_key=KEY``) are sent with every
+request (the SDK's ``default_query``; left in the URL they would end up in front of
+``/chat/completions``), userinfo (``user:KEY@``) is left to httpx, which turns it into
+basic auth. Either way the values are remembered as secrets: scrubbed from every error,
+call record and log line (``unified.redact``); the URL in messages is redacted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Awaitable, Callable, TypeVar
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+import openai
+
+from unified.judge.breaker import CircuitBreaker
+from unified.judge.resilience import (Attempts, RateLimiter, RetryPolicy, call_with_retries,
+                                      loop_local)
+from unified.redact import redact_logs, redact_url, remember_secret, url_secrets
+
+R = TypeVar("R")
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+_PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key but the client wants one
+
+
+def split_query(url: str | None) -> tuple[str | None, dict[str, str]]:
+    """``http://h/v1?api_key=K`` -> (``http://h/v1``, ``{"api_key": "K"}``)."""
+    if not url:
+        return url, {}
+    parts = urlsplit(url)
+    if not parts.query:
+        return url, {}
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", parts.fragment)), query
+
+
+class HttpEndpoint:
+    """One OpenAI-compatible endpoint as a client sees it (``config``: a JudgeConfig or an
+    EmbeddingConfig; ``label``: "judge" or "embeddings", for the breaker's messages)."""
+
+    def __init__(self, config: Any, label: str):
+        self.config = config
+        self.key = config.api_key()  # read now; kept for the client and to scrub texts
+        self.secrets: list[str | None] = [self.key, *url_secrets(config.base_url)]
+        remember_secret(*self.secrets)
+        redact_logs()  # openai (and httpx) are imported now: their loggers exist
+        self.url = redact_url(config.base_url or DEFAULT_BASE_URL)
+        self.policy = RetryPolicy(max_retries=config.max_retries,
+                                  backoff_base=config.backoff_base, timeout=config.timeout)
+        self.limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
+        self.breaker = CircuitBreaker(f"{label} at {self.url} (model {config.model})",
+                                      config.breaker_failures, config.breaker_cooldown)
+        base_url, query = split_query(config.base_url)
+        key = self.key or _PLACEHOLDER_KEY
+        # per event loop: httpx pools and semaphores are bound to the loop that uses them
+        self.client = loop_local(lambda: openai.AsyncOpenAI(
+            base_url=base_url, api_key=key, max_retries=0, timeout=config.timeout,
+            default_query=query or None))
+        self.slot = loop_local(lambda: asyncio.Semaphore(config.concurrency))
+
+    async def send(self, request: Callable[[], Awaitable[R]]) -> R:
+        """One attempt: wait for a rate-limit turn and a concurrency slot, then run
+        ``request()`` under the timeout (which covers the request, not the queueing)."""
+        if self.limiter is not None:
+            await self.limiter.acquire()
+        async with self.slot(), asyncio.timeout(self.config.timeout):
+            return await request()
+
+    async def call(self, once: Callable[[], Awaitable[R]], what: str, attempts: Attempts,
+                   on_status: Callable[[openai.APIStatusError], bool] | None = None) -> R:
+        """``once`` (one attempt) with retries, the breaker and scrubbed errors."""
+        return await call_with_retries(once, self.policy, what, self.secrets, attempts,
+                                       on_status, key_env=self.config.api_key_env,
+                                       breaker=self.breaker)
+
+    async def aclose(self) -> None:
+        try:
+            client = self.client()
+        except RuntimeError:  # no running loop
+            return
+        await client.close()
+
+
+__all__ = ["DEFAULT_BASE_URL", "HttpEndpoint", "split_query"]
