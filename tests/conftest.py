@@ -29,3 +29,10 @@ def judge_server():
     """A started loopback judge server (no latency, no faults); stopped after the test."""
     with JudgeServer() as srv:
         yield srv
+
+
+@pytest.fixture(autouse=True)
+def _private_judge_cache(tmp_path_factory, monkeypatch):
+    """Each test gets its own user cache folder: the shared judge cache must neither leak
+    answers between tests (call counts would lie) nor touch the machine's ~/.cache."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

@@ -143,19 +143,26 @@ def test_convert_command(tmp_path):
     assert invoke("convert", DATA, tmp_path / "x", "--to", "nosuch").exit_code == 2
 
 
-def test_run_with_loopback_judge_uses_run_cache_and_resume(tmp_path, judge_server):
+def test_run_with_loopback_judge_uses_the_shared_cache_and_resume(tmp_path, judge_server):
+    """The judge cache outlives run folders (issue 12): a new --out pays for no call the
+    shared cache already holds."""
+    from unified.judge import default_cache_path
+
     out = tmp_path / "llm"
     args = ["run", DATA, "--metrics", "faithfulness,precision@3", "--out", out, "--quiet", "--max-samples", "3",
             "--base-url", judge_server.base_url, "--model", "loopback"]
     r = invoke(*args)
     assert r.exit_code == 0, r.output
     cold = judge_server.chat_count
-    assert cold > 0 and (out / "judge_cache.sqlite").exists()
+    assert cold > 0 and default_cache_path().exists() and not (out / "judge_cache.sqlite").exists()
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and sum(d["cost"]["calls"] for d in rows) == cold
     assert invoke(*args).exit_code == 0  # resume: everything done, nothing called
     assert judge_server.chat_count == cold
     assert invoke(*args, "--no-resume").exit_code == 0  # start over: answers come from the cache
+    assert judge_server.chat_count == cold
+    other = [a if a != out else tmp_path / "elsewhere" for a in args]
+    assert invoke(*other).exit_code == 0  # another run folder: still nothing paid twice
     assert judge_server.chat_count == cold
     summary = json.loads((out / "summary.json").read_text())
     assert summary["config"]["judges"]["judge"]["model"] == "loopback"

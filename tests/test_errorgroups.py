@@ -48,7 +48,8 @@ def test_a_dead_judge_is_one_cause_for_every_sample(tmp_path):
     assert len(lines) == 28 and all(d["error"] for d in lines)
     (g,) = group_errors(lines)
     assert g["count"] == 28 and g["backends"] == ["native"] and g["metrics"] == ["faithfulness"]
-    assert g["cause"].startswith(f"chat model=m at {url}: connection failed")
+    # before and after the circuit breaker opened, one cause
+    assert g["cause"] == f"judge at {url} (model m) refused the connection"
     assert g["example"]["sample_id"] == lines[0]["sample_id"]
     assert g["example"]["error"] == lines[0]["error"]  # the full text, unmasked
 
@@ -63,7 +64,7 @@ def test_a_hanging_judge_groups_its_timeouts(tmp_path):
     groups = group_errors(_lines(tmp_path))
     # precision@3 needs no judge and scored; the four timeouts are one cause
     assert [(g["count"], g["metrics"]) for g in groups] == [(4, ["faithfulness"])]
-    assert "timed out after 0.3s" in groups[0]["cause"]
+    assert groups[0]["cause"] == f"judge at {srv.base_url} (model m) did not answer within 0.3s"
 
 
 def test_missing_fields_group_per_field_and_metric_not_per_sample():
@@ -108,7 +109,7 @@ def test_judge_error_inside_a_framework_message_is_the_same_cause():
         {"sample_id": "q5", "metric": "faithfulness", "backend": "native", "value": 7.0},  # no error
     ]
     (g,) = group_errors(errors)
-    assert g["count"] == 4 and g["cause"] == core
+    assert g["count"] == 4 and g["cause"] == f"judge at {url} (model fake) Connection error."
     assert g["backends"] == ["deepeval", "native", "ragas"]
 
 
@@ -132,7 +133,9 @@ def test_cause_masks_only_task_specific_parts(a, b, same):
 
 
 def test_urls_keep_their_digits_and_apostrophes_are_not_quotes():
+    assert cause_of("chat model=m at http://10.0.0.1:8000/v1: HTTP 503 (busy for 2.5s)", "x") == \
+        "chat model=m at http://10.0.0.1:8000/v1: HTTP 503 (busy for 2.5s)"
     assert cause_of("chat model=m at http://10.0.0.1:8000/v1: timed out after 2.5s", "x") == \
-        "chat model=m at http://10.0.0.1:8000/v1: timed out after 2.5s"
+        "judge at http://10.0.0.1:8000/v1 (model m) did not answer within 2.5s"
     assert cause_of("the judge doesn't answer for the sample's \"long quoted text\"", "s") == \
         "the judge doesn't answer for the sample's \"…\""

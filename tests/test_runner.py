@@ -314,12 +314,12 @@ def test_running_aggregates_match_aggregate_by():
 def test_default_judges_honour_unified_embedding(tmp_path, monkeypatch):
     # evaluate() without judges= read only UNIFIED_JUDGE_*: UNIFIED_EMBEDDING (which the CLI
     # honours) was ignored, so native semantic_similarity was skipped as "no embedder"
-    from unified.runner import _build_default_judges
+    from unified.judge import resolve_judges
 
     monkeypatch.delenv("UNIFIED_JUDGE_MODEL", raising=False)
     monkeypatch.setenv("UNIFIED_EMBEDDING", "http://127.0.0.1:9/v1")
     monkeypatch.setenv("UNIFIED_EMBEDDING_MODEL", "emb-model")
-    judges = _build_default_judges(tmp_path, use_cache=False)
+    judges, _ = resolve_judges(cache=False)
     assert judges.chat is None and judges.embedder is not None
 
 

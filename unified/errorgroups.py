@@ -15,7 +15,9 @@ for the same reason gets the same cause:
 A judge failure is its own cause wherever it surfaced: when the text holds the judge
 layer's clause (``chat model=M at URL: connection failed (...)``), the cause is that
 clause, so the native, ragas and deepeval tasks that one dead endpoint broke count
-together, and ``backends``/``metrics`` say where it struck.
+together, and ``backends``/``metrics`` say where it struck. An unreachable judge is one
+cause whether a task met it before or after the circuit breaker opened: both read
+``judge at URL (model M) refused the connection`` (or ``did not answer within 60s``).
 
 ``group_errors`` streams: memory grows with the number of causes, not of errors. It does
 not deduplicate task lines; a caller reading a run folder applies the last-wins rule first
@@ -47,11 +49,43 @@ _NAME_WORDS = ("field", "metric", "metrics", "backend", "parameter", "column", "
 _IDENT = re.compile(r"^[A-Za-z_][\w.@\-]*(\[[^\]]*\])?$")
 
 
+# an unreachable judge, as the breaker says it and as a single failed call says it
+_BREAKER = re.compile(r"\bjudge at (\S+) \(model ([^)]+)\) (.+?) \(\d+ attempts in a row")
+_UNREACHABLE = re.compile(r"\b(?:chat|embeddings?) model=(\S+) at (\S+?): (?:connection failed \(|"
+                          r"timed out after (\S+?)s\b)")
+
+
+def _unreachable(text: str) -> str | None:
+    """``judge at URL (model M) REASON`` when ``text`` says a judge could not be reached."""
+    m = _BREAKER.search(text)
+    if m:
+        return f"judge at {m.group(1)} (model {m.group(2)}) {m.group(3)}"
+    m = _UNREACHABLE.search(text)
+    if m:
+        reason = f"did not answer within {m.group(3)}s" if m.group(3) else _parenthesised(text, m.end())
+        return f"judge at {m.group(2)} (model {m.group(1)}) {reason}"
+    return None
+
+
+def _parenthesised(text: str, start: int) -> str:
+    """The text from ``start`` up to the parenthesis that closes the one opened just
+    before it (a cause may hold parentheses of its own)."""
+    depth = 1
+    for i in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            return text[start:i]
+    return text[start:]
+
+
 def cause_of(error: str, sample_id: str | None = None) -> str:
     """The cause of one failed task: ``error`` with its task-specific parts masked (see
     the module docstring). Deterministic; two tasks failing for one reason give equal
     causes."""
     text = " ".join(str(error).split())
+    dead = _unreachable(text)
+    if dead:
+        return dead
     judge = _JUDGE_CLAUSE.search(text)
     if judge:
         text = judge.group(0).rstrip()

@@ -60,21 +60,12 @@ def judge_requirements(backend: Any, ref: MetricRef) -> frozenset[str]:
 
 
 def describe_judges(judges: Any) -> dict[str, Any]:
-    """The secret-free description of what decides the judges' answers."""
+    """The secret-free description of what decides the judges' answers
+    (``Judges.describe()``: ``judge``, ``judge2``, ``single_judge``, ``embedder``)."""
     own = getattr(judges, "describe", None)
     if callable(own):
         return dict(own())
-    out: dict[str, Any] = {"single_judge": bool(getattr(judges, "single_judge", False))}
-    for slot in ("chat", "chat2", "embedder"):
-        j = getattr(judges, slot, None)
-        if j is None:
-            out[slot] = None
-            continue
-        sampling = getattr(j, "sampling_params", None)
-        out[slot] = {"model": getattr(j, "model", ""),
-                     **({"sampling": sampling()} if callable(sampling) else {}),
-                     **({"structured_output": j.mode} if isinstance(getattr(j, "mode", None), str) else {})}
-    return out
+    return {"judge": None, "judge2": None, "single_judge": False, "embedder": None}
 
 
 def task_config(backend: Any, ref: MetricRef, judges: Any) -> dict[str, Any]:
@@ -88,8 +79,8 @@ def task_config(backend: Any, ref: MetricRef, judges: Any) -> dict[str, Any]:
     if needs:
         desc = describe_judges(judges)
         if "chat" in needs:
-            cfg["judge"] = desc.get("chat")
-            cfg["judge2"] = desc.get("chat2")
+            cfg["judge"] = desc.get("judge")
+            cfg["judge2"] = desc.get("judge2")
             cfg["single_judge"] = desc.get("single_judge", False)
         if "embedder" in needs:
             cfg["embedder"] = desc.get("embedder")

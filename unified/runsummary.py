@@ -11,11 +11,11 @@ this is busy time, larger than wall time).
 from __future__ import annotations
 
 import json
-import re
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, TextIO
 
+from unified.errorgroups import group_errors  # noqa: F401  (re-exported: the one grouping rule)
 from unified.redact import one_line, redact_config
 
 
@@ -32,36 +32,6 @@ class RunCounts:
     tasks_skipped_done: int = 0
     score_lines: int = 0
     lines_dropped: int = 0
-
-
-def _cause(error: str, sample_id: str | None) -> str:
-    """The error text with the parts that name one sample or row masked."""
-    text = error
-    if sample_id:
-        text = text.replace(f"'{sample_id}'", "'…'").replace(sample_id, "…")
-    text = re.sub(r"^[^\s:]+:\d+: ", "", text)  # the file:line of a row error
-    return re.sub(r"\brow \d+", "row …", text)
-
-
-def group_errors(score_dicts: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Failures grouped by cause (the error text with its sample-specific parts masked),
-    largest group first; each with its count and one example."""
-    try:  # the report's grouping, when present, is the one rule
-        from unified.errorgroups import group_errors as shared
-        return shared(score_dicts)
-    except ImportError:
-        pass
-    groups: dict[str, dict[str, Any]] = {}
-    for d in score_dicts:
-        if d.get("error") is None and d.get("value") is not None:
-            continue
-        err = str(d.get("error") or "no value")
-        g = groups.setdefault(_cause(err, d.get("sample_id")), {
-            "cause": _cause(err, d.get("sample_id")), "count": 0, "example": {
-                "sample_id": d.get("sample_id"), "metric": d.get("metric"),
-                "backend": d.get("backend"), "error": err}})
-        g["count"] += 1
-    return sorted(groups.values(), key=lambda g: -g["count"])
 
 
 def build_summary(aggregates: list[Any], error_groups: list[dict[str, Any]], errors: list[dict[str, Any]],
