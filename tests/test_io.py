@@ -119,17 +119,17 @@ def test_mixed_good_and_bad_jsonl():
 @pytest.mark.filterwarnings("ignore:unknown field")
 def test_mixed_good_and_bad_csv():
     good, bad = load_samples(FIXTURES / "mixed.csv")
-    assert [s.id for s in good] == ["ok-1", "ok-2"]
+    assert [s.id for s in good] == ["ok-1", "bad-plain-string", "ok-2"]
     assert good[0].graded_relevance == {"doc-27": 3.0} and good[0].relevant_ids == ["doc-27"]
-    assert good[1].user_input == "What is the\ncore collaboration window?"
-    assert good[1].relevant_ids is None  # empty cell = absent
-    assert good[1].metadata == {"notes": "multi-line question"}
+    # issue 11: in a table, a plain-string cell of a list field is a one-element list
+    assert good[1].retrieved_contexts == ["The Moon orbits Earth at about 384400 km."]
+    assert good[2].user_input == "What is the\ncore collaboration window?"
+    assert good[2].relevant_ids is None  # empty cell = absent
+    assert good[2].metadata == {"notes": "multi-line question"}
     # rows are numbered by their first physical line; the quoted question spans lines 5-6
-    assert [(e.row, e.field) for e in bad] == [
-        (3, "retrieved_contexts"), (4, "retrieved_contexts"), (7, "graded_relevance")]
-    assert "single string in 'contexts'" in bad[0].reason
-    assert "invalid JSON array in column 'contexts'" in bad[1].reason
-    assert "expected a JSON object" in bad[2].reason
+    assert [(e.row, e.field) for e in bad] == [(4, "retrieved_contexts"), (7, "graded_relevance")]
+    assert "invalid JSON array in column 'contexts'" in bad[0].reason
+    assert "expected a JSON object" in bad[1].reason
 
 
 def test_validate_source_lists_warnings_once(tmp_path):
@@ -140,8 +140,10 @@ def test_validate_source_lists_warnings_once(tmp_path):
     for _ in range(2):  # the same answer on a second validation in the same process
         ok, errors, warns = validate_source(path)
         assert ok == 3 and [(e.row, e.field) for e in errors] == [(4, "user_input")]
+        # issue 10: a repeated row is read (and scored) under its id with a suffix #2
         assert warns == ["unknown field 'annotator' kept in metadata (first at v.jsonl:1)",
-                         f"duplicate id '{Sample(user_input='a?').id}' at v.jsonl:1 and v.jsonl:3"]
+                         f"v.jsonl:3 repeats the content of v.jsonl:1; read as id "
+                         f"'{Sample(user_input='a?').id}#2'"]
 
 
 def test_validate_with_mapping_has_no_unknown_field_warning():
@@ -215,8 +217,8 @@ def test_source_level_errors_raise(tmp_path):
         load_samples(tmp_path / "data.xlsx")
     with pytest.raises(ValueError, match="unknown format"):
         load_samples(tmp_path / "a.jsonl", fmt="xml")
-    with pytest.raises(TypeError, match="iterable of records"):
-        load_samples({"user_input": "a?"})
+    # issue 11: one dict (or Sample) is one sample, not an error
+    assert [s.user_input for s in load_samples({"user_input": "a?"})[0]] == ["a?"]
 
 
 def test_parse_mapping():
