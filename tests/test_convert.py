@@ -218,3 +218,14 @@ def test_convert_refuses_a_suffix_of_another_data_format(tmp_path, to, name):
     with pytest.raises(ValueError, match="name the output"):
         convert_file(src, tmp_path / name, to)
     assert not (tmp_path / name).exists()
+
+
+@pytest.mark.deepeval
+@pytest.mark.skipif(not HAS_DEEPEVAL, reason="deepeval not installed")
+def test_convert_file_takes_framework_objects(quiet_frameworks, tmp_path):
+    from unified.adapters.deepeval_objects import to_deepeval_test_cases
+
+    cases = to_deepeval_test_cases(_samples())
+    n, errors = convert_file(cases, tmp_path / "ragas.jsonl", "ragas")
+    assert (n, errors) == (3, [])
+    assert _dump(load_samples(tmp_path / "ragas.jsonl")[0]) == _dump(_samples())

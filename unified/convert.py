@@ -213,13 +213,14 @@ def split_from(src_format: str | None) -> tuple[str | None, str | None]:
     return src_format, None
 
 
-def convert_file(src: str | Path, dst: str | Path, to: str, mapping: Mapping[str, str] | None = None,
+def convert_file(src: Any, dst: str | Path, to: str, mapping: Mapping[str, str] | None = None,
                  *, src_format: str | None = None, labels: Any = None, list_sep: str | None = None
                  ) -> tuple[int, list[Any]]:
     """Convert ``src`` to ``dst`` in format ``to``; returns (samples written, row errors).
 
-    ``src`` is read with ``unified.io.read_samples`` (any of our formats, any framework's
-    field names and layouts, ``mapping``, ``labels`` and ``list_sep`` applied) —
+    ``src`` is anything ``unified.io.read_samples`` reads — a path in any of our formats
+    with any framework's field names and layouts, a DataFrame, a framework's dataset
+    object, ... (``mapping``, ``labels`` and ``list_sep`` applied) —
     ``src_format`` forces a file format or a framework layout (``--from``). Bad rows are
     skipped and returned; the rest are written. Framework formats are written as JSONL,
     except DeepEval goldens (a JSON list, as DeepEval saves them) — a ``.json`` or
@@ -228,7 +229,8 @@ def convert_file(src: str | Path, dst: str | Path, to: str, mapping: Mapping[str
     """
     from unified.io import load_samples, write_samples
 
-    src, dst = Path(src), Path(dst)
+    src = Path(src) if isinstance(src, str) else src
+    dst = Path(dst)
     if to not in FORMATS:
         raise ValueError(f"unknown target format '{to}'; choose one of {', '.join(FORMATS)}")
     _check_suffix(dst, to)
