@@ -21,6 +21,7 @@ if not INTEROP.is_dir():  # a worktree sits one level deeper than the main check
 HAS_RAGAS = importlib.util.find_spec("ragas") is not None
 HAS_DEEPEVAL = importlib.util.find_spec("deepeval") is not None
 runner = CliRunner()
+pytestmark = pytest.mark.filterwarnings("ignore:unknown field")
 
 ARES = ["--map", "Query=user_input,Document=retrieved_contexts,Answer=response",
         "--label", "context_relevancy=Context_Relevance_Label",
@@ -143,7 +144,8 @@ def test_from_flag_forces_a_layout(tmp_path):
     assert forced.reference_contexts == ["ideal"] and forced.retrieved_contexts is None and forced.id == "g1"
     r = runner.invoke(app, ["validate", str(path), "--from", "deepeval", "--metrics", "faithfulness"])
     assert "field 'response' is missing" in r.output and r.exit_code == 1
-    assert runner.invoke(app, ["validate", str(path), "--from", "nosuch"]).exit_code == 2
+    r = runner.invoke(app, ["validate", str(path), "--from", "nosuch"])
+    assert r.exit_code == 2 and "not a layout" in r.output
 
 
 def test_list_sep_flag(tmp_path):

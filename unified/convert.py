@@ -206,11 +206,16 @@ def _check_suffix(dst: Path, to: str) -> None:
 
 def split_from(src_format: str | None) -> tuple[str | None, str | None]:
     """``--from X`` as (file format, layout): X names a file format or a framework layout."""
+    from unified.readers import FORMATS as FILE_FORMATS, SUFFIXES
+
     if not src_format:
         return None, None
     if src_format in FRAMEWORK_FORMATS or src_format in ("unified", "ours"):
         return None, src_format
-    return src_format, None
+    if src_format.lower().lstrip(".") in FILE_FORMATS or "." + src_format.lower().lstrip(".") in SUFFIXES:
+        return src_format, None
+    raise ValueError(f"--from {src_format}: not a layout ({', '.join(FRAMEWORK_FORMATS)}) nor a file "
+                     f"format ({', '.join(FILE_FORMATS)})")
 
 
 def convert_file(src: Any, dst: str | Path, to: str, mapping: Mapping[str, str] | None = None,

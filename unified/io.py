@@ -46,7 +46,8 @@ from unified.labels import label_value, parse_labels
 from unified.layouts import Layout, apply_layout, detect_layout, get_layout, renames_for
 from unified.readers import FORMATS, TABULAR, format_of, read_file
 from unified.rowerror import RowError
-from unified.sample import _ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, _target_of, json_problem
+from unified.sample import (_ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, _target_of,
+                            sample_problem)
 
 __all__ = [
     "RowError", "SampleLoadError", "SampleReader", "ReadCounts", "read_samples", "load_samples",
@@ -251,9 +252,10 @@ class _Ids:
         self._next[base] = n + 1
         return f"{base}#{n}"
 
-    def assign(self, s: Sample, row: int, soft_key: str | None) -> tuple[Sample | RowError, bool]:
-        """(sample with its final id, or a RowError; whether the id was suffixed)."""
-        h = s.content_hash()
+    def assign(self, s: Sample, row: int, soft_key: str | None, fresh: bool) -> tuple[Sample | RowError, bool]:
+        """(sample with its final id, or a RowError; whether the id was suffixed).
+        ``fresh``: built by this reader just now, so its validation-time hash holds."""
+        h = s._hash_at_validation if fresh and s._hash_at_validation else s.content_hash()
         first = self.used.get(s.id)
         if first is None:
             self.used[s.id] = (h, row)
@@ -284,6 +286,7 @@ class SampleReader(Iterator[Any]):
                  labels: Mapping[str, str] | list[str] | str | None = None, list_sep: str | None = None):
         self.mapping = parse_mapping(mapping)
         self.labels = parse_labels(labels)
+        self._label_columns = set(self.labels.values())
         both = set(self.mapping) & set(self.labels.values())
         if both:
             raise ValueError(f"column '{sorted(both)[0]}' is both mapped (--map) and a label (--label)")
@@ -332,10 +335,10 @@ class SampleReader(Iterator[Any]):
         if isinstance(item, RowError):
             return item
         if isinstance(item, Sample):
-            problem = next(filter(None, (json_problem(getattr(item, f), f) for f in _FIELDS)), None)
+            problem = sample_problem(item)  # a Sample changed after it was built
             if problem:
                 return RowError(self.source, row, problem[0], problem[1])
-            return self._final_id(item, row, None)
+            return self._final_id(item, row, None, fresh=False)
         if isinstance(item, Mapping):
             return self._record(item, row, None)
         if not isinstance(item, _Converted):
@@ -353,8 +356,8 @@ class SampleReader(Iterator[Any]):
             return RowError(self.source, row, None, item.record)
         return self._record(item.record, row, get_layout(item.layout))
 
-    def _final_id(self, s: Sample, row: int, soft_key: str | None) -> Sample | RowError:
-        result, renamed = self._ids.assign(s, row, soft_key)
+    def _final_id(self, s: Sample, row: int, soft_key: str | None, fresh: bool = True) -> Sample | RowError:
+        result, renamed = self._ids.assign(s, row, soft_key, fresh)
         if renamed:
             self.counts.renamed += 1
             if self.counts.renamed <= _MAX_DUPLICATE_NOTES:
@@ -398,10 +401,6 @@ class SampleReader(Iterator[Any]):
         if labels:
             rec["metadata"] = _with_labels(rec.get("metadata"), labels)
         return rec, soft, renames
-
-    @property
-    def _label_columns(self) -> set[str]:
-        return set(self.labels.values())
 
     def _take_labels(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = {}

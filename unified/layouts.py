@@ -22,13 +22,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
-from unified.sample import _ALIAS_TO_CANONICAL, FRAMEWORK_FIELDS, SampleError
+from unified.sample import _ALIAS_TO_CANONICAL, CONTENT_FIELDS, FRAMEWORK_FIELDS, SampleError
 
 EXTRA_KEY = "unified"  # metadata key carrying Sample fields the format has no key for
-SAMPLE_FIELDS = ("user_input", "response", "retrieved_contexts", "reference", "retrieved_ids",
-                 "relevant_ids", "graded_relevance", "reference_contexts")
+SAMPLE_FIELDS = CONTENT_FIELDS  # every Sample field but id and metadata
 
 
 @dataclass(frozen=True)

@@ -190,10 +190,7 @@ def _iter_json(path: Path) -> Rows:
     text, bad = _decode(data)
     try:
         doc = json.loads(text)
-    except json.JSONDecodeError as e:
-        yield from _json_fallback(text, path.name, e)
-        return
-    except (RecursionError, ValueError) as e:
+    except (RecursionError, ValueError) as e:  # JSONDecodeError is a ValueError
         yield from _json_fallback(text, path.name, e)
         return
     for row, rec in enumerate(_records_of(doc, path.name), start=1):

@@ -28,9 +28,10 @@ import json
 import math
 import re
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 # canonical -> accepted input names (canonical first). Sources, in column order:
 # RAGAS v1, DeepEval, Dingo, Patronus (legacy and current SDK), Embedchain, RAGChecker,
@@ -78,6 +79,9 @@ _ALIAS_TO_CANONICAL: dict[str, str] = {
     alias: canonical for canonical, names in ALIASES.items() for alias in names
 }
 LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "relevant_ids", "reference_contexts")
+#: the fields that define an interaction (its content hash): all but id and metadata
+CONTENT_FIELDS = ("user_input", "response", "retrieved_contexts", "reference", "retrieved_ids",
+                  "relevant_ids", "graded_relevance", "reference_contexts")
 _LIST_FIELDS = LIST_FIELDS
 # a context list -> the id list its objects' ids fill
 _IDS_OF_CONTEXTS = {"retrieved_contexts": "retrieved_ids", "reference_contexts": "relevant_ids"}
@@ -154,6 +158,35 @@ def json_problem(value: Any, path: str) -> tuple[str, str] | None:
     return None
 
 
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            return True
+        children = v.values() if isinstance(v, dict) else v
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list, tuple)))
+    return False
+
+
+def sample_problem(sample: Any, content_blob: str | None = None) -> tuple[str, str] | None:
+    """The first (field path, reason) that makes a Sample unfit for JSON, or None. C-speed
+    ``json.dumps`` of the content (``content_blob`` when the caller has it) and of the
+    metadata answers for the clean majority; only a sample that fails is walked
+    (``json_problem``) to name the field."""
+    fields = {name: getattr(sample, name) for name in type(sample).model_fields}
+    try:
+        blob = content_blob if content_blob is not None else sample._content_blob()
+        meta = json.dumps(fields["metadata"], ensure_ascii=False, allow_nan=False)
+        clean = (_SURROGATE.search(blob) is None and _SURROGATE.search(meta) is None
+                 and _SURROGATE.search(fields["id"]) is None and not _too_deep(fields["metadata"]))
+    except (TypeError, ValueError, RecursionError):
+        clean = False
+    if clean:
+        return None
+    return next(filter(None, (json_problem(v, k) for k, v in fields.items())), None)
+
+
 def _printable(text: Any) -> str:
     return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
 
@@ -191,6 +224,9 @@ class Sample(BaseModel):
     reference_contexts: list[str] | None = None
     id: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # the content hash computed while validating (readers use it right after building the
+    # sample, before anyone can change a field; content_hash() always recomputes)
+    _hash_at_validation: str = PrivateAttr(default="")
 
     @field_validator("user_input")
     @classmethod
@@ -206,21 +242,25 @@ class Sample(BaseModel):
 
     @model_validator(mode="after")
     def _json_safe_then_id(self) -> "Sample":
-        # before the id: the content hash encodes the text, which a surrogate would break
-        for name in type(self).model_fields:
-            problem = json_problem(getattr(self, name), name)
-            if problem:
-                raise SampleError(*problem)
+        # one pass: the content's canonical JSON is both checked and hashed
+        blob = self._content_blob()
+        problem = sample_problem(self, blob)
+        if problem:
+            raise SampleError(*problem)
+        self._hash_at_validation = hashlib.sha256(blob.encode()).hexdigest()[:16]
         if not self.id:
-            self.id = self.content_hash()
+            self.id = self._hash_at_validation
         return self
 
+    def _content_blob(self) -> str:
+        payload = {k: v for k in CONTENT_FIELDS if (v := getattr(self, k)) is not None}
+        return json.dumps(payload, sort_keys=True, ensure_ascii=False)
+
     def content_hash(self) -> str:
-        """Stable id from the content: sha256 of the canonical JSON of the fields that
-        define the interaction (metadata excluded), first 16 hex digits."""
-        payload = self.model_dump(exclude={"id", "metadata"}, exclude_none=True)
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        """Stable id from the content: sha256 of the canonical JSON (sorted keys, absent
+        fields left out) of the fields that define the interaction — all but ``id`` and
+        ``metadata`` — first 16 hex digits."""
+        return hashlib.sha256(self._content_blob().encode()).hexdigest()[:16]
 
     def has(self, field: str) -> bool:
         """True when ``field`` is present and non-empty (an empty list counts as absent
