@@ -406,3 +406,23 @@ def test_validate_command_imports_no_llm_client(tmp_path):
                      "unified.judge.base); the judge-layer helper makes it lazy (issue 13 item 5)")
     assert r.returncode == 0 and "EXIT 0" in r.stdout, r.stdout + r.stderr
     assert "1 ok, 0 bad row(s)" in r.stdout and "faithfulness: all 1 sample(s)" in r.stdout
+
+
+def test_json_file_shapes(tmp_path):
+    # JSON Lines in a .json file, even when its first line is broken
+    p = tmp_path / "a.json"
+    p.write_text('{"question": "q1?"\n{"question": "q2?"}\n')
+    good, bad = load_samples(p)
+    assert [s.user_input for s in good] == ["q2?"] and [e.row for e in bad] == [1]
+    # a pretty-printed object with a syntax error is one clear error, not one per line
+    p.write_text('{\n  "results": [\n    {"question": "q?",}\n  ]\n}\n')
+    with pytest.raises(ValueError, match=r"a.json:3: invalid JSON"):
+        load_samples(p)
+    # a list with one broken element: the others are read
+    p.write_text('[{"question": "q1?"},\n {"question": "q2?",},\n {"question": "q3?"}]')
+    good, bad = load_samples(p)
+    assert [s.user_input for s in good] == ["q1?", "q3?"]
+    assert (bad[0].row, "element starting at line 2" in bad[0].reason) == (2, True)
+    # one record on its own
+    p.write_text('{"question": "alone?"}')
+    assert [s.user_input for s in load_samples(p)[0]] == ["alone?"]

@@ -24,8 +24,11 @@ Every row is accounted for (``SampleReader.counts``: rows read = samples + rejec
 
 Writing (``write_samples``): JSONL (one Sample a line, absent fields omitted), JSON (a
 list), CSV / TSV (one column per field, lists and objects as JSON cells, absent = empty
-cell, formula-like cells neutralised as ``unified.cells`` describes), parquet (list fields
-as ``list<string>``, ``graded_relevance`` / ``metadata`` as JSON strings). Every format
+cell), parquet (list fields as ``list<string>``, ``graded_relevance`` / ``metadata`` as
+JSON strings). CSV / TSV written here never carry a live spreadsheet formula: a cell that
+begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``
+(as does one beginning with ``'`` followed by such a character or another ``'``), and
+reading strips exactly that ``'`` again (``unified.cells.neutralise_formula``). Every format
 reads back the Samples it was given, ids included, except that CSV / TSV cannot tell an
 empty string from an absent value (an empty cell means absent).
 """

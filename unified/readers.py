@@ -158,10 +158,16 @@ def _array_elements(text: str) -> Iterator[tuple[int, str]]:
                 end = m.start()
                 break
         elif tok == "," and depth == 1:
-            yield text.count("\n", 0, start) + 1, text[start:m.start()]
+            yield _line_of(text, start), text[start:m.start()]
             start = m.end()
     if text[start:end].strip():
-        yield text.count("\n", 0, start) + 1, text[start:end]
+        yield _line_of(text, start), text[start:end]
+
+
+def _line_of(text: str, start: int) -> int:
+    """1-based line of the first non-blank character at or after ``start``."""
+    stripped = len(text[start:start + 4096]) - len(text[start:start + 4096].lstrip())
+    return text.count("\n", 0, start + stripped) + 1
 
 
 # ---------------------------------------------------------------- JSONL / JSON
@@ -201,7 +207,7 @@ def _iter_json(path: Path) -> Rows:
 def _json_fallback(text: str, source: str, err: Exception) -> Rows:
     """A .json file that is not one JSON value: JSON Lines, or a list with bad elements."""
     head = text.lstrip()
-    if head.startswith("{") and (getattr(err, "msg", "") == "Extra data" or head.count("\n") > 0):
+    if head.startswith("{") and (getattr(err, "msg", "") == "Extra data" or _looks_like_jsonl(text)):
         for lineno, line in enumerate(text.splitlines(), start=1):
             if line.strip():
                 yield lineno, _jsonl_row(line.encode("utf-8", "surrogateescape"), source, lineno)
@@ -216,6 +222,19 @@ def _json_fallback(text: str, source: str, err: Exception) -> Rows:
         elif not isinstance(rec, RowError) and (found := _escaped_byte(rec)):
             rec = _bad_byte_error(source, row, found, "")
         yield row, rec
+
+
+def _looks_like_jsonl(text: str) -> bool:
+    """JSON Lines whose first line is broken: one of the first two non-blank lines is a
+    whole JSON object on its own (a pretty-printed object's lines never are)."""
+    lines = [line for line in text.splitlines()[:50] if line.strip()][:2]
+    for line in lines:
+        try:
+            if isinstance(json.loads(line), dict):
+                return True
+        except (ValueError, RecursionError):
+            continue
+    return False
 
 
 def _records_of(doc: Any, source: str) -> list[Any]:

@@ -123,8 +123,10 @@ def surrogate_reason(text: str) -> str | None:
 
 
 def _scalar_problem(v: Any) -> str | None:
-    if v is None or isinstance(v, (bool, int)):
+    if v is None or isinstance(v, bool):
         return None
+    if isinstance(v, int):  # Python's JSON reader refuses integers of more than 4,300 digits
+        return None if v.bit_length() <= 14_000 else "an integer of more than 4,000 digits"
     if isinstance(v, str):
         return surrogate_reason(v)
     if isinstance(v, float):
