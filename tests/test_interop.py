@@ -359,3 +359,14 @@ def test_row_errors_pass_through_and_are_counted():
     items = list(reader)
     assert items[1] is err
     assert (reader.counts.rows, reader.counts.samples, reader.counts.rejected) == (3, 1, 2)
+
+
+def test_mapped_string_column_is_one_context_in_json_sources():
+    rows = [{"q": "q?", "passage": "a | b"}]
+    (s,), _ = load_samples(rows, "q=user_input,passage=retrieved_contexts")
+    assert s.retrieved_contexts == ["a | b"]  # no guessing outside tables
+    (s,), _ = load_samples(rows, "q=user_input,passage=retrieved_contexts", list_sep="|")
+    assert s.retrieved_contexts == ["a", "b"]
+    # an unmapped alias holding one string stays an error: too often a joined blob
+    (err,) = load_samples([{"question": "q?", "contexts": "a | b"}])[1]
+    assert err.field == "retrieved_contexts" and "wrap it in a list" in err.reason

@@ -6,12 +6,13 @@ List fields (``retrieved_contexts``, ``retrieved_ids``, ``relevant_ids``,
 1. a string that parses as a JSON array is that array (any source: Patronus'
    ``task_context`` is often one); one that looks like a JSON array (``["…``) but does
    not parse is a row error;
-2. in tabular sources (CSV, TSV, parquet, DataFrame, HF datasets), and for a column the
-   user mapped onto the field with ``--map``, the string is split on the list separator:
-   ``list_sep`` when given (``""`` = never split), else the first of the layout's
-   separators found in the cell — ``|`` (DeepEval's CSV writer), and for DeepEval files
-   also ``;`` (its CSV loader's default); pieces are stripped, empty ones dropped; a cell
-   with no separator is a one-element list;
+2. in tabular sources (CSV, TSV, parquet, DataFrame, HF datasets) the string is split on
+   the list separator: ``list_sep`` when given (``""`` = never split), else the first of
+   the layout's separators found in the cell — ``|`` (DeepEval's CSV writer), and for
+   DeepEval files also ``;`` (its CSV loader's default); pieces are stripped, empty ones
+   dropped; a cell with no separator is a one-element list. A string in a column the user
+   mapped onto the field with ``--map`` (in any source) is a one-element list too, split
+   only on an explicit ``list_sep``;
 3. elsewhere (JSON records) a plain string stays a row error: it is too often a joined
    blob that would be scored as one context.
 
@@ -131,7 +132,8 @@ def clean_value(value: Any, key: str, field: str | None, *, tabular: bool, mappe
     if not isinstance(value, str) or field is None:
         return value
     if field in LIST_FIELDS:
-        return list_value(value, key, field, split=tabular or mapped, sep=sep, auto_seps=auto_seps)
+        return list_value(value, key, field, split=tabular or mapped, sep=sep,
+                          auto_seps=auto_seps if tabular else ())
     if field in OBJECT_FIELDS and tabular:
         return object_value(value, key, field)
     return value

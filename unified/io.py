@@ -49,7 +49,7 @@ from unified.labels import label_value, parse_labels
 from unified.layouts import Layout, apply_layout, detect_layout, get_layout, renames_for
 from unified.readers import FORMATS, TABULAR, format_of, read_file
 from unified.rowerror import RowError
-from unified.sample import (_ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, _target_of,
+from unified.sample import (ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, target_of,
                             sample_problem)
 
 __all__ = [
@@ -111,14 +111,14 @@ def parse_mapping(items: list[str] | str | Mapping[str, str] | None) -> dict[str
 
 
 def _mapping_target(src: str, dst: str) -> str:
-    if dst not in ALIASES and dst in _ALIAS_TO_CANONICAL:
-        return _ALIAS_TO_CANONICAL[dst]  # a framework's name for the field: q=question works
+    if dst not in ALIASES and dst in ALIAS_TO_CANONICAL:
+        return ALIAS_TO_CANONICAL[dst]  # a framework's name for the field: q=question works
     if dst in ALIASES:
         return dst
     # match against the frameworks' names too: question_text -> user_input, not a
     # lookalike canonical name
-    close = difflib.get_close_matches(dst, list(ALIASES) + list(_ALIAS_TO_CANONICAL), n=1, cutoff=0.5)
-    hint = f"; did you mean '{_ALIAS_TO_CANONICAL.get(close[0], close[0])}'?" if close else ""
+    close = difflib.get_close_matches(dst, list(ALIASES) + list(ALIAS_TO_CANONICAL), n=1, cutoff=0.5)
+    hint = f"; did you mean '{ALIAS_TO_CANONICAL.get(close[0], close[0])}'?" if close else ""
     raise ValueError(f"--map {src}={dst}: '{dst}' is not a Sample field "
                      f"(one of {', '.join(ALIASES)}){hint}")
 
@@ -396,7 +396,7 @@ class SampleReader(Iterator[Any]):
                 continue
             if self._src.tabular and (is_missing(value) or (self._src.empty_is_missing and value == "")):
                 continue
-            target = _target_of(key, raw, renames)
+            target = target_of(key, raw, renames)
             self._note_unknown(key, target, row, lay)
             cleaned[key] = clean_value(value, key, target, tabular=self._src.tabular,
                                        mapped=key in self.mapping, sep=self.list_sep, auto_seps=seps)

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from unified.sample import _ALIAS_TO_CANONICAL, CONTENT_FIELDS, FRAMEWORK_FIELDS, SampleError
+from unified.sample import ALIAS_TO_CANONICAL, CONTENT_FIELDS, FRAMEWORK_FIELDS, SampleError
 
 EXTRA_KEY = "unified"  # metadata key carrying Sample fields the format has no key for
 SAMPLE_FIELDS = CONTENT_FIELDS  # every Sample field but id and metadata
@@ -127,7 +127,7 @@ def apply_layout(record: Mapping[str, Any], layout: Layout | None, renames: Mapp
         out[key] = value
     extra = meta.pop(EXTRA_KEY, None)
     if isinstance(extra, Mapping) and set(extra) <= set(SAMPLE_FIELDS):
-        present = {renames.get(k) or _ALIAS_TO_CANONICAL.get(k) for k in out}
+        present = {renames.get(k) or ALIAS_TO_CANONICAL.get(k) for k in out}
         out.update({k: v for k, v in extra.items() if k not in present})
     elif extra is not None:
         meta[EXTRA_KEY] = extra  # not ours: the user's own key

@@ -75,14 +75,14 @@ FRAMEWORK_FIELDS: dict[str, dict[str, str]] = {
     "embedchain": {"user_input": "question", "response": "answer", "retrieved_contexts": "contexts"},
 }
 
-_ALIAS_TO_CANONICAL: dict[str, str] = {
+ALIAS_TO_CANONICAL: dict[str, str] = {
     alias: canonical for canonical, names in ALIASES.items() for alias in names
 }
+_ALIAS_TO_CANONICAL = ALIAS_TO_CANONICAL  # the name older code imports
 LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "relevant_ids", "reference_contexts")
 #: the fields that define an interaction (its content hash): all but id and metadata
 CONTENT_FIELDS = ("user_input", "response", "retrieved_contexts", "reference", "retrieved_ids",
                   "relevant_ids", "graded_relevance", "reference_contexts")
-_LIST_FIELDS = LIST_FIELDS
 # a context list -> the id list its objects' ids fill
 _IDS_OF_CONTEXTS = {"retrieved_contexts": "retrieved_ids", "reference_contexts": "relevant_ids"}
 _TEXT_KEYS = ("text", "content", "page_content")
@@ -325,7 +325,7 @@ def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = 
     for key, value in record.items():
         if key == "metadata":
             continue
-        target = _target_of(key, record, mapping)
+        target = target_of(key, record, mapping)
         if target is None:
             metadata[key] = value
             if warn_unknown and key not in _warned_unknown:
@@ -354,14 +354,16 @@ def _metadata_of(record: Mapping[str, Any]) -> dict[str, Any]:
     return dict(meta)
 
 
-def _target_of(key: str, record: Mapping[str, Any], mapping: Mapping[str, str]) -> str | None:
+def target_of(key: str, record: Mapping[str, Any], mapping: Mapping[str, str]) -> str | None:
+    """The canonical field ``key`` fills in ``record``: ``mapping`` first, then the
+    aliases; None for an unknown field."""
     if key in mapping:
         return mapping[key]
     if key == "context" and "retrieval_context" in record:
         # `context` is ambiguous: Dingo's retrieved context, but beside DeepEval's
         # `retrieval_context` it is DeepEval's ideal (reference) context
         return "reference_contexts"
-    return _ALIAS_TO_CANONICAL.get(key)
+    return ALIAS_TO_CANONICAL.get(key)
 
 
 def _normalise_fields(out: dict[str, Any], source_of: dict[str, str], metadata: dict[str, Any]) -> None:
