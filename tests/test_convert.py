@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from unified.convert import (
-    FORMATS, FRAMEWORK_FORMATS, LAYOUTS, convert_file, export_records, from_deepeval_test_cases,
-    from_pandas, from_ragas_dataset, from_ragas_v1, import_records, metric_name_table,
-    to_deepeval_goldens, to_deepeval_test_cases, to_pandas, to_ragas_dataset, to_ragas_v1,
+    FORMATS, FRAMEWORK_FORMATS, LAYOUTS, convert_file, export_records, from_pandas, from_ragas_v1,
+    import_records, metric_name_table, to_deepeval_goldens, to_pandas, to_ragas_v1,
 )
 from unified.io import load_samples, write_samples
 from unified.sample import Sample
@@ -37,33 +36,29 @@ def _samples() -> list[Sample]:
     ]
 
 
-def _held(s: Sample, fmt: str) -> dict:
-    """The fields of ``s`` that format ``fmt`` can hold (all of them where it has a
-    metadata slot), as a comparable dict."""
-    lay = LAYOUTS[fmt]
-    d = s.model_dump(exclude_none=True)
-    if lay.metadata_field:
-        return d
-    keep = set(lay.fields) | ({"id"} if lay.id_field else set())
-    return {k: v for k, v in d.items() if k in keep}
+def _fields_of(s: Sample, keep: set[str]) -> dict:
+    return {k: v for k, v in s.model_dump(exclude_none=True).items() if k in keep}
+
+
+def _dump(items) -> list[dict]:
+    return [s.model_dump() for s in items]
 
 
 @pytest.mark.parametrize("fmt", FRAMEWORK_FORMATS)
 def test_records_round_trip(fmt):
+    # issue 11: every layout has an id and a metadata slot, so nothing is lost, ids included
     originals = _samples()
     records, notes = export_records(originals, fmt)
     back, errors = import_records(records, fmt)
     assert errors == []
-    assert [_held(s, fmt) for s in back] == [_held(s, fmt) for s in originals]
+    assert _dump(back) == _dump(originals)
     lay = LAYOUTS[fmt]
-    # the framework's own names are used, and nothing is dropped without a note
-    assert lay.fields["user_input"] in records[0]
-    if not lay.metadata_field:
-        assert any("'metadata'" in n and "dropped" in n for n in notes)
-    if lay.metadata_field:
-        assert not any("dropped" in n for n in notes)
-    if lay.id_field is None:
-        assert any("'id'" in n for n in notes)
+    # the framework's own names are used, and every field without a column has a note
+    assert lay.fields["user_input"] in records[0] and records[0][lay.id_field] == "full-1"
+    assert not any("dropped" in n for n in notes)
+    no_column = sorted({"reference", "retrieved_ids", "relevant_ids", "graded_relevance",
+                        "reference_contexts"} - set(lay.fields))
+    assert sorted(n.split("'")[1] for n in notes) == no_column
 
 
 def test_deepeval_context_is_the_reference_context_not_the_retrieved_one():
@@ -74,40 +69,32 @@ def test_deepeval_context_is_the_reference_context_not_the_retrieved_one():
     assert rec["additional_metadata"]["unified"]["retrieved_ids"] == ["d1", "d7"]
 
 
-def test_dropped_fields_are_logged_one_line_per_field(caplog):
+def test_moved_fields_are_logged_one_line_per_field(caplog):
     with caplog.at_level(logging.WARNING, logger="unified.convert"):
         to_ragas_v1(_samples())
     lines = [r.getMessage() for r in caplog.records]
-    dropped = sorted(l.split("'")[1] for l in lines)
-    assert dropped == sorted({"metadata", "retrieved_ids", "relevant_ids", "graded_relevance",
-                              "reference_contexts"})
-    assert any("(1 rows)" in l for l in lines)
+    moved = sorted(l.split("'")[1] for l in lines)
+    assert moved == sorted({"retrieved_ids", "relevant_ids", "graded_relevance", "reference_contexts"})
+    assert all("kept in metadata['unified'] (1 rows)" in l for l in lines)
 
 
 @pytest.mark.parametrize("to", FORMATS)
 def test_convert_file_round_trip(tmp_path, to):
     src = tmp_path / "ours.jsonl"
     write_samples(_samples(), src)
-    suffix = {"csv": ".csv", "parquet": ".parquet", "json": ".json"}.get(to, ".jsonl")
+    suffix = {"csv": ".csv", "tsv": ".tsv", "parquet": ".parquet", "json": ".json"}.get(to, ".jsonl")
     dst = tmp_path / f"out_{to}{suffix}"
     n, errors = convert_file(src, dst, to)
     assert (n, errors) == (3, [])
+    # issue 11: read back without flags (the layout is recognised), ids and all
+    back, errs = load_samples(dst)
+    assert errs == [] and _dump(back) == _dump(_samples())
     if to in FRAMEWORK_FORMATS:
-        back, errs = _read_back(dst, to)
-        assert errs == []
-        assert [_held(s, to) for s in back] == [_held(s, to) for s in _samples()]
+        forced, errs = load_samples(dst, layout=to)  # --from gives the same
+        assert errs == [] and _dump(forced) == _dump(_samples())
         again = tmp_path / "again.jsonl"  # and back to ours through convert_file itself
         assert convert_file(dst, again, "jsonl", src_format=to) == (3, [])
-        assert [_held(s, to) for s in load_samples(again)[0]] == [_held(s, to) for s in _samples()]
-    else:
-        back, errs = load_samples(dst)
-        assert errs == [] and back == _samples()
-
-
-def _read_back(path: Path, fmt: str):
-    from unified.convert import _read_framework_file
-
-    return _read_framework_file(path, fmt)
+        assert _dump(load_samples(again)[0]) == _dump(_samples())
 
 
 def test_convert_file_skips_and_reports_bad_rows(tmp_path):
@@ -135,7 +122,7 @@ def test_pandas_round_trip_in_framework_layout(fmt):
     assert LAYOUTS[fmt].fields["response"] in df.columns
     back, errors = from_pandas(df, fmt)
     assert errors == []
-    assert [_held(s, fmt) for s in back] == [_held(s, fmt) for s in _samples()]
+    assert _dump(back) == _dump(_samples())
 
 
 def test_pandas_round_trip_in_our_columns():
@@ -147,7 +134,7 @@ def test_ragas_v1_as_hf_dataset_round_trip():
     ds = to_ragas_v1(_samples(), as_dataset=True)
     assert {"question", "answer", "contexts", "ground_truth", "id"} <= set(ds.column_names)
     back = from_ragas_v1(ds)
-    assert [_held(s, "ragas_v1") for s in back] == [_held(s, "ragas_v1") for s in _samples()]
+    assert _dump(back) == _dump(_samples())
 
 
 @pytest.fixture
@@ -162,12 +149,16 @@ def quiet_frameworks(tmp_path_factory, monkeypatch):
 def test_ragas_evaluation_dataset_round_trip(quiet_frameworks, tmp_path):
     from ragas import EvaluationDataset, SingleTurnSample
 
+    from unified.adapters.ragas_objects import from_ragas_dataset, to_ragas_dataset
+
     ds = to_ragas_dataset(_samples())
     assert isinstance(ds, EvaluationDataset) and isinstance(ds.samples[0], SingleTurnSample)
     first = ds.samples[0]
     assert first.retrieved_context_ids == ["d1", "d7"] and first.reference == "Frank Herbert"
     back = from_ragas_dataset(ds)
-    assert [_held(s, "ragas") for s in back] == [_held(s, "ragas") for s in _samples()]
+    # a SingleTurnSample has no id, metadata or graded relevance: the rest comes back
+    keep = set(LAYOUTS["ragas"].fields)
+    assert [_fields_of(s, keep) for s in back] == [_fields_of(s, keep) for s in _samples()]
     # ragas reads the file convert_file writes
     path = tmp_path / "ragas.jsonl"
     convert_file(_write(tmp_path), path, "ragas")
@@ -181,6 +172,8 @@ def test_ragas_evaluation_dataset_round_trip(quiet_frameworks, tmp_path):
 def test_deepeval_test_cases_and_goldens_round_trip(quiet_frameworks, tmp_path):
     from deepeval.dataset import EvaluationDataset
     from deepeval.test_case import LLMTestCase
+
+    from unified.adapters.deepeval_objects import from_deepeval_test_cases, to_deepeval_test_cases
 
     cases = to_deepeval_test_cases(_samples())
     assert all(isinstance(c, LLMTestCase) for c in cases)
@@ -225,3 +218,14 @@ def test_convert_refuses_a_suffix_of_another_data_format(tmp_path, to, name):
     with pytest.raises(ValueError, match="name the output"):
         convert_file(src, tmp_path / name, to)
     assert not (tmp_path / name).exists()
+
+
+@pytest.mark.deepeval
+@pytest.mark.skipif(not HAS_DEEPEVAL, reason="deepeval not installed")
+def test_convert_file_takes_framework_objects(quiet_frameworks, tmp_path):
+    from unified.adapters.deepeval_objects import to_deepeval_test_cases
+
+    cases = to_deepeval_test_cases(_samples())
+    n, errors = convert_file(cases, tmp_path / "ragas.jsonl", "ragas")
+    assert (n, errors) == (3, [])
+    assert _dump(load_samples(tmp_path / "ragas.jsonl")[0]) == _dump(_samples())

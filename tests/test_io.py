@@ -37,12 +37,15 @@ def _dump(items):
     return [s.model_dump() for s in items]
 
 
-@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "parquet"])
+@pytest.mark.parametrize("fmt", ["jsonl", "json", "csv", "tsv", "parquet"])
 def test_round_trip_files(tmp_path, samples, fmt):
+    # repeated content (ids <hash>#2) and given ids come back exactly, too
+    samples = samples + [samples[1].model_copy(update={"id": samples[1].id + "#2"})]
     path = tmp_path / f"out.{fmt}"
     assert write_samples(samples, path) == len(samples)
     good, bad = load_samples(path)
     assert bad == [] and _dump(good) == _dump(samples)
+    assert [s.id for s in good] == [s.id for s in samples]
 
 
 def test_round_trip_with_explicit_format(tmp_path, samples):
@@ -119,17 +122,17 @@ def test_mixed_good_and_bad_jsonl():
 @pytest.mark.filterwarnings("ignore:unknown field")
 def test_mixed_good_and_bad_csv():
     good, bad = load_samples(FIXTURES / "mixed.csv")
-    assert [s.id for s in good] == ["ok-1", "ok-2"]
+    assert [s.id for s in good] == ["ok-1", "bad-plain-string", "ok-2"]
     assert good[0].graded_relevance == {"doc-27": 3.0} and good[0].relevant_ids == ["doc-27"]
-    assert good[1].user_input == "What is the\ncore collaboration window?"
-    assert good[1].relevant_ids is None  # empty cell = absent
-    assert good[1].metadata == {"notes": "multi-line question"}
+    # issue 11: in a table, a plain-string cell of a list field is a one-element list
+    assert good[1].retrieved_contexts == ["The Moon orbits Earth at about 384400 km."]
+    assert good[2].user_input == "What is the\ncore collaboration window?"
+    assert good[2].relevant_ids is None  # empty cell = absent
+    assert good[2].metadata == {"notes": "multi-line question"}
     # rows are numbered by their first physical line; the quoted question spans lines 5-6
-    assert [(e.row, e.field) for e in bad] == [
-        (3, "retrieved_contexts"), (4, "retrieved_contexts"), (7, "graded_relevance")]
-    assert "single string in 'contexts'" in bad[0].reason
-    assert "invalid JSON array in column 'contexts'" in bad[1].reason
-    assert "expected a JSON object" in bad[2].reason
+    assert [(e.row, e.field) for e in bad] == [(4, "retrieved_contexts"), (7, "graded_relevance")]
+    assert "invalid JSON array in column 'contexts'" in bad[0].reason
+    assert "expected a JSON object" in bad[1].reason
 
 
 def test_validate_source_lists_warnings_once(tmp_path):
@@ -140,8 +143,10 @@ def test_validate_source_lists_warnings_once(tmp_path):
     for _ in range(2):  # the same answer on a second validation in the same process
         ok, errors, warns = validate_source(path)
         assert ok == 3 and [(e.row, e.field) for e in errors] == [(4, "user_input")]
+        # issue 10: a repeated row is read (and scored) under its id with a suffix #2
         assert warns == ["unknown field 'annotator' kept in metadata (first at v.jsonl:1)",
-                         f"duplicate id '{Sample(user_input='a?').id}' at v.jsonl:1 and v.jsonl:3"]
+                         f"v.jsonl:3 repeats the content of v.jsonl:1; read as id "
+                         f"'{Sample(user_input='a?').id}#2'"]
 
 
 def test_validate_with_mapping_has_no_unknown_field_warning():
@@ -215,8 +220,8 @@ def test_source_level_errors_raise(tmp_path):
         load_samples(tmp_path / "data.xlsx")
     with pytest.raises(ValueError, match="unknown format"):
         load_samples(tmp_path / "a.jsonl", fmt="xml")
-    with pytest.raises(TypeError, match="iterable of records"):
-        load_samples({"user_input": "a?"})
+    # issue 11: one dict (or Sample) is one sample, not an error
+    assert [s.user_input for s in load_samples({"user_input": "a?"})[0]] == ["a?"]
 
 
 def test_parse_mapping():
@@ -264,3 +269,160 @@ def test_map_target_may_be_a_framework_name_and_hints_use_them():
         "q": "user_input", "a": "response", "docs": "retrieved_contexts"}
     with pytest.raises(ValueError, match="did you mean 'user_input'"):
         parse_mapping(["q=question_text"])
+
+
+# ---------------------------------------------------------------- every row accounted for
+
+def _rows() -> list[dict]:
+    """Rows 1, 2 and 4 have the same content; row 3 reuses row 1's given id "a" with other
+    content; row 5 repeats row 3's id with row 3's content; row 6 has no id and row 7 is
+    its twin."""
+    return [{"id": "a", "user_input": "same?"}, {"id": "a", "user_input": "same?"},
+            {"id": "a", "user_input": "other?"}, {"id": "a", "user_input": "same?"},
+            {"id": "b", "user_input": "b?"}, {"user_input": "no id?"}, {"user_input": "no id?"},
+            {"id": "b", "user_input": "b?"}]
+
+
+def _sources(tmp_path: Path):
+    """The same rows as every source kind the runner takes."""
+    import datasets
+
+    rows = _rows()
+    jsonl = tmp_path / "rows.jsonl"
+    jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    csv_path = tmp_path / "rows.csv"
+    csv_path.write_text("id,user_input\n" + "".join(f"{r.get('id', '')},{r['user_input']}\n" for r in rows),
+                        encoding="utf-8")
+    df = pd.DataFrame([{"id": r.get("id"), "user_input": r["user_input"]} for r in rows])
+    ds = datasets.Dataset.from_pandas(df)
+    samples = [Sample(**r) for r in rows if r["user_input"] != "other?"]  # a Sample cannot be bad
+    return {"jsonl": (jsonl, 1), "csv": (csv_path, 2), "DataFrame": (df, 1), "Dataset": (ds, 1),
+            "dicts": (iter(rows), 1), "Samples": (samples, 1)}
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "DataFrame", "Dataset", "dicts", "Samples"])
+def test_every_row_is_accounted_for_with_distinct_stable_ids(tmp_path, kind):
+    source, first_row = _sources(tmp_path)[kind]
+    reader = read_samples(source)
+    items = list(reader)
+    hashed = Sample(user_input="no id?").id
+    ids = [x.id if isinstance(x, Sample) else None for x in items]
+    if kind == "Samples":  # the conflicting row cannot be a Sample; the rest behave alike
+        assert ids == ["a", "a#2", "a#3", "b", hashed, hashed + "#2", "b#2"]
+        assert reader.counts.rows == 7 == reader.counts.samples
+        return
+    assert ids == ["a", "a#2", None, "a#3", "b", hashed, hashed + "#2", "b#2"]
+    err = items[2]
+    assert (err.row, err.field) == (first_row + 2, "id")
+    assert f"already used by {err.source}:{first_row} with other content" in err.reason
+    c = reader.counts
+    assert (c.rows, c.samples, c.rejected, c.renamed) == (8, 7, 1, 4) and c.rows == c.samples + c.rejected
+    # stable: a second read of the same rows gives the same ids
+    if kind not in ("dicts",):
+        again = [x.id if isinstance(x, Sample) else None for x in read_samples(source)]
+        assert again == ids
+
+
+def test_counts_include_bad_rows_and_blank_lines_are_no_rows(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"user_input": "a?"}\n\n{"broken\n{"question": ""}\n{"user_input": "a?"}\n')
+    reader = read_samples(path)
+    items = list(reader)
+    assert [type(x).__name__ for x in items] == ["Sample", "RowError", "RowError", "Sample"]
+    assert reader.counts.line() == ("4 row(s) read = 2 sample(s) + 2 rejected "
+                                    "(1 repeated row(s) given an id suffix #n)")
+
+
+def test_deepeval_name_is_the_id_while_unique():
+    rows = [{"input": "q1?", "actual_output": "a", "name": "n"}, {"input": "q1?", "actual_output": "a", "name": "n"},
+            {"input": "q2?", "actual_output": "b", "name": "n"}, {"input": "q3?", "actual_output": "c", "name": "m"}]
+    items = list(read_samples(rows))
+    assert all(isinstance(x, Sample) for x in items)
+    other = Sample(user_input="q2?", response="b").id
+    assert [x.id for x in items] == ["n", "n#2", other, "m"]
+    assert items[2].metadata == {"name": "n"}  # the name is kept, not lost
+    # beside a real id the name is just kept
+    (s,) = list(read_samples([{"id": "x-1", "input": "q?", "actual_output": "a", "name": "n"}]))
+    assert (s.id, s.metadata) == ("x-1", {"name": "n"})
+
+
+def test_read_samples_replaces_the_runners_iter_samples_one_to_one(tmp_path):
+    # the runner's iter_samples(samples, mapping) takes a path, DataFrame, Dataset,
+    # iterable of Sample | RowError | dict, or a single Sample; read_samples takes them all
+    # with the same two positional arguments and yields Sample | RowError
+    s = Sample(id="s1", user_input="q?")
+    err = RowError("data.jsonl", 5, "user_input", "missing (required)")
+    items = list(read_samples([s, err, {"q": "mapped?"}], {"q": "user_input"}))
+    assert items[0] is s and items[1] is err and items[2].user_input == "mapped?"
+    assert [x.id for x in read_samples(s)] == ["s1"]
+
+
+# ---------------------------------------------------------------- light imports
+
+REPO = Path(__file__).resolve().parents[1]
+_BLOCK_OPENAI = "import sys; sys.modules['openai'] = None\n"
+
+
+def _python(code: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_reading_modules_import_no_llm_client_and_no_framework(tmp_path):
+    r = _python(_BLOCK_OPENAI + "import unified.io, unified.sample, unified.convert, unified.pipeline\n"
+                "mods = sorted(m for m, v in sys.modules.items() if v is not None and m.split('.')[0] in ('openai', 'ragas', 'deepeval', 'torch'))\n"
+                "print(mods)", tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
+
+
+def test_no_module_of_unified_imports_a_framework():
+    import ast
+
+    offenders = []
+    for path in (REPO / "unified").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            offenders += [f"{path.relative_to(REPO)}:{node.lineno} {n}" for n in names
+                          if n.split(".")[0] in ("ragas", "deepeval")]
+    assert offenders == []
+
+
+def test_validate_command_imports_no_llm_client(tmp_path):
+    data = tmp_path / "d.jsonl"
+    data.write_text(json.dumps({"user_input": "q?", "response": "a", "retrieved_contexts": ["c"]}) + "\n")
+    r = _python(_BLOCK_OPENAI + "from typer.testing import CliRunner\nfrom unified.cli import app\n"
+                f"res = CliRunner().invoke(app, ['validate', {str(data)!r}, '--metrics', 'faithfulness'])\n"
+                "import traceback\n"
+                "if res.exception and not isinstance(res.exception, SystemExit):\n"
+                "    traceback.print_exception(res.exception)\n"
+                "print('EXIT', res.exit_code)\nprint(res.output)", tmp_path)
+    eager_judge = str(Path("unified", "judge", "__init__.py"))
+    if "ModuleNotFoundError: import of openai halted" in r.stderr + r.stdout and eager_judge in r.stderr:
+        pytest.xfail("unified.judge/__init__ imports openai eagerly (reached through unified.adapters -> "
+                     "unified.judge.base); the judge-layer helper makes it lazy (issue 13 item 5)")
+    assert r.returncode == 0 and "EXIT 0" in r.stdout, r.stdout + r.stderr
+    assert "1 ok, 0 bad row(s)" in r.stdout and "faithfulness: all 1 sample(s)" in r.stdout
+
+
+def test_json_file_shapes(tmp_path):
+    # JSON Lines in a .json file, even when its first line is broken
+    p = tmp_path / "a.json"
+    p.write_text('{"question": "q1?"\n{"question": "q2?"}\n')
+    good, bad = load_samples(p)
+    assert [s.user_input for s in good] == ["q2?"] and [e.row for e in bad] == [1]
+    # a pretty-printed object with a syntax error is one clear error, not one per line
+    p.write_text('{\n  "results": [\n    {"question": "q?",}\n  ]\n}\n')
+    with pytest.raises(ValueError, match=r"a.json:3: invalid JSON"):
+        load_samples(p)
+    # a list with one broken element: the others are read
+    p.write_text('[{"question": "q1?"},\n {"question": "q2?",},\n {"question": "q3?"}]')
+    good, bad = load_samples(p)
+    assert [s.user_input for s in good] == ["q1?", "q3?"]
+    assert (bad[0].row, "element starting at line 2" in bad[0].reason) == (2, True)
+    # one record on its own
+    p.write_text('{"question": "alone?"}')
+    assert [s.user_input for s in load_samples(p)[0]] == ["alone?"]

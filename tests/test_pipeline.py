@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from unified.pipeline import PipelineError, aevaluate_pipeline, build_samples, evaluate_pipeline
+from unified.io import RowError
+from unified.pipeline import aevaluate_pipeline, build_samples, evaluate_pipeline
 from unified.sample import Sample
 
 REPO = Path(__file__).resolve().parent.parent
@@ -66,7 +67,7 @@ def test_hit_shapes_async_callables_and_concurrency_limits():
     assert active["max"] <= 2
 
 
-def test_failing_retriever_and_generator_become_pipeline_errors():
+def test_failing_retriever_and_generator_become_row_errors():
     bm25 = BM25Retriever(k=3)
 
     def retrieve(q):
@@ -81,9 +82,10 @@ def test_failing_retriever_and_generator_become_pipeline_errors():
 
     out = asyncio.run(build_samples(QUESTIONS[:4], retrieve, generate))
     assert isinstance(out[0], Sample) and isinstance(out[3], Sample)
-    assert isinstance(out[1], PipelineError) and out[1].field == "retrieve" and out[1].row == 2
-    assert "vector store down" in out[1].reason
-    assert isinstance(out[2], PipelineError) and out[2].field == "generate"
+    assert isinstance(out[1], RowError) and out[1].field == "retrieve" and out[1].row == 2
+    assert out[1].sample_id == "q2" and "vector store down" in out[1].reason
+    assert str(out[1]) == "pipeline:2 (id q2): field 'retrieve': ConnectionError: vector store down"
+    assert isinstance(out[2], RowError) and out[2].field == "generate"
     with pytest.raises(ValueError, match="references has 1 items"):
         asyncio.run(build_samples(QUESTIONS[:2], retrieve, generate, references=["x"]))
 
@@ -127,7 +129,7 @@ def test_aevaluate_pipeline_with_embedding_backend(tmp_path):
     assert len(mrr) == 3 and all(s.backend == "native" and s.ok for s in mrr)
 
 
-def test_empty_question_is_a_one_line_pipeline_error():
+def test_empty_question_is_a_one_line_row_error():
     # Sample(...) raised pydantic's multi-line "1 validation error for Sample\n..." here
     out = asyncio.run(build_samples(["ok?", "   "], lambda q: [("d1", "t")], lambda q, c: "a"))
     err = out[1]

@@ -123,19 +123,79 @@ def _print_metric(d: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------- validate
 
+_FROM_HELP = "layout or format of FILE: deepeval|dingo|patronus|ragas|ragas_v1|embedchain|jsonl|csv|tsv|..."
+_LABEL_HELP = "human label column for a metric: faithfulness=Answer_Faithfulness_Label (repeatable)"
+_LIST_SEP_HELP = "separator of list cells in CSV/TSV (default: JSON arrays, else | ; none = never split)"
+
+
+def _read_options(map_: list[str] | None, src_format: str | None, label: list[str] | None,
+                  list_sep: str | None) -> dict[str, Any]:
+    """read_samples' keyword options from the shared --map/--from/--label/--list-sep flags."""
+    from unified.convert import split_from
+
+    fmt, layout = split_from(src_format)
+    return {"mapping": _mapping(map_), "fmt": fmt, "layout": layout, "labels": label or None,
+            "list_sep": list_sep}
+
+
+def _missing_fields(samples: list[tuple[int, Any]], metrics: str, source: str) -> dict[str, list[str]]:
+    """metric -> one line per sample that lacks a field the metric needs (as a run would
+    record it: ``unified.adapters.missing_field_error``)."""
+    from unified.adapters import missing_field_error
+    from unified.metrics import parse_metrics
+
+    out: dict[str, list[str]] = {}
+    for ref in parse_metrics(metrics):
+        lines = [f"{source}:{row}: {msg}" for row, s in samples
+                 if (msg := missing_field_error(s, ref)) is not None]
+        out[ref.name] = lines
+    return out
+
+
+def _print_missing(missing: dict[str, list[str]], n_samples: int, show: int = 10) -> None:
+    for metric, lines in missing.items():
+        if not lines:
+            out_console.print(f"{metric}: all {n_samples} sample(s) have the fields it needs", highlight=False)
+            continue
+        out_console.print(f"MISSING {metric}: {len(lines)} of {n_samples} sample(s) lack a field it needs",
+                          highlight=False, soft_wrap=True)
+        for line in lines[:show]:
+            out_console.print(f"  {line}", highlight=False, soft_wrap=True)
+        if len(lines) > show:
+            out_console.print(f"  ... and {len(lines) - show} more", highlight=False)
+
+
 @app.command("validate")
-def validate_cmd(file: Path = typer.Argument(..., help="JSONL, JSON, CSV or Parquet file of samples"),
-                 map_: Optional[list[str]] = typer.Option(None, "--map", help="rename a field: question=user_input")) -> None:
-    """Check every row; list each problem on one line; exit 1 if there is any."""
+def validate_cmd(file: Path = typer.Argument(..., help="JSONL, JSON, CSV, TSV or Parquet file of samples"),
+                 map_: Optional[list[str]] = typer.Option(None, "--map", help="rename a field: question=user_input"),
+                 metrics: Optional[str] = typer.Option(None, "--metrics", "-m",
+                                                       help="also list, per metric, the rows missing a field it needs"),
+                 src_format: Optional[str] = typer.Option(None, "--from", help=_FROM_HELP),
+                 label: Optional[list[str]] = typer.Option(None, "--label", help=_LABEL_HELP),
+                 list_sep: Optional[str] = typer.Option(None, "--list-sep", help=_LIST_SEP_HELP)) -> None:
+    """Check every row exactly as a run reads it; list each problem on one line; exit 1 if
+    there is any (a bad row, or a sample missing a field one of --metrics needs)."""
+    import warnings
+
+    from unified.io import RowError, read_samples
+
+    samples: list[tuple[int, Any]] = []
+    errors: list[Any] = []
     with _user_errors():
-        from unified.io import validate_source
-        n_ok, errors, warnings_ = validate_source(file, map_ or None)
+        reader = read_samples(file, **_read_options(map_, src_format, label, list_sep))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)  # listed once each in reader.notes
+            for row, item in reader.rows():
+                (errors.append(item) if isinstance(item, RowError) else samples.append((row, item)))
+        missing = _missing_fields(samples, metrics, reader.source) if metrics else {}
     for e in errors:
         out_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
-    for w in warnings_:
+    for w in reader.notes:
         out_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
-    out_console.print(f"{n_ok} ok, {len(errors)} bad row(s) in {file}", highlight=False)
-    if errors:
+    _print_missing(missing, len(samples))
+    out_console.print(f"{len(samples)} ok, {len(errors)} bad row(s) in {file} ({reader.counts.line()})",
+                      highlight=False, soft_wrap=True)
+    if errors or any(missing.values()):
         raise typer.Exit(1)
 
 
@@ -179,16 +239,19 @@ cli_run.register(app)
 
 @app.command("convert")
 def convert_cmd(src: Path = typer.Argument(...), dst: Path = typer.Argument(...),
-                to: str = typer.Option(..., "--to", help="ragas|ragas_v1|deepeval|dingo|...|jsonl|csv|parquet"),
+                to: str = typer.Option(..., "--to", help="ragas|ragas_v1|deepeval|dingo|...|jsonl|csv|tsv|parquet"),
                 map_: Optional[list[str]] = typer.Option(None, "--map"),
-                src_format: Optional[str] = typer.Option(None, "--from", help="framework layout of SRC")) -> None:
+                src_format: Optional[str] = typer.Option(None, "--from", help=_FROM_HELP),
+                label: Optional[list[str]] = typer.Option(None, "--label", help=_LABEL_HELP),
+                list_sep: Optional[str] = typer.Option(None, "--list-sep", help=_LIST_SEP_HELP)) -> None:
     """Convert a sample file to another framework's field names or file format."""
     with _user_errors():
         from unified.convert import convert_file
         if not src.exists():
             raise UserError(f"no such file: {src}")
         with _plain_warnings():
-            n, errors = convert_file(src, dst, to, _mapping(map_), src_format=src_format)
+            n, errors = convert_file(src, dst, to, _mapping(map_), src_format=src_format, labels=label or None,
+                                     list_sep=list_sep)
     for e in errors:
         err_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     out_console.print(f"wrote {n} sample(s) to {dst}" + (f"; skipped {len(errors)} bad row(s)" if errors else ""),

@@ -1,15 +1,36 @@
-"""Read and write samples: JSONL, JSON, CSV, parquet, pandas and Hugging Face datasets.
+"""Read and write samples: JSONL, JSON, CSV, TSV, parquet, pandas, Hugging Face datasets,
+and the frameworks' own objects.
 
-Reading never stops at a bad row: ``read_samples`` yields a ``Sample`` for every good row
-and a ``RowError`` (file, 1-based row, field, reason) for every bad one, in file order.
-JSONL, CSV and parquet are streamed (line by line / record batch by record batch), so a
-file larger than memory can be validated or scored.
+``read_samples(source)`` is the one way in, for the runner as for ``validate``: it yields a
+``Sample`` for every good row and a ``RowError`` (source, 1-based row, field, reason) for
+every bad one, in order, and never stops at a bad row. Sources: a path (formats and their
+row numbers in ``unified.readers``), a pandas DataFrame, a ``datasets.Dataset`` /
+``DatasetDict``, an iterable of dicts / ``Sample`` / ``RowError`` / framework objects, a
+single dict or Sample, or a framework's dataset object (RAGAS ``EvaluationDataset``,
+DeepEval ``EvaluationDataset``; converters in ``unified.adapters.objects``).
 
-Tabular formats (CSV, parquet, DataFrame, HF datasets) have no nested objects that
-survive every tool, so there list fields are JSON arrays (native lists in parquet / HF)
-and ``graded_relevance`` / ``metadata`` are JSON-object strings. Every format round-trips
-a Sample exactly, except that CSV cannot tell an empty string from an absent value (an
-empty cell means absent).
+Every row is accounted for (``SampleReader.counts``: rows read = samples + rejected):
+
+- ids: a row's given id, else its content hash (``Sample.content_hash``). A row whose
+  content equals an earlier row's gets that id with an occurrence suffix, ``<id>#2``,
+  ``#3``, …, in file order, so ids are distinct and stable across reruns of one file; a
+  given id repeated with *other* content is a row error naming both rows (the first keeps
+  the id). DeepEval's ``name`` is the id while no earlier row used it for other content;
+  otherwise the row gets its content id and keeps the name in ``metadata["name"]``.
+- layouts: a framework's own keys are recognised (``unified.layouts``) or forced with
+  ``layout=`` (the CLI's ``--from``).
+- tabular cells (lists given as strings, JSON-object cells): ``unified.cells``.
+- human labels from any column (``labels=``): ``unified.labels``.
+
+Writing (``write_samples``): JSONL (one Sample a line, absent fields omitted), JSON (a
+list), CSV / TSV (one column per field, lists and objects as JSON cells, absent = empty
+cell), parquet (list fields as ``list<string>``, ``graded_relevance`` / ``metadata`` as
+JSON strings). CSV / TSV written here never carry a live spreadsheet formula: a cell that
+begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``
+(as does one beginning with ``'`` followed by such a character or another ``'``), and
+reading strips exactly that ``'`` again (``unified.cells.neutralise_formula``). Every format
+reads back the Samples it was given, ids included, except that CSV / TSV cannot tell an
+empty string from an absent value (an empty cell means absent).
 """
 
 from __future__ import annotations
@@ -17,48 +38,30 @@ from __future__ import annotations
 import csv
 import difflib
 import json
-import math
-import sys
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from unified.sample import _ALIAS_TO_CANONICAL, ALIASES, Sample, SampleError
+from unified.cells import clean_value, is_missing, neutralise_formula
+from unified.labels import label_value, parse_labels
+from unified.layouts import Layout, apply_layout, detect_layout, get_layout, renames_for
+from unified.readers import FORMATS, TABULAR, format_of, read_file
+from unified.rowerror import RowError
+from unified.sample import (ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, target_of,
+                            sample_problem)
 
 __all__ = [
-    "RowError", "SampleLoadError", "read_samples", "load_samples", "write_samples",
-    "samples_to_pandas", "samples_from_pandas", "samples_to_hf", "parse_mapping",
+    "RowError", "SampleLoadError", "SampleReader", "ReadCounts", "read_samples", "load_samples",
+    "write_samples", "samples_to_pandas", "samples_from_pandas", "samples_to_hf", "parse_mapping",
     "validate_source", "FORMATS",
 ]
 
-FORMATS = ("jsonl", "json", "csv", "parquet")
-_SUFFIXES = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".csv": "csv",
-             ".parquet": "parquet", ".pq": "parquet"}
 # column order of every tabular output: the Sample's own field order
 _FIELDS = tuple(Sample.model_fields)
-_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "relevant_ids", "reference_contexts")
 _OBJECT_FIELDS = ("graded_relevance", "metadata")
-_ALIAS_TO_FIELD = {alias: field for field, names in ALIASES.items() for alias in names}
-
-# a CSV cell may hold a whole retrieved context; the default 128 kB limit is too small
-csv.field_size_limit(min(sys.maxsize, 2**31 - 1))
-
-
-@dataclass
-class RowError:
-    """A row that could not become a Sample. ``row`` is the 1-based line number for JSONL
-    and CSV, the 1-based position for a JSON list, parquet, a DataFrame or a dataset."""
-
-    source: str
-    row: int
-    field: str | None
-    reason: str
-
-    def __str__(self) -> str:
-        where = f"{self.source}:{self.row}"
-        return f"{where}: field '{self.field}': {self.reason}" if self.field else f"{where}: {self.reason}"
+_MAX_DUPLICATE_NOTES = 20
 
 
 class SampleLoadError(ValueError):
@@ -78,7 +81,8 @@ def parse_mapping(items: list[str] | str | Mapping[str, str] | None) -> dict[str
     ``{"question": "user_input", "ctx": "retrieved_contexts"}``.
 
     Accepts a comma-separated string, a list of such strings (a repeated option) or a
-    mapping. Each target must be a canonical Sample field; raises ``ValueError`` (one line).
+    mapping. Each target must be a Sample field (or a framework's name for one); raises
+    ``ValueError`` (one line).
     """
     if not items:
         return {}
@@ -99,144 +103,38 @@ def parse_mapping(items: list[str] | str | Mapping[str, str] | None) -> dict[str
                 pairs.append((src, dst))
     out: dict[str, str] = {}
     for src, dst in pairs:
-        if dst not in ALIASES and dst in _ALIAS_TO_CANONICAL:
-            dst = _ALIAS_TO_CANONICAL[dst]  # a framework's name for the field: q=question works
-        if dst not in ALIASES:
-            # match against the frameworks' names too: question_text -> user_input, not a
-            # lookalike canonical name
-            close = difflib.get_close_matches(dst, list(ALIASES) + list(_ALIAS_TO_CANONICAL), n=1, cutoff=0.5)
-            hint = f"; did you mean '{_ALIAS_TO_CANONICAL.get(close[0], close[0])}'?" if close else ""
-            raise ValueError(f"--map {src}={dst}: '{dst}' is not a Sample field "
-                             f"(one of {', '.join(ALIASES)}){hint}")
+        dst = _mapping_target(src, dst)
         if src in out and out[src] != dst:
             raise ValueError(f"--map: '{src}' mapped twice, to '{out[src]}' and '{dst}'")
         out[src] = dst
     return out
 
 
-# ---------------------------------------------------------------- reading
-
-def _format_of(path: Path, fmt: str | None) -> str:
-    if fmt:
-        f = fmt.lower().lstrip(".")
-        f = _SUFFIXES.get("." + f, f)
-        if f not in FORMATS:
-            raise ValueError(f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
-        return f
-    f = _SUFFIXES.get(path.suffix.lower())
-    if f is None:
-        raise ValueError(f"{path.name}: cannot tell the format from the suffix "
-                         f"'{path.suffix}'; pass fmt= one of {', '.join(FORMATS)}")
-    return f
+def _mapping_target(src: str, dst: str) -> str:
+    if dst not in ALIASES and dst in ALIAS_TO_CANONICAL:
+        return ALIAS_TO_CANONICAL[dst]  # a framework's name for the field: q=question works
+    if dst in ALIASES:
+        return dst
+    # match against the frameworks' names too: question_text -> user_input, not a
+    # lookalike canonical name
+    close = difflib.get_close_matches(dst, list(ALIASES) + list(ALIAS_TO_CANONICAL), n=1, cutoff=0.5)
+    hint = f"; did you mean '{ALIAS_TO_CANONICAL.get(close[0], close[0])}'?" if close else ""
+    raise ValueError(f"--map {src}={dst}: '{dst}' is not a Sample field "
+                     f"(one of {', '.join(ALIASES)}){hint}")
 
 
-def _is_missing(v: Any) -> bool:
-    if v is None:
-        return True
-    if isinstance(v, float) and math.isnan(v):
-        return True
-    # pandas.NA / NaT and numpy NaN scalars, without importing pandas here
-    return type(v).__name__ in ("NAType", "NaTType") or (
-        hasattr(v, "dtype") and getattr(v, "shape", None) == () and v != v)
+# ---------------------------------------------------------------- sources
 
+@dataclass
+class _Source:
+    """Where rows come from: a name for messages, (row, item) pairs, whether cells are
+    tabular, and the column names when known up front (for layout detection)."""
 
-def _plain(v: Any) -> Any:
-    """numpy arrays / scalars (from pandas, parquet, HF) -> Python lists / numbers."""
-    if hasattr(v, "tolist") and not isinstance(v, (str, bytes)):
-        return v.tolist()
-    return v
-
-
-def _target(key: str, mapping: Mapping[str, str]) -> str | None:
-    return mapping.get(key) or _ALIAS_TO_FIELD.get(key)
-
-
-def _tabular_record(raw: Mapping[str, Any], mapping: Mapping[str, str], source: str,
-                    row: int, *, empty_is_missing: bool = False) -> dict[str, Any] | RowError:
-    """Clean one row of a table: drop missing cells, numpy -> Python, and decode the JSON
-    cells of object fields (and of list fields when a cell holds a JSON-array string).
-    ``empty_is_missing``: CSV has no null, so there an empty cell means absent."""
-    rec: dict[str, Any] = {}
-    for key, value in raw.items():
-        if _is_missing(value) or (empty_is_missing and value == ""):
-            continue
-        value = _plain(value)
-        target = _target(str(key), mapping)
-        if isinstance(value, str) and target in _OBJECT_FIELDS + _LIST_FIELDS:
-            text = value.strip()
-            if not text:
-                continue  # an empty cell is an absent value
-            opener = "{" if target in _OBJECT_FIELDS else "["
-            if text.startswith(opener):
-                try:
-                    value = json.loads(text)
-                except json.JSONDecodeError as e:
-                    kind = "object" if opener == "{" else "array"
-                    return RowError(source, row, target,
-                                    f"invalid JSON {kind} in column '{key}': {e.msg} (char {e.pos})")
-            elif target in _OBJECT_FIELDS:
-                return RowError(source, row, target,
-                                f"expected a JSON object in column '{key}', like {{\"doc-1\": 2}}")
-            # a plain string in a list column is left as is: Sample names the problem
-            # and suggests the fix ("wrap it in a list")
-        rec[str(key)] = value
-    return rec
-
-
-def _iter_jsonl(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open("r", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):  # one line in memory at a time
-            if not line.strip():
-                continue
-            try:
-                yield lineno, json.loads(line)
-            except json.JSONDecodeError as e:
-                yield lineno, RowError(path.name, lineno, None,
-                                       f"invalid JSON: {e.msg} (char {e.pos})")
-
-
-def _iter_json(path: Path) -> Iterator[tuple[int, Any]]:
-    with path.open("r", encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path.name}:{e.lineno}: invalid JSON: {e.msg} (column {e.colno})") from None
-    if isinstance(data, Mapping):
-        # {"samples": [...]} / {"data": [...]} wrappers, as some exporters write
-        lists = [v for v in data.values() if isinstance(v, list)]
-        if len(lists) != 1:
-            raise ValueError(f"{path.name}: expected a JSON list of samples")
-        data = lists[0]
-    if not isinstance(data, list):
-        raise ValueError(f"{path.name}: expected a JSON list of samples, got {type(data).__name__}")
-    yield from enumerate(data, start=1)
-
-
-def _iter_csv(path: Path, mapping: Mapping[str, str]) -> Iterator[tuple[int, Any]]:
-    with path.open("r", encoding="utf-8-sig", newline="") as f:
-        reader = csv.DictReader(f)
-        start = 2  # the header is line 1
-        for raw in reader:
-            row = start
-            start = reader.line_num + 1  # a quoted cell may span several lines
-            if None in raw:  # more cells than header columns
-                yield row, RowError(path.name, row, None,
-                                    f"{len(raw[None])} more cells than header columns")
-                continue
-            if not any(v.strip() for v in raw.values() if isinstance(v, str)):
-                continue  # a row of empty cells, as spreadsheets export, is no sample
-            yield row, _tabular_record(raw, mapping, path.name, row, empty_is_missing=True)
-
-
-def _iter_parquet(path: Path, mapping: Mapping[str, str]) -> Iterator[tuple[int, Any]]:
-    import pyarrow.parquet as pq
-
-    row = 0
-    with pq.ParquetFile(path) as pf:
-        for batch in pf.iter_batches(batch_size=1024):  # one batch in memory at a time
-            for raw in batch.to_pylist():
-                row += 1
-                yield row, _tabular_record(raw, mapping, path.name, row)
+    name: str
+    rows: Iterator[tuple[int, Any]]
+    tabular: bool = False
+    columns: tuple[str, ...] | None = None
+    empty_is_missing: bool = False  # CSV/TSV have no null: an empty cell means absent
 
 
 def _is_instance_of(obj: Any, module: str, name: str) -> bool:
@@ -255,113 +153,343 @@ def _pick_split(ds: Any, split: str | None) -> Any:
     return ds[split]
 
 
-def _iter_source(source: Any, mapping: Mapping[str, str], fmt: str | None,
-                 split: str | None) -> tuple[str, Iterator[tuple[int, Any]]]:
-    """(source name, iterator of (row, record or RowError))."""
+def _file_source(path: Path, fmt: str | None) -> _Source:
+    f = format_of(path, fmt)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a file of samples")
+    return _Source(path.name, read_file(path, f), tabular=f in TABULAR, empty_is_missing=f in ("csv", "tsv"))
+
+
+def _dataframe_source(df: Any) -> _Source:
+    cols = tuple(str(c) for c in df.columns)
+    rows = ((i, dict(zip(cols, values))) for i, values in enumerate(df.itertuples(index=False, name=None), 1))
+    return _Source("DataFrame", rows, tabular=True, columns=cols)
+
+
+def _open_source(source: Any, fmt: str | None, split: str | None) -> _Source:
+    """The rows of ``source``; problems with the source itself raise at once."""
     if isinstance(source, (str, Path)):
-        path = Path(source)
-        f = _format_of(path, fmt)
-        if not path.exists():
-            raise FileNotFoundError(f"{path}: no such file")
-        it = {"jsonl": lambda: _iter_jsonl(path), "json": lambda: _iter_json(path),
-              "csv": lambda: _iter_csv(path, mapping),
-              "parquet": lambda: _iter_parquet(path, mapping)}[f]()
-        return path.name, it
+        return _file_source(Path(source), fmt)
     if _is_instance_of(source, "pandas", "DataFrame"):
-        cols = [str(c) for c in source.columns]
-        return "DataFrame", (
-            (i, _tabular_record(dict(zip(cols, values)), mapping, "DataFrame", i))
-            for i, values in enumerate(source.itertuples(index=False, name=None), start=1))
+        return _dataframe_source(source)
     if _is_instance_of(source, "datasets", "DatasetDict"):
         source = _pick_split(source, split)
     if _is_instance_of(source, "datasets", "Dataset"):
-        return "Dataset", ((i, _tabular_record(r, mapping, "Dataset", i))
-                           for i, r in enumerate(source, start=1))
-    if isinstance(source, Mapping):
-        raise TypeError("read_samples takes an iterable of records, not one record; wrap it in a list")
-    if isinstance(source, Iterable):
-        return "records", enumerate(source, start=1)
-    raise TypeError(f"cannot read samples from {type(source).__name__}; pass a path, a "
-                    f"DataFrame, a Dataset or an iterable of dicts")
-
-
-def _to_sample(record: Any, mapping: Mapping[str, str], source: str, row: int) -> Sample | RowError:
-    if isinstance(record, RowError):
-        return record
+        return _Source("Dataset", enumerate(source, start=1), tabular=True,
+                       columns=tuple(source.column_names))
+    if isinstance(source, (Sample, RowError, Mapping)):
+        return _Source("records", iter([(1, source)]))
     try:
-        return Sample.from_record(record, mapping)
-    except SampleError as e:
-        return RowError(source, row, e.field, e.reason)
-    except (TypeError, ValueError) as e:  # odd cell types a framework may hand us
-        return RowError(source, row, None, f"{type(e).__name__}: {e}")
+        records = _framework_records(source)
+    except ValueError as e:  # the converter refused the object: one bad row
+        return _Source(_type_name(source), iter([(1, RowError(_type_name(source), 1, None, str(e)))]))
+    if records is not None:
+        return _Source(_type_name(source), enumerate((_Converted(*r) for r in records), start=1))
+    if isinstance(source, Iterable) and not isinstance(source, (bytes, bytearray)):
+        return _Source("records", enumerate(source, start=1))
+    return _Source("records", iter([(1, source)]))
 
 
-def read_samples(source: Any, mapping: Mapping[str, str] | list[str] | str | None = None,
-                 fmt: str | None = None, split: str | None = None) -> Iterator[Sample | RowError]:
+def _not_a_sample(item: Any) -> str:
+    if type(item).__module__ == "builtins":
+        return f"a sample must be an object, got {type(item).__name__}"
+    return (f"cannot read a sample from a {_type_name(item)}; pass dicts, Samples, or a "
+            f"framework's samples or test cases")
+
+
+@dataclass(frozen=True)
+class _Converted:
+    """One row of a framework object: its layout and record, or the reason it has none."""
+
+    layout: str
+    record: dict[str, Any] | str
+
+
+def _type_name(obj: Any) -> str:
+    return f"{type(obj).__module__.split('.')[0]} {type(obj).__name__}"
+
+
+def _framework_records(obj: Any) -> list[tuple[str, dict[str, Any] | str]] | None:
+    """A framework object's records as (layout, record) pairs, or None when ``obj`` is no
+    framework object. The converters live in ``unified.adapters`` (they may import the
+    framework); only objects of non-builtin types are offered to them."""
+    if type(obj).__module__ in ("builtins", "collections") or isinstance(obj, (str, bytes)):
+        return None
+    from unified.adapters.objects import object_records
+
+    return object_records(obj)
+
+
+# ---------------------------------------------------------------- counts
+
+@dataclass
+class ReadCounts:
+    """Rows read = samples + rejected, at every moment of a read. ``renamed``: samples
+    whose id got an occurrence suffix (content equal to an earlier row's)."""
+
+    rows: int = 0
+    samples: int = 0
+    rejected: int = 0
+    renamed: int = 0
+
+    def line(self) -> str:
+        return (f"{self.rows} row(s) read = {self.samples} sample(s) + {self.rejected} rejected"
+                + (f" ({self.renamed} repeated row(s) given an id suffix #n)" if self.renamed else ""))
+
+
+class _Ids:
+    """Distinct, stable ids: an id seen before gets ``#n`` when the content is the same,
+    and is a row error (or, for a soft id, falls back to the content hash) when not."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.used: dict[str, tuple[str, int]] = {}  # id -> (content hash, first row)
+        self._next: dict[str, int] = {}
+
+    def _suffixed(self, base: str) -> str:
+        n = self._next.get(base, 2)
+        while f"{base}#{n}" in self.used:
+            n += 1
+        self._next[base] = n + 1
+        return f"{base}#{n}"
+
+    def assign(self, s: Sample, row: int, soft_key: str | None, fresh: bool) -> tuple[Sample | RowError, bool]:
+        """(sample with its final id, or a RowError; whether the id was suffixed).
+        ``fresh``: built by this reader just now, so its validation-time hash holds."""
+        h = s._hash_at_validation if fresh and s._hash_at_validation else s.content_hash()
+        first = self.used.get(s.id)
+        if first is None:
+            self.used[s.id] = (h, row)
+            return s, False
+        if first[0] == h:
+            new = self._suffixed(s.id)
+            self.used[new] = (h, row)
+            return s.model_copy(update={"id": new}), True
+        if soft_key is not None:  # a row name used before: keep it, identify by content
+            new = h if h not in self.used else self._suffixed(h)
+            self.used[new] = (h, row)
+            return s.model_copy(update={"id": new, "metadata": {**s.metadata, soft_key: s.id}}), False
+        return RowError(self.source, row, "id", f"id '{s.id}' is already used by {self.source}:{first[1]} "
+                                                f"with other content; give this row its own id "
+                                                f"(row {first[1]} keeps it)"), False
+
+
+# ---------------------------------------------------------------- reading
+
+class SampleReader(Iterator[Any]):
+    """The rows of one source as ``Sample | RowError``, lazily, in order (see the module
+    docstring). ``counts`` and ``notes`` (warnings worth showing once: unknown fields with
+    their first row, repeated rows renamed, label columns never seen) grow as it is read;
+    ``rows()`` yields ``(row, item)`` pairs instead of items."""
+
+    def __init__(self, source: Any, mapping: Mapping[str, str] | list[str] | str | None = None, *,
+                 fmt: str | None = None, split: str | None = None, layout: str | None = None,
+                 labels: Mapping[str, str] | list[str] | str | None = None, list_sep: str | None = None):
+        self.mapping = parse_mapping(mapping)
+        self.labels = parse_labels(labels)
+        self._label_columns = set(self.labels.values())
+        both = set(self.mapping) & set(self.labels.values())
+        if both:
+            raise ValueError(f"column '{sorted(both)[0]}' is both mapped (--map) and a label (--label)")
+        self.layout: Layout | None = get_layout(layout) if layout and layout not in _NO_LAYOUT else None
+        self._detect = layout is None
+        self.list_sep = None if list_sep is None else ("" if list_sep.lower() == "none" else list_sep)
+        self._src = _open_source(source, fmt, split)
+        self.source = self._src.name
+        self._ids = _Ids(self.source)
+        self.counts = ReadCounts()
+        self._notes: dict[str, None] = {}
+        self._unknown: set[str] = set()
+        self._label_seen: set[str] = set()
+        if self._src.columns is not None and self._detect:
+            self.layout = detect_layout(self._src.columns)
+        self._pairs = self._generate()
+
+    @property
+    def notes(self) -> list[str]:
+        missing = [f"--label {m}={c}: no row has a column '{c}'" for m, c in self.labels.items()
+                   if c not in self._label_seen and self.counts.rows]
+        return list(self._notes) + missing
+
+    def __iter__(self) -> "SampleReader":
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._pairs)[1]
+
+    def rows(self) -> Iterator[tuple[int, Any]]:
+        return self._pairs
+
+    def _generate(self) -> Iterator[tuple[int, Any]]:
+        for row, item in self._src.rows:
+            result = self._item(item, row)
+            self.counts.rows += 1
+            if isinstance(result, RowError):
+                self.counts.rejected += 1
+            else:
+                self.counts.samples += 1
+            yield row, result
+
+    # ---- one item
+
+    def _item(self, item: Any, row: int) -> Sample | RowError:
+        if isinstance(item, RowError):
+            return item
+        if isinstance(item, Sample):
+            problem = sample_problem(item)  # a Sample changed after it was built
+            if problem:
+                return RowError(self.source, row, problem[0], problem[1])
+            return self._final_id(item, row, None, fresh=False)
+        if isinstance(item, Mapping):
+            return self._record(item, row, None)
+        if not isinstance(item, _Converted):
+            try:
+                records = _framework_records(item)
+            except ValueError as e:
+                return RowError(self.source, row, None, str(e))
+            if records is None:
+                return RowError(self.source, row, None, _not_a_sample(item))
+            if len(records) != 1:
+                return RowError(self.source, row, None, f"a {_type_name(item)} of {len(records)} rows inside "
+                                                        f"a list; pass it on its own")
+            item = _Converted(*records[0])
+        if isinstance(item.record, str):
+            return RowError(self.source, row, None, item.record)
+        return self._record(item.record, row, get_layout(item.layout))
+
+    def _final_id(self, s: Sample, row: int, soft_key: str | None, fresh: bool = True) -> Sample | RowError:
+        result, renamed = self._ids.assign(s, row, soft_key, fresh)
+        if renamed:
+            self.counts.renamed += 1
+            if self.counts.renamed <= _MAX_DUPLICATE_NOTES:
+                first = self._ids.used[s.id][1]
+                self._notes[f"{self.source}:{row} repeats the content of {self.source}:{first}; "
+                            f"read as id '{result.id}'"] = None  # type: ignore[union-attr]
+        return result
+
+    def _record(self, raw: Mapping[str, Any], row: int, layout: Layout | None) -> Sample | RowError:
+        if layout is None and self._detect and self._src.columns is None:
+            self.layout = detect_layout(raw) or self.layout  # a row without the layout's keys keeps it
+        lay = layout or self.layout
+        try:
+            rec, soft, renames = self._canonical(raw, row, lay)
+            sample = Sample.from_record(rec, {k: v for k, v in renames.items() if v != "metadata"})
+        except SampleError as e:
+            return RowError(self.source, row, e.field, e.reason)
+        except (TypeError, ValueError) as e:  # odd cell types a framework may hand us
+            return RowError(self.source, row, None, f"{type(e).__name__}: {e}")
+        return self._final_id(sample, row, lay.id_field if soft and lay is not None else None)
+
+    def _canonical(self, raw: Mapping[str, Any], row: int, lay: Layout | None
+                   ) -> tuple[dict[str, Any], bool, dict[str, str]]:
+        """(record, soft id?, renames): the row with labels taken out, cells cleaned and
+        the layout applied."""
+        renames = renames_for(lay, raw, self.mapping)
+        labels = self._take_labels(raw)
+        seps = lay.list_seps if lay is not None else ("|",)
+        cleaned: dict[str, Any] = {}
+        for key, value in raw.items():
+            key = str(key)
+            if key in self._label_columns:
+                continue
+            if self._src.tabular and (is_missing(value) or (self._src.empty_is_missing and value == "")):
+                continue
+            target = target_of(key, raw, renames)
+            self._note_unknown(key, target, row, lay)
+            cleaned[key] = clean_value(value, key, target, tabular=self._src.tabular,
+                                       mapped=key in self.mapping, sep=self.list_sep, auto_seps=seps)
+        rec, soft = apply_layout(cleaned, lay, renames)
+        if labels:
+            rec["metadata"] = _with_labels(rec.get("metadata"), labels)
+        return rec, soft, renames
+
+    def _take_labels(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for metric, column in self.labels.items():
+            if column not in raw:
+                continue
+            self._label_seen.add(column)
+            try:
+                value = label_value(raw[column])
+            except ValueError as e:
+                shown = str(raw[column])[:80]
+                raise SampleError(f"labels.{metric}", f"column '{column}': cannot read label '{shown}': {e}") from None
+            if value is not None:
+                out[metric] = value
+        return out
+
+    def _note_unknown(self, key: str, target: str | None, row: int, lay: Layout | None) -> None:
+        if target is None and key != "metadata" and key not in self._unknown:
+            if lay is not None and key == lay.id_field:
+                return  # a row's name beside a real id: kept in metadata, not unknown
+            self._unknown.add(key)
+            self._notes[f"unknown field '{key}' kept in metadata (first at {self.source}:{row})"] = None
+
+
+_NO_LAYOUT = ("unified", "ours", "jsonl")  # --from unified: our names and aliases only
+
+
+def _with_labels(meta: Any, labels: Mapping[str, Any]) -> dict[str, Any]:
+    meta = dict(meta or {})
+    have = meta.get("labels")
+    if have is not None and not isinstance(have, Mapping):
+        raise SampleError("metadata.labels", f"expected an object, got {type(have).__name__}")
+    merged = dict(have or {})
+    for metric, value in labels.items():
+        if metric in merged and merged[metric] != value:
+            raise SampleError(f"labels.{metric}", f"given twice, {merged[metric]!r} in metadata.labels "
+                                                  f"and {value!r} in its --label column")
+        merged[metric] = value
+    meta["labels"] = merged
+    return meta
+
+
+def read_samples(source: Any, mapping: Mapping[str, str] | list[str] | str | None = None, *,
+                 fmt: str | None = None, split: str | None = None, layout: str | None = None,
+                 labels: Mapping[str, str] | list[str] | str | None = None,
+                 list_sep: str | None = None) -> SampleReader:
     """Yield a ``Sample`` or a ``RowError`` per row of ``source``, lazily, in order.
 
-    ``source``: a path (``.jsonl``, ``.json`` list, ``.csv``, ``.parquet``; or ``fmt=``),
-    a pandas DataFrame, a ``datasets.Dataset`` / ``DatasetDict`` (with ``split=`` when it
-    has several), or an iterable of dicts. ``mapping`` renames source fields first
-    (``{"q": "user_input"}`` or the CLI form ``"q=user_input"``). Problems with the source
-    itself (missing file, unknown format or split) raise at once; bad rows do not.
+    ``source``: a path (``.jsonl``, ``.json``, ``.csv``, ``.tsv``, ``.parquet``; or
+    ``fmt=``), a pandas DataFrame, a ``datasets.Dataset`` / ``DatasetDict`` (with
+    ``split=`` when it has several), an iterable of dicts / Samples / RowErrors /
+    framework objects, one dict or Sample, or a framework's dataset object.
+    ``mapping`` renames source fields first (``{"q": "user_input"}`` or the CLI form
+    ``"q=user_input"``); ``layout`` forces a framework layout (``"deepeval"``, …;
+    ``"unified"`` = none); ``labels`` (``{metric: column}`` or ``"metric=column"``) reads
+    human labels from columns; ``list_sep`` splits list cells (``"none"``: never).
+    Problems with the source itself (missing file, unknown format, split or layout)
+    raise at once; bad rows do not. The returned reader has ``counts`` and ``notes``.
     """
-    mp = parse_mapping(mapping)
-    name, it = _iter_source(source, mp, fmt, split)
-    return (_to_sample(rec, mp, name, row) for row, rec in it)
+    return SampleReader(source, mapping, fmt=fmt, split=split, layout=layout, labels=labels,
+                        list_sep=list_sep)
 
 
-def load_samples(source: Any, mapping: Mapping[str, str] | list[str] | str | None = None,
-                 fmt: str | None = None, split: str | None = None
+def load_samples(source: Any, mapping: Mapping[str, str] | list[str] | str | None = None, **options: Any
                  ) -> tuple[list[Sample], list[RowError]]:
-    """All good samples and all row errors of ``source`` (see ``read_samples``)."""
+    """All good samples and all row errors of ``source`` (options as ``read_samples``)."""
     good: list[Sample] = []
     bad: list[RowError] = []
-    for item in read_samples(source, mapping, fmt, split):
-        (bad if isinstance(item, RowError) else good).append(item)  # type: ignore[arg-type]
+    for item in read_samples(source, mapping, **options):
+        (bad if isinstance(item, RowError) else good).append(item)
     return good, bad
 
 
 def validate_source(source: Any, mapping: Mapping[str, str] | list[str] | str | None = None,
-                    fmt: str | None = None, split: str | None = None
-                    ) -> tuple[int, list[RowError], list[str]]:
-    """Check every row: (number of good rows, row errors, warnings).
-
-    Warnings are listed once each: unknown fields kept in metadata (with the first row
-    that has them) and duplicate ids. They are collected here rather than read from
-    ``Sample``'s UserWarnings, which fire only once per process and would be missing on
-    a second validation; those UserWarnings are captured so they do not print twice.
-    """
-    mp = parse_mapping(mapping)
-    name, it = _iter_source(source, mp, fmt, split)
-    ok = 0
+                    **options: Any) -> tuple[int, list[RowError], list[str]]:
+    """Check every row exactly as a run reads it: (number of good rows, row errors,
+    warnings). Warnings (``SampleReader.notes``) are listed once each; ``Sample``'s own
+    UserWarnings (once per process) are captured so they do not print twice."""
+    reader = read_samples(source, mapping, **options)
     errors: list[RowError] = []
-    notes: dict[str, None] = {}  # an ordered set: each warning once, in first-seen order
-    unknown: set[str] = set()
-    first_row_of_id: dict[str, int] = {}
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        for row, rec in it:
-            if isinstance(rec, Mapping):
-                for key in rec:
-                    if key != "metadata" and _target(str(key), mp) is None and key not in unknown:
-                        unknown.add(key)
-                        notes[f"unknown field '{key}' kept in metadata (first at {name}:{row})"] = None
-            result = _to_sample(rec, mp, name, row)
-            if isinstance(result, RowError):
-                errors.append(result)
-                continue
-            ok += 1
-            if result.id in first_row_of_id:
-                notes.setdefault(f"duplicate id '{result.id}' at {name}:{first_row_of_id[result.id]} "
-                                 f"and {name}:{row}", None)
-            else:
-                first_row_of_id[result.id] = row
-    for w in caught:
-        msg = str(w.message)
-        if not msg.startswith("unknown field '"):  # already listed with its row above
-            notes.setdefault(msg, None)
-    return ok, errors, list(notes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for item in reader:
+            if isinstance(item, RowError):
+                errors.append(item)
+    return reader.counts.samples, errors, reader.notes
 
 
 # ---------------------------------------------------------------- writing
@@ -376,7 +504,7 @@ def _table_row(s: Sample, *, lists_as_json: bool) -> dict[str, Any]:
         if d[f] is not None:
             d[f] = json.dumps(d[f], ensure_ascii=False, sort_keys=True)
     if lists_as_json:
-        for f in _LIST_FIELDS:
+        for f in LIST_FIELDS:
             if d[f] is not None:
                 d[f] = json.dumps(d[f], ensure_ascii=False)
     return d
@@ -385,54 +513,61 @@ def _table_row(s: Sample, *, lists_as_json: bool) -> dict[str, Any]:
 def _arrow_schema() -> Any:
     import pyarrow as pa
 
-    return pa.schema([(f, pa.list_(pa.string()) if f in _LIST_FIELDS else pa.string())
+    return pa.schema([(f, pa.list_(pa.string()) if f in LIST_FIELDS else pa.string())
                       for f in _FIELDS])
+
+
+def _write_delimited(samples: Iterable[Sample], path: Path, delimiter: str) -> int:
+    n = 0
+    with path.open("w", encoding="utf-8", newline="") as out:
+        w = csv.DictWriter(out, fieldnames=list(_FIELDS), delimiter=delimiter)
+        w.writeheader()
+        for s in samples:
+            w.writerow({k: ("" if v is None else neutralise_formula(v))
+                        for k, v in _table_row(s, lists_as_json=True).items()})
+            n += 1
+    return n
+
+
+def _write_parquet(samples: Iterable[Sample], path: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _arrow_schema()
+    n = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        batch: list[dict[str, Any]] = []
+        for s in samples:
+            batch.append(_table_row(s, lists_as_json=False))
+            n += 1
+            if len(batch) >= 1024:  # bounded memory for large runs
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+        if batch or n == 0:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+    return n
 
 
 def write_samples(samples: Iterable[Sample], path: str | Path, fmt: str | None = None) -> int:
     """Write samples to ``path`` (format from the suffix or ``fmt``); returns the count.
-
-    JSONL: one ``Sample`` per line, absent fields omitted. JSON: a list. CSV: one column
-    per field, lists and objects as JSON cells, absent = empty cell. Parquet: list fields
-    as ``list<string>``, ``graded_relevance``/``metadata`` as JSON strings.
-    """
+    Formats as in the module docstring."""
     path = Path(path)
-    f = _format_of(path, fmt)
+    f = format_of(path, fmt)
     path.parent.mkdir(parents=True, exist_ok=True)
-    n = 0
     if f == "jsonl":
+        n = 0
         with path.open("w", encoding="utf-8") as out:
             for s in samples:
                 out.write(json.dumps(_json_record(s), ensure_ascii=False) + "\n")
                 n += 1
-    elif f == "json":
+        return n
+    if f == "json":
         rows = [_json_record(s) for s in samples]
         path.write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-        n = len(rows)
-    elif f == "csv":
-        with path.open("w", encoding="utf-8", newline="") as out:
-            w = csv.DictWriter(out, fieldnames=list(_FIELDS))
-            w.writeheader()
-            for s in samples:
-                w.writerow({k: ("" if v is None else v)
-                            for k, v in _table_row(s, lists_as_json=True).items()})
-                n += 1
-    else:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-
-        schema = _arrow_schema()
-        with pq.ParquetWriter(path, schema) as writer:
-            batch: list[dict[str, Any]] = []
-            for s in samples:
-                batch.append(_table_row(s, lists_as_json=False))
-                n += 1
-                if len(batch) >= 1024:  # bounded memory for large runs
-                    writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                    batch = []
-            if batch or n == 0:
-                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-    return n
+        return len(rows)
+    if f in ("csv", "tsv"):
+        return _write_delimited(samples, path, "\t" if f == "tsv" else ",")
+    return _write_parquet(samples, path)
 
 
 def samples_to_pandas(samples: Iterable[Sample]) -> Any:
@@ -460,7 +595,7 @@ def samples_to_hf(samples: Iterable[Sample]) -> Any:
     import datasets
 
     features = datasets.Features({
-        f: datasets.List(datasets.Value("string")) if f in _LIST_FIELDS else datasets.Value("string")
+        f: datasets.List(datasets.Value("string")) if f in LIST_FIELDS else datasets.Value("string")
         for f in _FIELDS})
     rows = [_table_row(s, lists_as_json=False) for s in samples]
     return datasets.Dataset.from_dict({f: [r[f] for r in rows] for f in _FIELDS}, features=features)

@@ -12,39 +12,23 @@ callables instead of a file of answers.
 Each question is retrieved then generated as one chain; retrievers and generators run
 concurrently under their own limits (``retrieve_concurrency``, ``generate_concurrency``),
 so a slow generator does not hold retriever slots. Sync callables run in worker threads.
-A question whose retriever or generator raises becomes a row error: every requested
-metric gets an error Score for it (``value=None``, the exception in ``error``), and the
-other questions complete. The samples then go through ``unified.runner.aevaluate``.
+A question whose retriever or generator raises becomes a ``RowError`` (the one row-error
+class; ``field`` is ``retrieve`` or ``generate``, ``row`` the 1-based question number,
+``sample_id`` the question's id): every requested metric gets an error Score for it
+(``value=None``, the exception in ``error``), filed under that id, and the other
+questions complete. The samples then go through ``unified.runner.aevaluate``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence
 
+from unified.rowerror import RowError
 from unified.sample import Sample
 
-__all__ = ["evaluate_pipeline", "aevaluate_pipeline", "build_samples", "PipelineError"]
-
-
-@dataclass
-class PipelineError:
-    """A question the pipeline failed on; the runner turns it into one error Score per
-    metric (it is a row error: ``source``, ``row``, ``field``, ``reason``). ``row`` is the
-    1-based question number; the runner files its scores under ``sample_id`` (the
-    question's id), or ``row:<row>`` when it has none."""
-
-    source: str
-    row: int
-    field: str | None
-    reason: str
-    sample_id: str = ""
-
-    def __str__(self) -> str:
-        who = f" (id {self.sample_id})" if self.sample_id else ""
-        return f"{self.source}: question {self.row}{who}: {self.field} failed: {self.reason}"
+__all__ = ["evaluate_pipeline", "aevaluate_pipeline", "build_samples"]
 
 
 def _hit(h: Any, rank: int) -> tuple[str, str]:
@@ -87,8 +71,8 @@ async def build_samples(questions: Sequence[str], retrieve: Callable[..., Any],
                         references: Sequence[str | None] | None = None,
                         relevant_ids: Sequence[Sequence[str] | None] | None = None,
                         ids: Sequence[str] | None = None, retrieve_concurrency: int = 8,
-                        generate_concurrency: int = 4) -> list[Sample | PipelineError]:
-    """Run the pipeline on every question; one Sample (or PipelineError) per question, in
+                        generate_concurrency: int = 4) -> list[Sample | RowError]:
+    """Run the pipeline on every question; one Sample (or RowError) per question, in
     question order. Sample ids: ``ids[i]`` when given, else ``q<i+1>``."""
     n = len(questions)
     for name, seq in (("references", references), ("relevant_ids", relevant_ids), ("ids", ids)):
@@ -97,7 +81,7 @@ async def build_samples(questions: Sequence[str], retrieve: Callable[..., Any],
     r_sem = asyncio.Semaphore(max(1, retrieve_concurrency))
     g_sem = asyncio.Semaphore(max(1, generate_concurrency))
 
-    async def one(i: int) -> Sample | PipelineError:
+    async def one(i: int) -> Sample | RowError:
         q = questions[i]
         sid = str(ids[i]) if ids is not None else f"q{i + 1}"
         try:
@@ -105,7 +89,7 @@ async def build_samples(questions: Sequence[str], retrieve: Callable[..., Any],
                 hits = await _call(retrieve, q)
             pairs = [_hit(h, k) for k, h in enumerate(list(hits or []), start=1)]
         except Exception as e:  # the user's retriever: report, do not stop the others
-            return PipelineError("pipeline", i + 1, "retrieve", _short(e), sid)
+            return RowError("pipeline", i + 1, "retrieve", _short(e), sid)
         texts = [t for _, t in pairs]
         response = None
         if generate is not None:
@@ -113,9 +97,9 @@ async def build_samples(questions: Sequence[str], retrieve: Callable[..., Any],
                 async with g_sem:
                     response = await _call(generate, q, texts)
             except Exception as e:
-                return PipelineError("pipeline", i + 1, "generate", _short(e), sid)
+                return RowError("pipeline", i + 1, "generate", _short(e), sid)
             if not isinstance(response, str):
-                return PipelineError("pipeline", i + 1, "generate",
+                return RowError("pipeline", i + 1, "generate",
                                      f"expected a string answer, got {type(response).__name__}", sid)
         try:
             # model_validate (not Sample(...)) raises a one-line SampleError, not pydantic's
@@ -127,7 +111,7 @@ async def build_samples(questions: Sequence[str], retrieve: Callable[..., Any],
                 relevant_ids=list(relevant_ids[i]) if relevant_ids is not None
                 and relevant_ids[i] is not None else None))
         except ValueError as e:  # SampleError (an empty question) is a ValueError
-            return PipelineError("pipeline", i + 1, getattr(e, "field", None) or "user_input",
+            return RowError("pipeline", i + 1, getattr(e, "field", None) or "user_input",
                                  getattr(e, "reason", None) or str(e), sid)
 
     return list(await asyncio.gather(*(one(i) for i in range(n))))

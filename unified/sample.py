@@ -4,6 +4,21 @@ Canonical field names are RAGAS's modern ones. Every framework's names for the s
 thing are accepted on input (``ALIASES``); two aliases of one field with different
 values are an error, never a silent pick. Unknown fields are kept in ``metadata`` and
 reported once per field name as a warning.
+
+Shapes accepted beside the plain ones:
+
+- ``reference`` given as a list of strings (RAGAS v0's ``ground_truths``, Dingo's
+  ``fiqa.jsonl``): the reference becomes the strings joined with a newline, and the list
+  itself is kept as ``metadata["reference_list"]``, so nothing is lost.
+- contexts given as objects — ``{"doc_id"|"id": ..., "text"|"content"|"page_content": ...}``
+  (RAGChecker), LangChain's ``{"page_content": ..., "metadata": {"id"|"source": ...}}`` or
+  a LangChain ``Document`` — give their texts; when every object has an id, those ids
+  fill ``retrieved_ids`` (``relevant_ids`` for ``reference_contexts``) unless given.
+
+Every Sample is JSON-safe, so it can always be written back (``samples.jsonl``, caches):
+no lone surrogate in any string, nesting at most ``MAX_DEPTH`` levels, only JSON types,
+numbers finite, and each ``graded_relevance`` grade within ``[-MAX_GRADE, MAX_GRADE]``.
+A record that breaks one of these is a ``SampleError`` naming the field path.
 """
 
 from __future__ import annotations
@@ -11,29 +26,34 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 import warnings
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 # canonical -> accepted input names (canonical first). Sources, in column order:
-# RAGAS v1, DeepEval, Dingo, Patronus, Embedchain, others (see DESIGN.md).
+# RAGAS v1, DeepEval, Dingo, Patronus (legacy and current SDK), Embedchain, RAGChecker,
+# others (see DESIGN.md).
 ALIASES: dict[str, tuple[str, ...]] = {
-    "user_input": ("user_input", "question", "input", "prompt", "evaluated_model_input", "query"),
-    "response": ("response", "answer", "actual_output", "content", "evaluated_model_output"),
+    "user_input": ("user_input", "question", "input", "prompt", "evaluated_model_input",
+                   "task_input", "query"),
+    "response": ("response", "answer", "actual_output", "content", "evaluated_model_output",
+                 "task_output"),
     "retrieved_contexts": (
         "retrieved_contexts", "contexts", "retrieval_context", "context",
-        "evaluated_model_retrieved_context",
+        "evaluated_model_retrieved_context", "task_context", "retrieved_context",
     ),
     "reference": (
         "reference", "ground_truth", "expected_output", "evaluated_model_gold_answer",
-        "reference_answer", "gold_answer", "ground_truths",
+        "reference_answer", "gold_answer", "ground_truths", "gt_answer",
     ),
     "retrieved_ids": ("retrieved_ids", "retrieved_context_ids"),
     "relevant_ids": ("relevant_ids", "relevant_docs", "reference_context_ids"),
     "graded_relevance": ("graded_relevance",),
     "reference_contexts": ("reference_contexts",),
-    "id": ("id", "sample_id"),
+    "id": ("id", "sample_id", "query_id"),
     "metadata": ("metadata",),
 }
 
@@ -49,17 +69,34 @@ FRAMEWORK_FIELDS: dict[str, dict[str, str]] = {
                  "retrieved_contexts": "retrieval_context", "reference": "expected_output"},
     "dingo": {"user_input": "prompt", "response": "content", "retrieved_contexts": "context",
               "reference": "reference"},
-    "patronus": {"user_input": "evaluated_model_input", "response": "evaluated_model_output",
-                 "retrieved_contexts": "evaluated_model_retrieved_context",
-                 "reference": "evaluated_model_gold_answer"},
+    # the current Patronus SDK's names (the legacy evaluated_model_* ones are read too)
+    "patronus": {"user_input": "task_input", "response": "task_output",
+                 "retrieved_contexts": "task_context", "reference": "gold_answer"},
     "embedchain": {"user_input": "question", "response": "answer", "retrieved_contexts": "contexts"},
 }
 
-_ALIAS_TO_CANONICAL: dict[str, str] = {
+ALIAS_TO_CANONICAL: dict[str, str] = {
     alias: canonical for canonical, names in ALIASES.items() for alias in names
 }
-_LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "relevant_ids", "reference_contexts")
+_ALIAS_TO_CANONICAL = ALIAS_TO_CANONICAL  # the name older code imports
+LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "relevant_ids", "reference_contexts")
+#: the fields that define an interaction (its content hash): all but id and metadata
+CONTENT_FIELDS = ("user_input", "response", "retrieved_contexts", "reference", "retrieved_ids",
+                  "relevant_ids", "graded_relevance", "reference_contexts")
+# a context list -> the id list its objects' ids fill
+_IDS_OF_CONTEXTS = {"retrieved_contexts": "retrieved_ids", "reference_contexts": "relevant_ids"}
+_TEXT_KEYS = ("text", "content", "page_content")
+_ID_KEYS = ("doc_id", "id")
+_META_ID_KEYS = ("id", "doc_id", "source")
 _warned_unknown: set[str] = set()
+
+#: deepest nesting of lists/objects inside one field (pydantic's JSON writer stops near
+#: 250 levels and Python's JSON parser near 1,000; real metadata needs a handful)
+MAX_DEPTH = 64
+#: largest |grade| in graded_relevance: nDCG's gain 2**grade - 1 must stay a finite float
+#: (2**1024 overflows); TREC-style scales use -2..4, percentages 0..100
+MAX_GRADE = 100.0
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class SampleError(ValueError):
@@ -70,6 +107,108 @@ class SampleError(ValueError):
         self.reason = reason
         super().__init__(f"field '{field}': {reason}" if field else reason)
 
+
+# ---------------------------------------------------------------- JSON safety
+
+def surrogate_reason(text: str) -> str | None:
+    """Why ``text`` cannot be written as UTF-8, or None. A lone surrogate in U+DC80–U+DCFF
+    is what an undecodable byte becomes when read with ``errors="surrogateescape"``."""
+    m = _SURROGATE.search(text)
+    if m is None:
+        return None
+    code = ord(m.group())
+    if 0xDC80 <= code <= 0xDCFF:
+        return f"byte 0x{code - 0xDC00:02X} is not UTF-8 (at character {m.start()}); save the file as UTF-8"
+    return f"lone surrogate \\u{code:04x} at character {m.start()} is not valid Unicode"
+
+
+def _scalar_problem(v: Any) -> str | None:
+    if v is None or isinstance(v, bool):
+        return None
+    if isinstance(v, int):  # Python's JSON reader refuses integers of more than 4,300 digits
+        return None if v.bit_length() <= 14_000 else "an integer of more than 4,000 digits"
+    if isinstance(v, str):
+        return surrogate_reason(v)
+    if isinstance(v, float):
+        return None if math.isfinite(v) else f"{v} is not a number JSON can hold"
+    return f"a {type(v).__name__} cannot be stored; use a string, a number, a list or an object"
+
+
+def json_problem(value: Any, path: str) -> tuple[str, str] | None:
+    """The first (field path, reason) that makes ``value`` unfit for JSON, or None.
+
+    Iterative (an explicit stack), so a 100,000-level structure is reported, not a
+    RecursionError. Paths read ``metadata.a[2].b``."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        v, where, depth = stack.pop()
+        if isinstance(v, (dict, list, tuple)):
+            if depth >= MAX_DEPTH:
+                return where, f"nested more than {MAX_DEPTH} levels deep"
+            if isinstance(v, dict):
+                for k, item in v.items():
+                    key_problem = _scalar_problem(k)
+                    if key_problem:
+                        return f"{where}.{_printable(k)}", f"key: {key_problem}"
+                    stack.append((item, f"{where}.{k}", depth + 1))
+            else:
+                stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(v))
+            continue
+        problem = _scalar_problem(v)
+        if problem:
+            return where, problem
+    return None
+
+
+def _too_deep(value: Any) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if depth >= MAX_DEPTH:
+            return True
+        children = v.values() if isinstance(v, dict) else v
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list, tuple)))
+    return False
+
+
+def sample_problem(sample: Any, content_blob: str | None = None) -> tuple[str, str] | None:
+    """The first (field path, reason) that makes a Sample unfit for JSON, or None. C-speed
+    ``json.dumps`` of the content (``content_blob`` when the caller has it) and of the
+    metadata answers for the clean majority; only a sample that fails is walked
+    (``json_problem``) to name the field."""
+    fields = {name: getattr(sample, name) for name in type(sample).model_fields}
+    try:
+        blob = content_blob if content_blob is not None else sample._content_blob()
+        meta = json.dumps(fields["metadata"], ensure_ascii=False, allow_nan=False)
+        clean = (_SURROGATE.search(blob) is None and _SURROGATE.search(meta) is None
+                 and _SURROGATE.search(fields["id"]) is None and not _too_deep(fields["metadata"]))
+    except (TypeError, ValueError, RecursionError):
+        clean = False
+    if clean:
+        return None
+    return next(filter(None, (json_problem(v, k) for k, v in fields.items())), None)
+
+
+def _printable(text: Any) -> str:
+    return str(text).encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def check_grade(key: Any, value: Any) -> float:
+    """One grade of ``graded_relevance`` as a float; raises ``SampleError`` unless it is a
+    finite number in ``[-MAX_GRADE, MAX_GRADE]``."""
+    field = f"graded_relevance.{_printable(key)}"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SampleError(field, f"expected a number, got {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):  # NaN would poison nDCG
+        raise SampleError(field, f"expected a finite number, got {value}")
+    if abs(value) > MAX_GRADE:  # compared before float(): a huge int does not fit a float
+        shown = f"{value:.3g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+        raise SampleError(field, f"grade {shown} is out of range; grades must lie in "
+                                 f"[-{MAX_GRADE:g}, {MAX_GRADE:g}] (nDCG's gain is 2**grade - 1)")
+    return float(value)
+
+
+# ---------------------------------------------------------------- the record
 
 class Sample(BaseModel):
     """One RAG interaction. Only ``user_input`` is always required; each metric names
@@ -87,6 +226,9 @@ class Sample(BaseModel):
     reference_contexts: list[str] | None = None
     id: str = ""
     metadata: dict[str, Any] = Field(default_factory=dict)
+    # the content hash computed while validating (readers use it right after building the
+    # sample, before anyone can change a field; content_hash() always recomputes)
+    _hash_at_validation: str = PrivateAttr(default="")
 
     @field_validator("user_input")
     @classmethod
@@ -95,16 +237,32 @@ class Sample(BaseModel):
             raise ValueError("user_input is empty; every sample needs a question")
         return v
 
-    def model_post_init(self, __context: Any) -> None:
+    @field_validator("graded_relevance")
+    @classmethod
+    def _grades_in_range(cls, v: dict[str, float] | None) -> dict[str, float] | None:
+        return None if v is None else {k: check_grade(k, g) for k, g in v.items()}
+
+    @model_validator(mode="after")
+    def _json_safe_then_id(self) -> "Sample":
+        # one pass: the content's canonical JSON is both checked and hashed
+        blob = self._content_blob()
+        problem = sample_problem(self, blob)
+        if problem:
+            raise SampleError(*problem)
+        self._hash_at_validation = hashlib.sha256(blob.encode()).hexdigest()[:16]
         if not self.id:
-            self.id = self.content_hash()
+            self.id = self._hash_at_validation
+        return self
+
+    def _content_blob(self) -> str:
+        payload = {k: v for k in CONTENT_FIELDS if (v := getattr(self, k)) is not None}
+        return json.dumps(payload, sort_keys=True, ensure_ascii=False)
 
     def content_hash(self) -> str:
-        """Stable id from the content: sha256 of the canonical JSON of the fields that
-        define the interaction (metadata excluded), first 16 hex digits."""
-        payload = self.model_dump(exclude={"id", "metadata"}, exclude_none=True)
-        blob = json.dumps(payload, sort_keys=True, ensure_ascii=False)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        """Stable id from the content: sha256 of the canonical JSON (sorted keys, absent
+        fields left out) of the fields that define the interaction — all but ``id`` and
+        ``metadata`` — first 16 hex digits."""
+        return hashlib.sha256(self._content_blob().encode()).hexdigest()[:16]
 
     def has(self, field: str) -> bool:
         """True when ``field`` is present and non-empty (an empty list counts as absent
@@ -134,15 +292,25 @@ class Sample(BaseModel):
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as e:
-            err = e.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or None
-            msg = err["msg"]
-            if err["type"] == "missing":
-                msg = "missing (required)"
-            elif err["type"] == "value_error":
-                msg = msg.removeprefix("Value error, ")
-            raise SampleError(field, msg) from None
+            raise _one_line(e) from None
 
+
+def _one_line(e: ValidationError) -> SampleError:
+    """pydantic's multi-line error as one SampleError naming the field."""
+    err = e.errors()[0]
+    inner = (err.get("ctx") or {}).get("error")
+    if isinstance(inner, SampleError):  # raised by our own validators, field path and all
+        return inner
+    field = ".".join(str(p) for p in err["loc"]) or None
+    msg = err["msg"]
+    if err["type"] == "missing":
+        msg = "missing (required)"
+    elif err["type"] == "value_error":
+        msg = msg.removeprefix("Value error, ")
+    return SampleError(field, msg)
+
+
+# ---------------------------------------------------------------- aliases
 
 def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = None,
                  *, warn_unknown: bool = True) -> dict[str, Any]:
@@ -151,21 +319,13 @@ def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = 
     if not isinstance(record, Mapping):
         raise SampleError(None, f"a sample must be an object, got {type(record).__name__}")
     mapping = dict(mapping or {})
+    metadata = _metadata_of(record)
     out: dict[str, Any] = {}
     source_of: dict[str, str] = {}
-    metadata: dict[str, Any] = dict(record.get("metadata") or {}) if isinstance(
-        record.get("metadata"), Mapping) else {}
-    if "metadata" in record and record["metadata"] is not None and not isinstance(
-            record["metadata"], Mapping):
-        raise SampleError("metadata", f"expected an object, got {type(record['metadata']).__name__}")
     for key, value in record.items():
         if key == "metadata":
             continue
-        target = mapping.get(key) or _ALIAS_TO_CANONICAL.get(key)
-        if key == "context" and key not in mapping and "retrieval_context" in record:
-            # `context` is ambiguous: Dingo's retrieved context, but beside DeepEval's
-            # `retrieval_context` it is DeepEval's ideal (reference) context
-            target = "reference_contexts"
+        target = target_of(key, record, mapping)
         if target is None:
             metadata[key] = value
             if warn_unknown and key not in _warned_unknown:
@@ -179,7 +339,49 @@ def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = 
                                       f"and '{key}'; keep one")
         out[target] = value
         source_of[target] = key
-    for field in _LIST_FIELDS:
+    _normalise_fields(out, source_of, metadata)
+    if metadata:
+        out["metadata"] = metadata
+    return out
+
+
+def _metadata_of(record: Mapping[str, Any]) -> dict[str, Any]:
+    meta = record.get("metadata")
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise SampleError("metadata", f"expected an object, got {type(meta).__name__}")
+    return dict(meta)
+
+
+def target_of(key: str, record: Mapping[str, Any], mapping: Mapping[str, str]) -> str | None:
+    """The canonical field ``key`` fills in ``record``: ``mapping`` first, then the
+    aliases; None for an unknown field."""
+    if key in mapping:
+        return mapping[key]
+    if key == "context" and "retrieval_context" in record:
+        # `context` is ambiguous: Dingo's retrieved context, but beside DeepEval's
+        # `retrieval_context` it is DeepEval's ideal (reference) context
+        return "reference_contexts"
+    return ALIAS_TO_CANONICAL.get(key)
+
+
+def _normalise_fields(out: dict[str, Any], source_of: dict[str, str], metadata: dict[str, Any]) -> None:
+    """Field shapes in place: reference lists, context objects, string lists, ids, grades."""
+    if isinstance(out.get("reference"), (list, tuple)):
+        refs = _as_str_list("reference", out["reference"], source_of["reference"])
+        metadata.setdefault("reference_list", refs)
+        out["reference"] = "\n".join(refs)
+        if not refs:
+            del out["reference"]
+    for field, id_field in _IDS_OF_CONTEXTS.items():
+        if field in out:
+            texts, ids = _context_texts(field, out[field], source_of[field])
+            out[field] = texts
+            if ids is not None and id_field not in out:
+                out[id_field] = ids
+                source_of[id_field] = source_of[field]
+    for field in LIST_FIELDS:
         if field in out:
             out[field] = _as_str_list(field, out[field], source_of[field])
     if "id" in out and not isinstance(out["id"], str):
@@ -190,10 +392,47 @@ def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = 
             raise SampleError("graded_relevance", "expected an object {doc_id: grade}")
         # None = not judged: parquet / HF datasets store these dicts as structs, which fill
         # every row with every key of the column
-        out["graded_relevance"] = {str(k): _grade(k, v) for k, v in gr.items() if v is not None}
-    if metadata:
-        out["metadata"] = metadata
-    return out
+        out["graded_relevance"] = {str(k): check_grade(k, v) for k, v in gr.items() if v is not None}
+
+
+def _context_texts(field: str, value: Any, source: str) -> tuple[Any, list[str] | None]:
+    """(texts, ids or None) of a context list whose items may be objects; a value that is
+    not a list of objects is returned as is (``_as_str_list`` judges it)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, (list, tuple)):
+        return value, None
+    if not any(not isinstance(item, str) and _text_of(item) is not None for item in value):
+        return value, None
+    texts: list[Any] = []
+    ids: list[str | None] = []
+    for i, item in enumerate(value):
+        if isinstance(item, str):
+            texts.append(item)
+            ids.append(None)
+            continue
+        text = _text_of(item)
+        if text is None:
+            raise SampleError(f"{field}[{i}]", f"a context object needs a text ({', '.join(_TEXT_KEYS)}) "
+                                               f"in '{source}'")
+        texts.append(text)
+        ids.append(_id_of(item))
+    return texts, (None if any(i is None for i in ids) else ids)  # type: ignore[return-value]
+
+
+def _text_of(item: Any) -> Any:
+    if isinstance(item, Mapping):
+        return next((item[k] for k in _TEXT_KEYS if item.get(k) is not None), None)
+    # a LangChain Document, or anything shaped like one (no import needed)
+    return next((getattr(item, k) for k in ("page_content", "text")
+                 if isinstance(getattr(item, k, None), str)), None)
+
+
+def _id_of(item: Any) -> str | None:
+    get = item.get if isinstance(item, Mapping) else (lambda k: getattr(item, k, None))
+    found = next((get(k) for k in _ID_KEYS if get(k) is not None), None)
+    meta = get("metadata")
+    if found is None and isinstance(meta, Mapping):
+        found = next((meta[k] for k in _META_ID_KEYS if meta.get(k) is not None), None)
+    return None if found is None else str(found)
 
 
 def _as_str_list(field: str, value: Any, source: str) -> list[str]:
@@ -213,11 +452,3 @@ def _as_str_list(field: str, value: Any, source: str) -> list[str]:
             raise SampleError(f"{field}[{i}]", f"expected a string, got {type(item).__name__}")
         out.append(item)
     return out
-
-
-def _grade(key: Any, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise SampleError(f"graded_relevance.{key}", f"expected a number, got {type(value).__name__}")
-    if not math.isfinite(value):  # NaN/Infinity parse from JSON and would poison nDCG
-        raise SampleError(f"graded_relevance.{key}", f"expected a finite number, got {value}")
-    return float(value)
