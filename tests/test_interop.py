@@ -343,8 +343,6 @@ def test_framework_objects_evaluate_with_native_deterministic_metrics(monkeypatc
 
 @pytest.mark.ragas
 @pytest.mark.skipif(not HAS_RAGAS, reason="ragas not installed")
-@pytest.mark.xfail(strict=True, reason="unified.runner.iter_samples does not delegate to unified.io.read_samples "
-                                       "yet (the lead's switch, issue 13); remove this mark then")
 def test_evaluate_takes_a_ragas_dataset_directly(tmp_path, quiet_cwd):
     from unified.runner import evaluate
 

@@ -236,12 +236,19 @@ def test_nothing_to_run_is_a_clear_error(tmp_path):
         evaluate(make_samples(2), "faithfulness", [CountingBackend()], judges=Judges(), out=tmp_path, quiet=True)
 
 
-def test_duplicate_ids_are_scored_once(tmp_path):
+def test_every_input_row_is_scored_even_a_repeated_one(tmp_path):
+    """Issue 10: a row that repeats another is scored too (under a stable id with an
+    occurrence suffix), and summary.json accounts for every row read."""
     s = make_samples(3)
     b = CountingBackend()
     evaluate(s + [s[1]], "mrr", [b], out=tmp_path, quiet=True)
-    assert len(b.calls) == 3
-    assert json.loads((tmp_path / "summary.json").read_text())["counts"]["duplicate_ids"] == 1
+    assert sorted(c[0] for c in b.calls) == ["s00000", "s00001", "s00001#2", "s00002"]
+    counts = json.loads((tmp_path / "summary.json").read_text())["counts"]
+    assert counts["rows_read"] == 4 == counts["rows_scored"] + counts["rows_rejected"]
+    # rerun: the repeated row keeps its id, nothing is scored twice
+    again = CountingBackend()
+    evaluate(s + [s[1]], "mrr", [again], out=tmp_path, quiet=True)
+    assert again.calls == [] and len(triples(tmp_path / "scores.jsonl")) == 4
 
 
 async def test_evaluate_works_inside_running_loop(tmp_path):

@@ -269,7 +269,8 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
     if not any(served.values()):
         raise cli.UserError("nothing to run: no requested metric is available on the chosen backends")
     samples, n_bad = [], 0
-    for i, item in enumerate(read_samples(str(file), cli._mapping(v.get("map_")))):
+    opts = cli._read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep"))
+    for i, item in enumerate(read_samples(str(file), opts.pop("mapping"), **opts)):
         if v.get("max_samples") is not None and i >= v["max_samples"]:
             break
         samples.append(item) if hasattr(item, "user_input") else None
@@ -331,8 +332,8 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
     return evaluate(str(s.file), s.refs, s.backend_objs, judges=s.judges, out=s.out,
                     resume=v.get("resume", True), fresh=bool(v.get("fresh")),
                     retry_errors=bool(v.get("retry_errors")), concurrency=v.get("concurrency") or 16,
-                    progress=False if v.get("quiet") else "auto", show_summary=not v.get("quiet"), mapping=cli._mapping(v.get("map_")),
-                    labels=_labels(v.get("label")), list_sep=v.get("list_sep"), layout=v.get("layout"),
+                    progress=False if v.get("quiet") else "auto", show_summary=not v.get("quiet"),
+                    **cli._read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep")),
                     max_samples=v.get("max_samples"), jury=v.get("jury"), prices=_prices(v),
                     run_config={"judges": s.judge_desc, "command": command},
                     command=command_line(command, s.file, v))
@@ -341,16 +342,6 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
 def _prices(v: dict[str, Any]) -> Any:
     from unified.judge.prices import parse_prices
     return parse_prices(v.get("price"), config_file=v.get("config")) or None
-
-
-def _labels(items: list[str] | None) -> dict[str, str] | None:
-    if not items:
-        return None
-    try:
-        from unified.io import parse_labels  # type: ignore[attr-defined]
-    except ImportError:
-        raise ValueError("--label needs a newer unified.io (parse_labels)") from None
-    return parse_labels(items)
 
 
 def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:

@@ -23,7 +23,7 @@ class RunOptions:
     ``timeout``/``max_retries`` (per judge call). Folder: ``out`` (None: nothing is
     written, the Report lives in memory), ``resume`` (skip tasks already done), ``fresh``
     (start over in ``out``), ``retry_errors`` (score failed tasks again). Input:
-    ``mapping``, ``labels``, ``list_sep``, ``layout`` (see ``unified.io.read_samples``),
+    ``mapping``, ``labels``, ``list_sep``, ``layout``, ``fmt`` (see ``unified.io.read_samples``),
     ``max_samples``. Output: ``progress`` ("auto" | True | "lines" | False), ``quiet``
     (print nothing), ``show_summary`` (print the table at the end), ``write_report``.
     Cost: ``cache`` (True = the shared judge cache, a path, or False), ``prices``
@@ -52,6 +52,7 @@ class RunOptions:
     labels: Mapping[str, str] | None = None
     list_sep: str | None = None
     layout: str | None = None
+    fmt: str | None = None
     max_samples: int | None = None
     cache: bool | str | Path = True
     prices: Any = None  # {model: (usd_in, usd_out) per 1M tokens} or ["MODEL=IN/OUT", ...]

@@ -73,32 +73,6 @@ class RunInterrupted(KeyboardInterrupt):
 
 # ---------------------------------------------------------------- inputs
 
-def _is_row_error(item: Any) -> bool:
-    from unified.io import RowError
-    return isinstance(item, RowError) or (not isinstance(item, Sample) and hasattr(item, "row")
-                                          and hasattr(item, "reason"))
-
-
-def iter_samples(samples: Any, mapping: dict[str, str] | None = None, **read_opts: Any) -> Iterator[Any]:
-    """Samples and row errors from any source ``unified.io.read_samples`` accepts."""
-    from unified.io import RowError, read_samples
-    from unified.sample import SampleError
-    if isinstance(samples, Sample):
-        samples = [samples]
-    if isinstance(samples, (str, Path)) or type(samples).__module__.split(".")[0] in ("pandas", "datasets"):
-        yield from read_samples(samples, mapping, **{k: v for k, v in read_opts.items() if v is not None})
-        return
-    # TRANSITION: until read_samples takes Samples and RowErrors itself
-    for i, item in enumerate(samples, start=1):
-        if isinstance(item, dict):
-            try:
-                yield Sample.from_record(item, mapping)
-            except SampleError as e:
-                yield RowError("<samples>", i, e.field, e.reason)
-        else:
-            yield item
-
-
 def count_rows(samples: Any) -> int | None:
     """Rows when cheap to know (a JSONL file's non-blank lines, a sized collection) — for
     the progress total; None otherwise."""
@@ -163,6 +137,7 @@ class _Run:
         self.progress: Progress | None = None
         self.total_tasks: int | None = None
         self.jury_method: str | None = None
+        self.reader: Any = None
 
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -229,22 +204,24 @@ class _Run:
     def groups(self) -> Iterator[TaskGroup]:
         """TaskGroups of the input, in order; row errors and missing fields are written
         directly (no backend call)."""
-        read_opts = {"labels": self.opts.labels, "list_sep": self.opts.list_sep, "layout": self.opts.layout}
-        for item in iter_samples(self.samples, dict(self.opts.mapping or {}) or None,
-                                 **{k: v for k, v in read_opts.items() if v is not None}):
-            if self.opts.max_samples is not None and self.counts.rows_read >= self.opts.max_samples:
+        from unified.io import RowError, read_samples
+
+        o = self.opts
+        self.reader = read_samples(self.samples, dict(o.mapping or {}) or None, fmt=o.fmt, layout=o.layout,
+                                   labels=o.labels, list_sep=o.list_sep)
+        for item in self.reader:
+            if o.max_samples is not None and self.counts.rows_read >= o.max_samples:
                 return
             self.counts.rows_read += 1
-            if not _is_row_error(item) and (False, item.id) in self.seen:
-                # a source that repeats an id (the readers never do): never score it twice
-                from unified.io import RowError
-                item = RowError("input", self.counts.rows_read, "id",
+            if isinstance(item, Sample) and (False, item.id) in self.seen:
+                # the reader gives every row its own id; a second line per task is never written
+                item = RowError(self.reader.source, self.counts.rows_read, "id",
                                 f"sample id '{item.id}' repeats an earlier row's id")
-            if _is_row_error(item):
+            if isinstance(item, RowError):
                 self._row_error(item)
                 continue
             yield from self._sample_groups(item)
-        self.complete = self.opts.max_samples is None or self.counts.rows_read < self.opts.max_samples
+        self.complete = o.max_samples is None or self.counts.rows_read < o.max_samples
 
     def _row_error(self, err: Any) -> None:
         self.counts.rows_rejected += 1
@@ -392,6 +369,8 @@ class _Run:
 
     def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]]) -> None:
         c = self.counts
+        for note in (self.reader.notes if self.reader is not None else []):
+            self.say(f"warning: {note}")
         if c.samples_changed:
             self.say(f"note: {c.samples_changed} sample(s) changed since their scores were written "
                      "(their content differs): scored again")
