@@ -71,6 +71,29 @@ def test_breaker_opens_after_n_failures_in_a_row_and_a_success_resets_the_count(
     assert b.state == "closed" and b.failures == 0 and b.admit() is False
 
 
+def test_slow_requests_of_a_judge_that_answers_others_never_open_it():
+    """With many calls in flight, a living judge's few slow requests time out one after
+    another; while it answered something within the last timeout, they do not count."""
+    now = [0.0]
+    b = CircuitBreaker("judge at http://h/v1 (model m)", failures_to_open=3, clock=lambda: now[0],
+                       answer_window=60.0)
+    b.succeeded()
+    now[0] = 59.0
+    for _ in range(10):
+        b.failed("did not answer within 60s", timed_out=True)
+    assert b.state == "closed" and b.failures == 0
+    for _ in range(3):  # a refused connection is evidence on its own
+        b.failed("refused the connection")
+    assert b.state == "open"
+    quiet = CircuitBreaker("judge at http://h/v1 (model m)", failures_to_open=3, clock=lambda: now[0],
+                           answer_window=60.0)
+    quiet.succeeded()
+    now[0] = 121.0  # nothing answered for a whole window: the timeouts count
+    for _ in range(3):
+        quiet.failed("did not answer within 60s", timed_out=True)
+    assert quiet.state == "open"
+
+
 # ---------------------------------------------------------------- refused connection
 
 async def test_refused_connection_trips_at_once_and_every_call_says_so():

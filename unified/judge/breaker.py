@@ -5,7 +5,11 @@ States and rules (``n`` = ``failures_to_open``, default 5; ``cooldown`` default 
 - **closed**: requests go out. Each *attempt* (not each logical call) that ends in a
   connection failure or a timeout adds one to a count of failures in a row; any answer
   from the server — a success, and also an error status or a malformed body, which
-  prove it reachable — resets the count. At ``n`` in a row the circuit **opens**.
+  prove it reachable — resets the count. At ``n`` in a row the circuit **opens** —
+  except that a *timeout* counts only when the server has answered nothing for a whole
+  ``answer_window`` (the attempt timeout): with many calls in flight, the few slow
+  requests of a busy but living judge finish one after another and would otherwise look
+  like ``n`` failures in a row. A refused connection always counts.
 - **open**: nothing is sent. Every call fails at once with ``JudgeUnavailableError``
   naming the endpoint and the last cause: new calls, calls waiting for a concurrency
   slot or a rate-limit turn, calls sleeping before a retry and requests still on the
@@ -46,8 +50,11 @@ class CircuitBreaker:
     """
 
     def __init__(self, endpoint: str, failures_to_open: int = FAILURES_TO_OPEN,
-                 cooldown: float = COOLDOWN_SECONDS, clock: Callable[[], float] = time.monotonic):
+                 cooldown: float = COOLDOWN_SECONDS, clock: Callable[[], float] = time.monotonic,
+                 answer_window: float = 0.0):
         self.endpoint = endpoint
+        self.answer_window = float(answer_window)
+        self._last_answer: float | None = None
         self.failures_to_open = max(1, int(failures_to_open))
         self.cooldown = float(cooldown)
         self._clock = clock
@@ -95,12 +102,15 @@ class CircuitBreaker:
         """The server answered (any status): reset the count, close the circuit."""
         with self._lock:
             self.failures = 0
+            self._last_answer = self._clock()
             self.state, self._probing = "closed", False
 
-    def failed(self, cause: str) -> None:
+    def failed(self, cause: str, timed_out: bool = False) -> None:
         """An attempt ended in a connection failure or a timeout (``cause``: "refused the
         connection", "did not answer within 60s", ...)."""
         with self._lock:
+            if timed_out and self.state == "closed" and self._answered_recently():
+                return  # a slow request of a judge that is answering others
             self.failures += 1
             self.cause = cause
             tripped = self.state == "half-open" or (
@@ -111,6 +121,9 @@ class CircuitBreaker:
             signals, self._signals = list(self._signals.items()), weakref.WeakKeyDictionary()
         for loop, event in signals:
             _set_in_loop(loop, event)
+
+    def _answered_recently(self) -> bool:
+        return self._last_answer is not None and self._clock() - self._last_answer < self.answer_window
 
     def abandoned(self) -> None:
         """A probe ended without an outcome (its caller was cancelled): let the next

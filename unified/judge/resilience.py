@@ -218,7 +218,7 @@ async def _retry_loop(fn: Callable[[], Awaitable[R]], policy: RetryPolicy, what:
             if breaker is not None and out.reached:
                 breaker.succeeded()  # the server answered: it is reachable
             elif breaker is not None:
-                breaker.failed(out.cause)
+                breaker.failed(out.cause, timed_out=isinstance(out.error, JudgeTimeoutError))
             last = out.error
             if not out.retryable:
                 raise last from None

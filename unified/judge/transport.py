@@ -54,7 +54,8 @@ class HttpEndpoint:
                                   backoff_base=config.backoff_base, timeout=config.timeout)
         self.limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
         self.breaker = CircuitBreaker(f"{label} at {self.url} (model {config.model})",
-                                      config.breaker_failures, config.breaker_cooldown)
+                                      config.breaker_failures, config.breaker_cooldown,
+                                      answer_window=config.timeout)
         base_url, query = split_query(config.base_url)
         key = self.key or _PLACEHOLDER_KEY
         # per event loop: httpx pools and semaphores are bound to the loop that uses them
