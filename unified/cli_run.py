@@ -89,6 +89,8 @@ FLAGS: tuple[Flag, ...] = (
     Flag("allow_errors", ("--allow-errors",), bool, False, "exit 0 even when some tasks failed", _GATES),
     Flag("quiet", ("--quiet", "-q"), bool, False, "no progress, no table (errors still go to stderr)", _OUTPUT),
     Flag("dry_run", ("--dry-run",), bool, False, "count tasks and estimate calls; call nothing", _OUTPUT),
+    Flag("mlflow", ("--mlflow",), Optional[str], None, "log the run to MLflow at TRACKING_URI: a folder or file:///... "
+         "(offline file store) or a server URL (extra mlflow)", _OUTPUT),
 )
 
 
@@ -98,7 +100,8 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "base_url": "URL", "model": "NAME", "api_key_env": "VAR", "judge2_model": "NAME",
              "judge2_base_url": "URL", "embedding": "local|URL", "embedding_model": "NAME",
              "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
-             "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE"}
+             "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE",
+             "mlflow": "TRACKING_URI"}
 
 
 def flag_names(command: str) -> list[str]:
@@ -236,6 +239,9 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     if command == "compare" and len(backends) < 2:
         raise cli.UserError("compare needs at least two backends, e.g. --backends native,embedding")
     gates = parse_gates(v.get("fail_under"))
+    if v.get("mlflow") is not None:  # a missing extra is found before any judge is paid
+        from unified.mlflow_log import require_mlflow
+        require_mlflow()
     if not file.exists():
         raise cli.UserError(f"no such file: {file}")
     if v.get("dry_run"):
@@ -316,7 +322,11 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
         gates_ok = ok and not rate_lines
         for line in lines + rate_lines:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
-    return exit_code(n_failed, gates_ok, bool(v.get("allow_errors")))
+    code = exit_code(n_failed, gates_ok, bool(v.get("allow_errors")))
+    if v.get("mlflow") is not None:  # last: the MLflow run records the exit code and the cross-check
+        from unified.mlflow_log import log_cli_run
+        code = log_cli_run(report, v["mlflow"], code, "none" if not s.gates else "passed" if gates_ok else "failed")
+    return code
 
 
 def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
