@@ -159,3 +159,17 @@ def test_a_failed_log_changes_the_exit_code_and_keeps_the_results(tmp_path):
     with pytest.raises(mlflow_log.MlflowLogError) as e:
         evaluate(str(DATA), ["mrr"], quiet=True, progress=False, mlflow=blocker / "mlruns")
     assert len(list(e.value.report.iter_scores())) == len(out.joinpath("scores.jsonl").read_text().splitlines())
+
+
+def test_credentials_in_the_tracking_uri_never_show(tmp_path, monkeypatch):
+    pytest.importorskip("mlflow")
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # nothing listens on port 9: fail at once
+    monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
+    r = invoke("run", DATA, "--metrics", "mrr", "--out", tmp_path / "run", "--quiet",
+               "--mlflow", "http://user:SECRET-PW-1@127.0.0.1:9/?token=SECRET-TOKEN-2")
+    assert r.exit_code == 2, r.output
+    assert "error: MLflow logging to http://***@127.0.0.1:9/?token=*** failed" in r.output
+    assert "SECRET-PW-1" not in r.output and "SECRET-TOKEN-2" not in r.output
+    for f in (tmp_path / "run").iterdir():
+        if f.is_file():
+            assert b"SECRET-" not in f.read_bytes(), f  # nor in the resume hint of run.json

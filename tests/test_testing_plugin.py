@@ -10,7 +10,6 @@ embedding backend through the local model, with the same test file.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import subprocess
@@ -160,29 +159,25 @@ def test_one_file_against_the_loopback_judge_then_the_embedding_backend(judge, u
 
 
 @pytest.mark.slow
-def test_unified_cache_is_kept_across_sessions(judge, user_dir):
-    args = ["test_rag.py", "-k", "grounded_answer_passes", "--unified-judge-base-url", judge.base_url,
-            "--unified-judge-model", "loopback", "--unified-cache", str(user_dir / "cache.sqlite")]
-    first = run_pytest(user_dir, *args)
-    assert first.returncode == 0, first.stdout + first.stderr
-    cold = judge.chat_count
-    assert cold > 0 and (user_dir / "cache.sqlite").exists()
-    second = run_pytest(user_dir, *args)
-    assert second.returncode == 0, second.stdout + second.stderr
-    assert judge.chat_count == cold  # every answer from the cache
-    cells = summary_rows(second.stdout)[("faithfulness", "native")]
-    assert cells[4] == "0" and int(cells[6]) > 0  # judge calls 0, cache hits > 0
-
-
-@pytest.mark.slow
-def test_xdist_workers_report_to_one_summary(judge, user_dir):
+def test_xdist_workers_report_to_one_summary_and_the_cache_outlives_the_session(judge, user_dir):
     pytest.importorskip("xdist")
-    r = run_pytest(user_dir, "test_rag.py", "-n", "2", "-k", "not marker",
-                   "--unified-judge-base-url", judge.base_url, "--unified-judge-model", "loopback")
+    args = ["test_rag.py", "-k", "not marker", "--unified-judge-base-url", judge.base_url,
+            "--unified-judge-model", "loopback", "--unified-cache", str(user_dir / "cache.sqlite")]
+    r = run_pytest(user_dir, "-n", "2", *args)
     out = r.stdout + r.stderr
     assert r.returncode == 1 and "2 passed" in out and "1 failed" in out, out
-    assert "cheese-answer" in out
-    assert summary_rows(out)[("faithfulness", "native")][:4] == ["2", "1", "50%", "0"]
+    assert failure_row(out, "cheese-answer")[:3] == ["cheese-answer", "faithfulness", "native"]
+    cells = summary_rows(out)[("faithfulness", "native")]
+    assert cells[:4] == ["2", "1", "50%", "0"] and int(cells[4]) > 0  # both workers' tallies
+    cold = judge.chat_count
+    assert cold > 0 and (user_dir / "cache.sqlite").exists()
+
+    r = run_pytest(user_dir, *args)  # one process, the workers' cache file
+    out = r.stdout + r.stderr
+    assert r.returncode == 1 and "2 passed" in out, out
+    assert judge.chat_count == cold  # every answer from the cache
+    cells = summary_rows(out)[("faithfulness", "native")]
+    assert cells[4] == "0" and int(cells[6]) > 0  # judge calls 0, cache hits > 0
 
 
 def test_plugin_is_inert_in_a_session_that_does_not_use_it(tmp_path):

@@ -44,6 +44,7 @@ import math
 import os
 import re
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -204,18 +205,22 @@ def _artifacts(report: Any, summary: Mapping[str, Any], folder: Path | None, sta
 
 # ---------------------------------------------------------------- logging
 
+_LOGGING = threading.Lock()  # one log at a time per process: the variable below is process-wide
+
+
 @contextlib.contextmanager
 def _file_store_allowed(uri: str) -> Iterator[None]:
     """MLflow 3 refuses a file store unless MLFLOW_ALLOW_FILE_STORE is set: set it for the
     duration of the logging (only for file URIs), then restore what was there."""
-    if not uri.startswith("file:") or "MLFLOW_ALLOW_FILE_STORE" in os.environ:
-        yield
-        return
-    os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
-    try:
-        yield
-    finally:
-        os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
+    with _LOGGING:
+        if not uri.startswith("file:") or "MLFLOW_ALLOW_FILE_STORE" in os.environ:
+            yield
+            return
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+        try:
+            yield
+        finally:
+            os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
 
 
 def log_run(report: Any, tracking_uri: Any = True, *, summary: Mapping[str, Any] | None = None,
@@ -249,7 +254,21 @@ def log_run(report: Any, tracking_uri: Any = True, *, summary: Mapping[str, Any]
     except MlflowUnavailable:
         raise
     except Exception as e:  # MlflowException, OSError, a refused connection: one line, never a traceback
-        raise MlflowLogError(f"MLflow logging to {redact_url(uri)} failed: {one_line(e, 300)}", report) from None
+        text = one_line(e, 300, secrets=_url_secrets(uri))
+        raise MlflowLogError(f"MLflow logging to {redact_url(uri)} failed: {text}", report) from None
+
+
+def _url_secrets(uri: str) -> list[str]:
+    """The credentials in ``uri`` (userinfo, secret-named query values): HTTP errors quote
+    the path and query without the scheme, where no URL pattern finds them."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from unified.redact import is_secret_name
+
+    parts = urlsplit(uri)
+    found = [parts.password, parts.username if parts.password else None]
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=False) if is_secret_name(k)]
+    return [x for x in found if x]
 
 
 def _send(uri: str, experiment: str, run_name: str, params: Mapping[str, str], metrics: Mapping[str, float],

@@ -512,7 +512,7 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
             report = Report(list(report.iter_scores()), list(report.iter_samples()))
         if opts.mlflow not in (None, False):  # one MLflow run per invocation, once it is complete
             from unified.mlflow_log import log_run
-            log_run(report, opts.mlflow, summary=run.summary, folder=run.out)
+            await asyncio.to_thread(log_run, report, opts.mlflow, summary=run.summary, folder=run.out)
         return report
     finally:
         await run.aclose()

@@ -155,7 +155,8 @@ def _bounds(thresholds: Mapping[str, float] | None, names: list[str]) -> dict[st
     among ``names``, each bound on 0–10. A typo must not silently keep the default."""
     from unified.diff import _matches, parse_gates
 
-    given = thresholds if thresholds is not None else _test_defaults.get("thresholds")
+    given = thresholds if thresholds is not None else _test_defaults.get(
+        "thresholds", _session_defaults.get("thresholds"))
     bounds = parse_gates(dict(given)) if given else {}
     for key in bounds:
         if not any(_matches(key, n) for n in names):
