@@ -102,6 +102,8 @@ FLAGS: tuple[Flag, ...] = (
          "median | mean | majority", _COMPARE, commands=("compare",)),
     Flag("quiet", ("--quiet", "-q"), bool, False, "no progress, no table (errors still go to stderr)", _OUTPUT),
     Flag("dry_run", ("--dry-run",), bool, False, "count tasks and estimate calls; call nothing", _OUTPUT),
+    Flag("mlflow", ("--mlflow",), Optional[str], None, "log the run to MLflow at TRACKING_URI: a folder or file:///... "
+         "(offline file store) or a server URL (extra mlflow)", _OUTPUT),
 )
 
 
@@ -110,9 +112,10 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "label": "METRIC=COLUMN", "list_sep": "SEP", "max_samples": "N", "plugins": "MODULES",
              "base_url": "URL", "model": "NAME", "api_key_env": "VAR", "judge2_model": "NAME",
              "judge2_base_url": "URL", "embedding": "local|URL", "embedding_model": "NAME",
-             "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N", "price": "MODEL=IN/OUT",
-             "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE",
-             "jury": "METHOD", "from_backend": "BACKEND", "to_backend": "BACKEND", "max_flips": "N"}
+             "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
+             "price": "MODEL=IN/OUT", "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES",
+             "max_error_rate": "RATE", "jury": "METHOD", "from_backend": "BACKEND", "to_backend": "BACKEND",
+             "max_flips": "N", "mlflow": "TRACKING_URI"}
 
 
 def flag_names(command: str) -> list[str]:
@@ -233,6 +236,9 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
         raise cli.UserError("--metrics is empty; name at least one, e.g. --metrics precision@3")
     backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
+    if v.get("mlflow") is not None:  # a missing extra is found before any judge is paid
+        from unified.mlflow_log import require_mlflow
+        require_mlflow()
     if not file.exists():
         raise cli.UserError(f"no such file: {file}")
     if v.get("dry_run"):
@@ -365,7 +371,11 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
         gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0))
         for line in lines:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
-    return exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))
+    code = exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))
+    if v.get("mlflow") is not None:  # last: the MLflow run records the exit code and the cross-check
+        from unified.mlflow_log import log_cli_run
+        code = log_cli_run(report, v["mlflow"], code, "none" if not s.gates else "passed" if gates_ok else "failed")
+    return code
 
 
 def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:

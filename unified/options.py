@@ -28,7 +28,9 @@ class RunOptions:
     (print nothing), ``show_summary`` (print the table at the end), ``write_report``.
     Cost: ``cache`` (True = the shared judge cache, a path, or False), ``prices``
     (``{model: (usd_in, usd_out)}`` per 1M tokens, or ``["MODEL=IN/OUT"]``: Scores then
-    carry ``cost.usd``).
+    carry ``cost.usd``). Tracking: ``mlflow`` (a tracking URI or path, or True for
+    ``$MLFLOW_TRACKING_URI`` / ``./mlruns``: the finished run is logged as one MLflow run,
+    see ``unified.mlflow_log``).
     """
 
     backends: Sequence[Any] = ("native",)
@@ -62,6 +64,7 @@ class RunOptions:
     command: list[str] | None = None
     resume_hint: str | None = None
     on_interrupt: Any = None  # called with the RunInterrupted details before cancellation propagates
+    mlflow: Any = None
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> "RunOptions":
@@ -82,4 +85,7 @@ class RunOptions:
             raise ValueError(f"concurrency must be at least 1, got {opts.concurrency}")
         if opts.max_samples is not None and opts.max_samples < 1:
             raise ValueError(f"max_samples must be at least 1, got {opts.max_samples}")
+        if opts.mlflow not in (None, False):  # a missing extra is found before any judge is paid
+            from unified.mlflow_log import require_mlflow
+            require_mlflow()
         return opts

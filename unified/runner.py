@@ -138,6 +138,7 @@ class _Run:
         self.total_tasks: int | None = None
         self.jury_method: str | None = None
         self.reader: Any = None
+        self.summary: dict[str, Any] = {}
 
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -330,6 +331,7 @@ class _Run:
         summary = build_summary(aggregates, groups, report.error_list(limit=50), self.counts,
                                 [asdict(s) for s in self.plan.skipped], self._config(), self._timings(manifest),
                                 self.interrupted is not None)
+        self.summary = summary
         if not self.temp_out:
             write_summary(self.folder.summary, summary)
             if self.opts.write_report:
@@ -489,6 +491,9 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
         if run.temp_out:
             from unified.report import Report
             report = Report(list(report.iter_scores()), list(report.iter_samples()))
+        if opts.mlflow not in (None, False):  # one MLflow run per invocation, once it is complete
+            from unified.mlflow_log import log_run
+            await asyncio.to_thread(log_run, report, opts.mlflow, summary=run.summary, folder=run.out)
         return report
     finally:
         await run.aclose()
