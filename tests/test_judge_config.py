@@ -1,12 +1,11 @@
-"""JudgeConfig / EmbeddingConfig: environment, run files, no literal keys, and estimates."""
+"""JudgeConfig / EmbeddingConfig: environment, run files, no literal keys (call estimates
+live with the backends: tests/test_backend_registry.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from unified.judge import (EmbeddingConfig, JudgeConfig, build_judges, estimate_calls,
-                           estimate_run, load_run_config)
-from unified.judge.estimate import estimate_calls_full
+from unified.judge import EmbeddingConfig, JudgeConfig, build_judges, load_run_config
 from unified.judge.cache import CachedEmbedder
 from unified.judge.embeddings import OpenAIEmbedder
 from unified.metrics import parse_metrics
@@ -82,48 +81,3 @@ def test_build_judges_wires_embedding_and_cache(tmp_path):
         build_judges(embedding="minilm")
 
 
-def test_estimates_follow_the_tables():
-    assert estimate_calls("ragas", "context_precision", 7) == 7
-    assert estimate_calls("deepeval", "context_relevancy", 3) == 4
-    assert estimate_calls("native", "faithfulness", 3) == 3
-    samples = [Sample(user_input="q" * 40, response="r" * 40, retrieved_contexts=["c" * 400] * 3,
-                      reference="x" * 40, retrieved_ids=["1"], relevant_ids=["1"])] * 2
-    rows = estimate_run(samples, parse_metrics("faithfulness,answer_relevancy,precision@3"),
-                        ["native", "ragas", "deepeval"])
-    by = {(r["backend"], r["metric"]): r for r in rows}
-    assert by[("ragas", "answer_relevancy")]["calls"] == 6
-    assert by[("ragas", "answer_relevancy")]["embedding_calls"] == 4
-    assert by[("native", "precision@3")]["calls"] == 0
-    f = by[("deepeval", "faithfulness")]
-    assert f["calls"] == 8 and f["input_tokens"] > f["calls"] * 300 and f["output_tokens"] > 0
-    rows = estimate_run(samples, parse_metrics("context_sufficiency"), ["ragas"])
-    assert rows[0]["calls"] is None and "no call estimate" in rows[0]["note"]
-
-
-@pytest.mark.parametrize("single", [False, True])
-async def test_native_estimate_of_each_metric_alone_matches_its_plan(single):
-    """Regression: the table said 3 calls for native answer_correctness (it makes 2
-    extractions + 2 comparisons = 4) and 2 for context_correctness (1 + 2 = 3)."""
-    from unified.adapters.native import LLM_METRICS, NativeBackend
-    from unified.adapters.native.testing import ScriptedEmbedder, ScriptedJudge, fill_keys
-    from unified.judge.base import Judges
-
-    def answer(schema, messages):
-        name = schema.__name__
-        if name == "ClaimList":
-            return {"claims": ["one.", "two."]}
-        if name == "GeneratedQuestions":
-            return {"questions": ["q?"], "noncommittal": False}
-        if name == "WholeRating":
-            return {"reason": "ok", "rating": 1}
-        return fill_keys(schema, lambda k: 1 if k.endswith("relevance") else
-                         ("yes" if k.endswith("useful") or name.startswith("Comparison") else "supported"))
-
-    s = Sample(user_input="q?", response="r.", reference="x.", retrieved_contexts=["a", "b", "c"], id="s")
-    for metric in sorted(LLM_METRICS):
-        j = ScriptedJudge(answer)
-        judges = Judges(chat=j, embedder=ScriptedEmbedder(), single_judge=single)
-        (score,) = await NativeBackend(judges).score(s, parse_metrics(metric))
-        assert score.ok, (metric, score.error)
-        chat, _ = estimate_calls_full("native", metric, 3, "llm", single)
-        assert chat == len(j.calls), metric

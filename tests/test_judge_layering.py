@@ -19,7 +19,7 @@ OLD_PUBLIC = [
     "JudgeHTTPError", "JudgeLengthError", "JudgeNotConfiguredError", "JudgeOutputError",
     "JudgeTimeoutError", "Judges", "OpenAIChatJudge", "OpenAIEmbedder", "RunConfig",
     "TaskMeter", "add_listener", "build_judges", "current_meter", "default_cache_path",
-    "estimate_calls", "estimate_run", "load_run_config", "make_chat_judge", "make_embedder",
+    "load_run_config", "make_chat_judge", "make_embedder",
     "record_call", "remove_listener", "task_scope", "LlamaCppJudge"]
 
 

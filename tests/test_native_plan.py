@@ -209,8 +209,8 @@ async def test_unknown_bracket_parameter_is_an_error_not_a_silent_default():
 
 @pytest.mark.parametrize("single", [False, True])
 async def test_planned_chat_calls_matches_what_a_sample_really_costs(single):
-    from unified.adapters.native.plan import planned_chat_calls
+    from unified.adapters.native.table import estimate_calls
     refs = parse_metrics(CORE + ",answer_correctness,hallucination")
     judges, j, _ = bundle(single)
     await NativeBackend(judges).score(make(4), refs)
-    assert planned_chat_calls([r.canonical for r in refs], single) == len(j.calls)
+    assert sum(c[0] for c in estimate_calls(refs, None, single_judge=single) if c) == len(j.calls)

@@ -33,15 +33,6 @@ from .table import STEPS, NativeMetric, entry_for, step_key
 BACKEND = "native"
 
 
-def planned_chat_calls(canonicals: Iterable[str], single_judge: bool = False) -> int:
-    """Chat calls one sample costs for these metrics requested together (each step once;
-    see ``table.estimate_calls``, which also splits them per metric)."""
-    from .table import estimate_calls
-
-    refs = [MetricRef(name=n, spec=get_metric(n)) for n in canonicals]
-    return sum(c[0] for c in estimate_calls(refs, None, single_judge=single_judge) if c is not None)
-
-
 def precheck(entry: NativeMetric | None, ref: MetricRef, sample: Sample, judges: Judges,
              contexts: list[str]) -> str | None:
     """Why ``ref`` cannot run on ``sample`` natively (one line), or None."""

@@ -18,7 +18,6 @@ Layers, bottom up (each imports only from below it)::
     openai_client, embeddings, llama, local    the transports: leaves
     cache         the persistent cache and its wrappers
     factory       configs -> clients;   resolve   what the user gave -> configs
-    estimate      --dry-run call and token estimates
 
 The package is lazy (PEP 562): ``import unified.judge`` imports neither ``openai`` nor
 ``numpy``; a name is imported from its module the first time it is used, so code that
@@ -42,7 +41,6 @@ _EXPORTS: dict[str, str] = {
                      "default_cache_path"), "unified.judge.cache"),
     **dict.fromkeys(("EmbeddingConfig", "JudgeConfig", "RunConfig", "load_run_config"),
                     "unified.judge.config"),
-    **dict.fromkeys(("estimate_calls", "estimate_run"), "unified.judge.estimate"),
     **dict.fromkeys(("build_judges", "make_chat_judge", "make_embedder"), "unified.judge.factory"),
     **dict.fromkeys(("JudgeSetupError", "resolve_judges"), "unified.judge.resolve"),
     **dict.fromkeys(("PriceError", "parse_prices", "price_scope", "usd_cost"),
@@ -81,7 +79,6 @@ if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
                                      JudgeCacheWarning, default_cache_path)
     from unified.judge.config import EmbeddingConfig, JudgeConfig, RunConfig, load_run_config
     from unified.judge.embeddings import OpenAIEmbedder
-    from unified.judge.estimate import estimate_calls, estimate_run
     from unified.judge.factory import build_judges, make_chat_judge, make_embedder
     from unified.judge.llama import LlamaCppJudge
     from unified.judge.openai_client import OpenAIChatJudge
