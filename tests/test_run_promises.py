@@ -312,3 +312,68 @@ def test_read_only_out_is_one_line(small_disk):
     err = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(err) == 1 and "read-only file system" in err[0] and str(out) in err[0], r.stderr
     assert (out / "scores.jsonl").read_text() == before
+
+
+# ---------------------------------------------------------------- the fault matrix: the rest
+
+def _one_line_per_task(out: Path, n_rows: int, pairs: int) -> None:
+    k = keys(out / "scores.jsonl")
+    assert len(k) == len(set(k)) == n_rows * pairs
+
+
+def test_corrupt_cache_is_one_line_exit_2_and_results_intact(tmp_path, judge_server):
+    from test_judge_cache_faults import PAGE, filled_cache
+
+    out, cache = tmp_path / "o", tmp_path / "cache.sqlite"
+    data = write_rows(tmp_path / "d.jsonl", ir_rows(3))
+    assert invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet").exit_code == 0
+    before = (out / "scores.jsonl").read_text()
+    filled_cache(cache)
+    raw = bytearray(cache.read_bytes())
+    raw[PAGE:PAGE + 6 * PAGE] = bytes((i * 37 + 11) % 256 for i in range(6 * PAGE))
+    cache.write_bytes(bytes(raw))
+    r = invoke("run", data, "--metrics", "mrr,faithfulness", "--out", out, "--cache", cache,
+               "--base-url", judge_server.base_url, "--model", "m")
+    assert r.exit_code == 2, r.output
+    err = [x for x in r.output.splitlines() if x.startswith("error:")]
+    assert len(err) == 1 and str(cache) in err[0] and "--no-cache" in err[0]
+    assert "Traceback" not in r.output and (out / "scores.jsonl").read_text() == before
+
+
+@pytest.mark.slow
+def test_judge_killed_mid_run_every_task_ends_once_and_the_exit_code_says_so(tmp_path):
+    out = tmp_path / "o"
+    n_rows = len(DATA.read_text().splitlines())
+    srv = JudgeServer(latency=0.15).start()
+    proc = subprocess.Popen([str(CLI), "run", str(DATA), "--metrics", "faithfulness,precision@3",
+                             "--base-url", srv.base_url, "--model", "m", "--concurrency", "2",
+                             "--max-retries", "1", "--out", str(out), "--quiet"],
+                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert _wait_for(lambda: (out / "scores.jsonl").exists() and
+                         sum(d["metric"] == "faithfulness" for d in lines(out / "scores.jsonl")) >= 3)
+    finally:
+        srv.stop()  # the judge dies under the run
+    _, err = proc.communicate(timeout=240)
+    assert proc.returncode == 3, err
+    _one_line_per_task(out, n_rows, 2)
+    rows = lines(out / "scores.jsonl")
+    assert all(d["value"] is not None for d in rows if d["metric"] == "precision@3")
+    assert any(d["error"] for d in rows) and "--retry-errors" in err and "task(s) failed" in err
+
+
+def test_hanging_judge_ends_with_explained_failures_and_deterministic_scores(tmp_path):
+    from judge_server import SilentServer
+
+    out = tmp_path / "o"
+    with SilentServer() as srv:
+        r = invoke("run", DATA, "--metrics", "faithfulness,context_relevancy,precision@3", "--base-url",
+                   srv.base_url, "--model", "m", "--timeout", "1", "--max-samples", "20", "--out", out,
+                   "--quiet")
+    assert r.exit_code == 3, r.output
+    _one_line_per_task(out, 20, 3)
+    rows = lines(out / "scores.jsonl")
+    assert all(d["value"] is not None for d in rows if d["metric"] == "precision@3")
+    assert all("did not answer within 1s" in d["error"] for d in rows if d["metric"] != "precision@3")
+    groups = [x for x in r.output.splitlines() if x.strip().startswith("40 ×")]
+    assert len(groups) == 1 and "did not answer within 1s" in groups[0], r.output
