@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified.metrics import MetricSpec, all_metrics, get_metric
+from unified.metrics import metric_label, MetricSpec, all_metrics, get_metric
 
 from unified.adapters.registry import (BUILTIN_BACKENDS, BackendUnavailableError, as_ref, backend_info,
                                        backend_names, implemented_metrics, threshold_of)
@@ -21,8 +21,8 @@ _IDS_NEED = "relevant_ids or graded_relevance"
 
 
 def label(spec: MetricSpec) -> str:
-    """How users write it: ``precision@k`` for a cutoff metric, else the canonical name."""
-    return spec.name.removesuffix("_at_k") + "@k" if spec.takes_k else spec.name
+    """How users write it (``unified.metrics.metric_label``)."""
+    return metric_label(spec)
 
 
 def _framework_of(key: str) -> str:

@@ -134,8 +134,6 @@ def test_metric_table_shows_each_backends_own_pass_bound():
     assert len(rows) == len({r for r in rows})  # one row per metric
 
 
-@pytest.mark.xfail(strict=True, reason="lead: paste docs/readme-snippets/native.md's table into "
-                                       "README.md, then drop this mark")
 def test_readme_metric_table_matches_the_registries():
     from unified.adapters import metric_table_markdown
 

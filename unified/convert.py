@@ -268,7 +268,7 @@ def metric_name_table() -> str:
     registry's aliases (``MetricSpec.aliases``), so the docs cannot drift from the code.
     Aliases under other keys (``ragas_short``, ``ragas_factual``) are listed after the
     main name; ``—`` means the framework has no such metric."""
-    from unified.metrics import all_metrics
+    from unified.metrics import all_metrics, metric_label
 
     header = "| canonical | " + " | ".join(t for t, _ in _COLUMNS) + " | also accepted |"
     lines = [header, "|" + "---|" * (len(_COLUMNS) + 2)]
@@ -287,5 +287,5 @@ def metric_name_table() -> str:
         others = [f"`{v}`" for k, v in sorted(spec.aliases.items())
                   if not any(k == fw or k.startswith(fw + "_") for _, fw in _COLUMNS)]
         cells.append(", ".join(others) or "—")
-        lines.append(f"| `{spec.name}`{' (`@k`)' if spec.takes_k else ''} | " + " | ".join(cells) + " |")
+        lines.append(f"| `{metric_label(spec)}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -132,6 +132,12 @@ def scratch_registry() -> Iterator[None]:
         _ALIAS_INDEX.update(saved[1])
 
 
+def metric_label(spec: MetricSpec) -> str:
+    """How users write a metric: ``precision@k`` for a cutoff metric, else its canonical
+    name — the one label of every table, in the CLI, the README and the docs."""
+    return spec.name.removesuffix("_at_k") + "@k" if spec.takes_k else spec.name
+
+
 def registry_order() -> list[str]:
     """Canonical names in the order they were registered (built-ins as declared, then
     custom metrics): the one stable metric order of tables and reports."""
