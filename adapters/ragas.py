@@ -59,6 +59,26 @@ _primed: contextvars.ContextVar[dict[str, list[list[float]]] | None] = contextva
     "ragas_primed_vectors", default=None)
 
 
+# the structured answers the judge gave inside one metric evaluation: ragas returns no
+# reason text, so these verdicts are what a reader can check the number against
+_answers: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
+    "ragas_judge_answers", default=None)
+MAX_VERDICTS = 50
+
+
+def _note_answer(answer: BaseModel) -> None:
+    """Keep a judge answer for the Score's ``details["verdicts"]``: the items of its one
+    list of objects (statements with verdicts, classifications) when it has one, else the
+    answer itself (a rating)."""
+    box = _answers.get()
+    if box is None or len(box) >= MAX_VERDICTS:
+        return
+    data = answer.model_dump(mode="json")
+    lists = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+    items = lists[0] if len(lists) == 1 else [data]
+    box.extend(items[: MAX_VERDICTS - len(box)])
+
+
 def _note_error(e: BaseException) -> None:
     box = _last_judge_error.get()
     if box is not None:
@@ -82,11 +102,13 @@ class JudgeRagasLLM(InstructorBaseRagasLLM):
 
     async def agenerate(self, prompt: str, response_model: type[T]) -> T:
         try:
-            return await self.judges.require_chat().ask(
+            answer = await self.judges.require_chat().ask(
                 [{"role": "user", "content": prompt}], response_model)
         except Exception as e:
             _note_error(e)
             raise
+        _note_answer(answer)
+        return answer
 
     def generate(self, prompt: str, response_model: type[T]) -> T:
         return run_blocking(lambda: self.agenerate(prompt, response_model))
@@ -247,7 +269,9 @@ class RagasBackend(FrameworkBackend):
         async with self._limit():
             with task_scope(BACKEND, ref.name, sample.id) as meter:
                 errors: list[str] = []
+                verdicts: list[dict[str, Any]] = []
                 err_token = _last_judge_error.set(errors)
+                answers_token = _answers.set(verdicts)
                 primed_token = _primed.set({})
                 try:
                     metric = self.ragas_metric(ref.canonical, ref.params)
@@ -260,7 +284,10 @@ class RagasBackend(FrameworkBackend):
                                          details=details, cost=meter.cost(), **common)
                 finally:
                     _primed.reset(primed_token)
+                    _answers.reset(answers_token)
                     _last_judge_error.reset(err_token)
+                if verdicts:
+                    details["verdicts"] = verdicts
                 raw = result.value
                 why = f"returned {raw!r}"
                 if errors:  # the metric swallowed a judge failure on the way

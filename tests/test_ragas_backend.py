@@ -159,6 +159,18 @@ async def test_scores_carry_cost_and_threshold(judge_server):
     assert judge_server.chat_count == 5
 
 
+async def test_scores_keep_the_verdicts_ragas_got_since_it_gives_no_reason(judge_server):
+    backend = get_backend("ragas", _judges(judge_server))
+    faith, relevance = await backend.score(SAMPLE, parse_metrics("faithfulness,context_relevancy"))
+    # Faithfulness: the extracted statements, then the NLI step's verdict on each
+    assert faith.reason is None
+    first, *nli = faith.details["verdicts"]
+    assert set(first) == {"statements"} and nli
+    assert all({"statement", "reason", "verdict"} == set(v) for v in nli)
+    # ContextRelevance answers a bare rating per judge: kept whole
+    assert [set(v) for v in relevance.details["verdicts"]] == [{"rating"}, {"rating"}]
+
+
 async def test_metric_parameters_reach_the_ragas_constructor(judge_server):
     backend = get_backend("ragas", _judges(judge_server))
     [score] = await backend.score(SAMPLE, [parse_metric("answer_relevancy[strictness=2]")])
