@@ -74,6 +74,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("concurrency", ("--concurrency",), Optional[int], None, "judge calls in flight (default 8)", _JUDGE, min=1),
     Flag("timeout", ("--timeout",), Optional[float], None, "seconds per judge call before it counts as failed", _JUDGE),
     Flag("max_retries", ("--max-retries",), Optional[int], None, "retries per judge call (429/5xx/timeouts)", _JUDGE, min=0),
+    Flag("executor", ("--executor",), Optional[str], None, "local (default) or ray: score on a Ray cluster",
+         "Execution"),
+    Flag("ray_address", ("--ray-address",), Optional[str], None,
+         "with --executor ray: auto (the running cluster) or host:port (default: a local Ray for the run)",
+         "Execution"),
     Flag("config", ("--config",), Optional[Path], None, "run.toml / run.yaml with \\[judge], \\[judge2], "
          "\\[embedding] sections", _JUDGE),
     Flag("out", ("--out", "-o"), Optional[Path], None, "run folder (default runs/<timestamp>)", _FOLDER),
@@ -97,7 +102,7 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "label": "METRIC=COLUMN", "list_sep": "SEP", "max_samples": "N", "plugins": "MODULES",
              "base_url": "URL", "model": "NAME", "api_key_env": "VAR", "judge2_model": "NAME",
              "judge2_base_url": "URL", "embedding": "local|URL", "embedding_model": "NAME",
-             "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
+             "structured_output": "MODE", "concurrency": "N", "executor": "local|ray", "ray_address": "ADDR", "timeout": "SECONDS", "max_retries": "N",
              "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE"}
 
 
@@ -279,7 +284,8 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
                     retry_errors=bool(v.get("retry_errors")), concurrency=v.get("concurrency") or 16,
                     progress=False if v.get("quiet") else "auto", show_summary=not v.get("quiet"), mapping=cli._mapping(v.get("map_")),
                     labels=_labels(v.get("label")), list_sep=v.get("list_sep"), layout=v.get("layout"),
-                    max_samples=v.get("max_samples"),
+                    max_samples=v.get("max_samples"), executor=v.get("executor") or "local",
+                    ray_address=v.get("ray_address"),
                     run_config={"judges": s.judge_desc, "command": command},
                     command=command_line(command, s.file, v))
 

@@ -26,7 +26,9 @@ class RunOptions:
     ``mapping``, ``labels``, ``list_sep``, ``layout`` (see ``unified.io.read_samples``),
     ``max_samples``. Output: ``progress`` ("auto" | True | "lines" | False), ``quiet``
     (print nothing), ``show_summary`` (print the table at the end), ``write_report``.
-    Cost: ``cache`` (True = the shared judge cache, a path, or False).
+    Cost: ``cache`` (True = the shared judge cache, a path, or False). Where: ``executor``
+    ("local", "ray", or an Executor object), ``ray_address`` (None: a local Ray for the
+    run; "auto": the running cluster; or an address — see ``unified.ray_executor``).
     """
 
     backends: Sequence[Any] = ("native",)
@@ -53,6 +55,7 @@ class RunOptions:
     max_samples: int | None = None
     cache: bool | str | Path = True
     executor: Any = "local"
+    ray_address: str | None = None
     jury: str | None = None
     run_config: dict[str, Any] = field(default_factory=dict)
     command: list[str] | None = None

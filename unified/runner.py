@@ -340,9 +340,13 @@ class _Run:
         ex = self.opts.executor
         if ex in (None, "local"):
             return LocalExecutor(self.opts.concurrency)
-        if isinstance(ex, str):
-            from unified.executors import get_executor  # type: ignore[import-not-found]
-            return get_executor(ex, self.opts)
+        if ex == "ray":
+            from unified.ray_executor import RayExecutor
+            ex = RayExecutor(address=self.opts.ray_address)
+        elif isinstance(ex, str):
+            raise ValueError(f"unknown executor '{ex}'; choose local or ray")
+        if hasattr(ex, "bind"):  # an executor that scores elsewhere rebuilds the run's backends there
+            ex.bind(self.backends, self.opts.concurrency)
         return ex
 
     async def _tick(self) -> None:
