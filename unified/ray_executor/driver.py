@@ -31,6 +31,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from typing import Any, Iterable, Iterator, Sequence
 
 from unified.executor import OnDone, TaskGroup
@@ -188,6 +189,14 @@ class Pool:
             self.replaced += 1
             await self._check(i, handle)
 
+    async def cpu_ms(self) -> int | None:
+        """CPU milliseconds the live actors used since they were ready (None when one cannot say)."""
+        try:
+            got = await asyncio.wait_for(asyncio.gather(*(_awaitable(a.cpu_seconds.remote()) for a in self.actors)), 10)
+        except Exception:  # noqa: BLE001 — an actor died at the end, the cluster is gone: no figure
+            return None
+        return round(sum(g - info.get("cpu_seconds", 0.0) for g, info in zip(got, self.info)) * 1000)
+
     def close(self) -> None:
         for a in self.actors:
             if a is not None:
@@ -238,11 +247,14 @@ class RayExecutor:
             self.pool = self._pool(ray)
             self.stats = {"actors": self.pool.n, "blocks": 0, "deaths": 0, "resent_groups": 0,
                           "duplicates_dropped": 0, "failed_groups": 0}
+            started = time.perf_counter()
             await self.pool.start()
+            self.stats["start_ms"] = round((time.perf_counter() - started) * 1000)
             await self._drive(groups, on_done)
         finally:
             if self.pool is not None:
                 self.stats["replaced"] = self.pool.replaced
+                self.stats["actor_cpu_ms"] = await self.pool.cpu_ms()
                 self.pool.close()
             if connected:
                 ray.shutdown()
