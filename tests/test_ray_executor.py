@@ -1,7 +1,8 @@
 """The Ray executor end to end, against the loopback judge server and a real local Ray
 (num_cpus=2, one session for the module): the same results as a local run, an actor
 killed mid-run, a real `unified-eval run --executor ray` killed with -9 and resumed, a
-caller's own judge shipped with cloudpickle.
+caller's own judge shipped with cloudpickle, and the one-line stops: a judge key missing
+on the workers, a backend that cannot be built there.
 
 Each run is 60 samples x 3 metrics = 180 tasks (two LLM metrics in one group, one
 deterministic), so the module stays within a minute or so on two shared cores.
@@ -281,3 +282,39 @@ def test_a_callers_own_judge_is_shipped_with_cloudpickle(server, ray_session, da
     assert {k: v for k, v in _values(rows).items()} == {k: v for k, v in reference["values"].items()
                                                          if k in _values(rows)}
     assert store.stats()["chat"] > 0  # the actors wrote their answers to the caller's cache file
+
+
+def test_a_judge_key_missing_on_the_workers_stops_the_run_with_one_line(server, ray_session, data, tmp_path,
+                                                                       monkeypatch):
+    # set only now, after Ray started: its workers do not have it, as on a node where nobody exported it
+    monkeypatch.setenv("UNIFIED_TEST_DRIVER_ONLY_KEY", "sk-test-driver-only-key")
+    judge = _judge(server, api_key_env="UNIFIED_TEST_DRIVER_ONLY_KEY")
+    with pytest.raises(ValueError) as e:
+        evaluate(str(data), METRICS, judge=judge, out=tmp_path / "run", quiet=True, executor=RayExecutor(num_actors=1))
+    msg = str(e.value)
+    assert "\n" not in msg and "has no $UNIFIED_TEST_DRIVER_ONLY_KEY" in msg and "runtime_env" in msg
+    assert "sk-test-driver-only-key" not in msg
+    assert not (tmp_path / "run" / "scores.jsonl").read_text().strip()
+
+
+def test_a_backend_that_cannot_be_built_in_an_actor_stops_the_run_with_one_line(server, ray_session, data,
+                                                                                tmp_path):
+    from ray import cloudpickle
+    from unified.adapters.native import NativeBackend
+
+    class DriverOnly(NativeBackend):
+        def __init__(self, judges=None, **options):
+            if os.getpid() != options["driver_pid"]:
+                raise RuntimeError("this backend needs a device the worker lacks")
+            super().__init__(judges, **options)
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        judges = build_judges(_judge(server), cache=False)
+        with pytest.raises(ValueError) as e:
+            evaluate(str(data), METRICS, [DriverOnly(judges, driver_pid=os.getpid())], judges=judges,
+                     out=tmp_path / "run", quiet=True, executor=RayExecutor(num_actors=1))
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    assert str(e.value) == ("a Ray actor could not build the run's backends: RuntimeError: this backend needs "
+                            "a device the worker lacks")

@@ -94,7 +94,7 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> tuple[An
         where = "start a local Ray" if target == "local" else f"join the Ray cluster at {target}"
         raise RayExecutorError(f"cannot {where}: {type(e).__name__}: {one_line(e, 240)}") from None
     finally:
-        if main:  # ray.init replaces SIGTERM with sys.exit; the run's own handler must stay
+        if main and sigterm is not None:  # ray.init replaces SIGTERM with sys.exit; the run's handler stays
             signal.signal(signal.SIGTERM, sigterm)
     return ray, True
 
@@ -155,11 +155,14 @@ class Pool:
         await asyncio.gather(*(self._check(i, h) for i, h in enumerate(handles)))
 
     async def _check(self, i: int, handle: Any) -> None:
+        from ray.exceptions import RayError
         try:
             info = await asyncio.wait_for(_awaitable(handle.ready.remote()), READY_TIMEOUT_S)
         except asyncio.TimeoutError:
             raise RayExecutorError(f"no Ray actor started within {READY_TIMEOUT_S:g}s: the cluster has no free "
                                    "CPU for it (ask for fewer actors, or free the cluster)") from None
+        except RayError as e:  # e.g. unified-rag-eval not installed on that node
+            raise RayExecutorError(f"a Ray actor could not start: {_first_line(e)}") from None
         if info.get("error"):
             raise RayExecutorError(info["error"])
         self.info[i] = info
@@ -251,10 +254,10 @@ class RayExecutor:
             await self.pool.start()
             self.stats["start_ms"] = round((time.perf_counter() - started) * 1000)
             await self._drive(groups, on_done)
+            self.stats["actor_cpu_ms"] = await self.pool.cpu_ms()
         finally:
             if self.pool is not None:
                 self.stats["replaced"] = self.pool.replaced
-                self.stats["actor_cpu_ms"] = await self.pool.cpu_ms()
                 self.pool.close()
             if connected:
                 ray.shutdown()
@@ -339,8 +342,14 @@ class RayExecutor:
                     if block.accept(idx):
                         on_done(block.groups[idx], scores)
         except RayError as e:
-            return f"{type(e).__name__}: {one_line(str(e).splitlines()[0] if str(e) else '', 160)}"
+            return _first_line(e)
         return None
+
+
+def _first_line(e: BaseException) -> str:
+    """Ray's errors span many lines (ids, addresses, tracebacks): the type and the first."""
+    text = str(e).strip()
+    return f"{type(e).__name__}: {one_line(text.splitlines()[0] if text else '', 200)}"
 
 
 def _reap(tasks: set[asyncio.Task]) -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable, Protocol, Sequence, runtime_checkable
 
 from unified.judge.base import Judges
@@ -88,8 +89,8 @@ def cache_factory(store: Any) -> Callable[[], Any]:
     own = getattr(store, "remote_factory", None)
     if callable(own):
         return own()
-    if isinstance(store, JudgeCache):
-        return SQLiteCacheFactory(str(store.path))
+    if isinstance(store, JudgeCache):  # absolute: an actor's working directory is not the driver's
+        return SQLiteCacheFactory(str(Path(store.path).resolve()))
     return Unpickled(ship(store, f"the judge cache ({type(store).__name__})"))
 
 
@@ -225,7 +226,9 @@ def run_recipe(backends: Sequence[Any], concurrency: int) -> RunRecipe:
             judges.append(recipe)
             keys += [k for k in names if k not in keys]
         ship((type(b), options), f"backend '{b.name}' ({type(b).__name__}) and its options")
-        out.append(BackendRecipe(b.name, type(b), dict(options), bundles[id(j)]))
+        # paths made absolute: an actor's working directory is not the driver's
+        options = {k: v.resolve() if isinstance(v, Path) else v for k, v in options.items()}
+        out.append(BackendRecipe(b.name, type(b), options, bundles[id(j)]))
     return RunRecipe(tuple(out), tuple(judges), max(1, concurrency), tuple(keys))
 
 
