@@ -318,3 +318,22 @@ def test_a_backend_that_cannot_be_built_in_an_actor_stops_the_run_with_one_line(
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     assert str(e.value) == ("a Ray actor could not build the run's backends: RuntimeError: this backend needs "
                             "a device the worker lacks")
+
+
+def test_retry_errors_on_ray_rescores_only_the_failed_tasks(server, ray_session, data, reference, tmp_path):
+    out = tmp_path / "run"
+    judge = _judge(server, max_retries=0)
+    server.force_fault("500", 12)
+    evaluate(str(data), METRICS, judge=judge, out=out, quiet=True, concurrency=4, executor=RayExecutor(num_actors=2))
+    first = _lines(out)
+    failed = {(d["sample_id"], d["metric"]) for d in first if d.get("error")}
+    assert failed and len(first) == TASKS
+    server.reset_counts()
+    evaluate(str(data), METRICS, judge=judge, out=out, quiet=True, concurrency=4, retry_errors=True,
+             executor=RayExecutor(num_actors=2))
+    rows = _lines(out)
+    _exactly_once(rows)
+    assert _values(rows) == reference["values"]
+    kept = {(d["sample_id"], d["metric"]): d["value"] for d in first if not d.get("error")}
+    assert all(_values(rows)[(sid, m, "native")] == v for (sid, m), v in kept.items())
+    assert 0 < server.chat_count < reference["calls"] / 2  # only the failed groups went to the judge again
