@@ -333,7 +333,10 @@ def test_retry_errors_on_ray_rescores_only_the_failed_tasks(server, ray_session,
              executor=RayExecutor(num_actors=2))
     rows = _lines(out)
     _exactly_once(rows)
-    assert _values(rows) == reference["values"]
+    new = _values(rows)
+    # the failed tasks now hold what a healthy judge gives; the others are untouched (a dual-judge
+    # metric that lost one judge to a fault scored on the other, so not every kept value is the reference)
+    assert all(new[(sid, m, "native")] == reference["values"][(sid, m, "native")] for sid, m in failed)
     kept = {(d["sample_id"], d["metric"]): d["value"] for d in first if not d.get("error")}
-    assert all(_values(rows)[(sid, m, "native")] == v for (sid, m), v in kept.items())
+    assert all(new[(sid, m, "native")] == v for (sid, m), v in kept.items())
     assert 0 < server.chat_count < reference["calls"] / 2  # only the failed groups went to the judge again
