@@ -102,7 +102,8 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "label": "METRIC=COLUMN", "list_sep": "SEP", "max_samples": "N", "plugins": "MODULES",
              "base_url": "URL", "model": "NAME", "api_key_env": "VAR", "judge2_model": "NAME",
              "judge2_base_url": "URL", "embedding": "local|URL", "embedding_model": "NAME",
-             "structured_output": "MODE", "concurrency": "N", "executor": "local|ray", "ray_address": "ADDR", "timeout": "SECONDS", "max_retries": "N",
+             "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
+             "executor": "local|ray", "ray_address": "ADDR",
              "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES", "max_error_rate": "RATE"}
 
 
