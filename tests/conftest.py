@@ -7,8 +7,11 @@ manager. It is a plumbing and fault fixture, never evidence of judgment quality.
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,11 @@ for _k, _v in {"RAGAS_DO_NOT_TRACK": "true", "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
                "DEEPEVAL_FILE_SYSTEM": "READ_ONLY", "HF_HUB_OFFLINE": "1",
                "TRANSFORMERS_OFFLINE": "1"}.items():
     os.environ.setdefault(_k, _v)
+
+# the shared judge cache lives in the user cache folder: a session of its own (module-scoped
+# fixtures run before any per-test folder is set) and never the machine's ~/.cache
+os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="unified-test-cache-")
+atexit.register(shutil.rmtree, os.environ["XDG_CACHE_HOME"], ignore_errors=True)
 
 sys.path.insert(0, str(Path(__file__).parent))
 from judge_server import JudgeServer  # noqa: E402

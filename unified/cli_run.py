@@ -84,6 +84,11 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max_retries", ("--max-retries",), Optional[int], None, "retries per judge call (429/5xx/timeouts)", _JUDGE, min=0),
     Flag("price", ("--price",), Optional[list[str]], None, "USD per 1M tokens of a model, e.g. "
          "gpt-4o-mini=0.15/0.60 (repeatable; also [prices] in --config)", _JUDGE),
+    Flag("executor", ("--executor",), Optional[str], None, "local (default) or ray: score on a Ray cluster",
+         "Execution"),
+    Flag("ray_address", ("--ray-address",), Optional[str], None,
+         "with --executor ray: auto (the running cluster) or host:port (default: a local Ray for the run)",
+         "Execution"),
     Flag("config", ("--config",), Optional[Path], None, "run.toml / run.yaml with \\[judge], \\[judge2], "
          "\\[embedding] sections", _JUDGE),
     Flag("out", ("--out", "-o"), Optional[Path], None, "run folder (default runs/<timestamp>)", _FOLDER),
@@ -115,7 +120,8 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "structured_output": "MODE", "concurrency": "N", "timeout": "SECONDS", "max_retries": "N",
              "price": "MODEL=IN/OUT", "config": "FILE", "out": "DIR", "cache": "FILE", "fail_under": "GATES",
              "max_error_rate": "RATE", "jury": "METHOD", "from_backend": "BACKEND", "to_backend": "BACKEND",
-             "max_flips": "N", "mlflow": "TRACKING_URI"}
+             "max_flips": "N", "mlflow": "TRACKING_URI", "executor": "local|ray",
+             "ray_address": "ADDR"}
 
 
 def flag_names(command: str) -> list[str]:
@@ -341,6 +347,7 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
                     progress=False if v.get("quiet") else "auto", show_summary=not v.get("quiet"),
                     **cli._read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep")),
                     max_samples=v.get("max_samples"), jury=v.get("jury"), prices=_prices(v),
+                    executor=v.get("executor") or "local", ray_address=v.get("ray_address"),
                     run_config={"judges": s.judge_desc, "command": command},
                     command=command_line(command, s.file, v))
 

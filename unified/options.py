@@ -31,6 +31,9 @@ class RunOptions:
     carry ``cost.usd``). Tracking: ``mlflow`` (a tracking URI or path, or True for
     ``$MLFLOW_TRACKING_URI`` / ``./mlruns``: the finished run is logged as one MLflow run,
     see ``unified.mlflow_log``).
+    Where: ``executor`` ("local", "ray", or an Executor object), ``ray_address`` (None: a
+    local Ray for the run; "auto": the running cluster; or an address — see
+    ``unified.ray_executor``).
     """
 
     backends: Sequence[Any] = ("native",)
@@ -59,6 +62,7 @@ class RunOptions:
     cache: bool | str | Path = True
     prices: Any = None  # {model: (usd_in, usd_out) per 1M tokens} or ["MODEL=IN/OUT", ...]
     executor: Any = "local"
+    ray_address: str | None = None
     jury: str | None = None
     run_config: dict[str, Any] = field(default_factory=dict)
     command: list[str] | None = None

@@ -138,6 +138,7 @@ class _Run:
         self.total_tasks: int | None = None
         self.jury_method: str | None = None
         self.reader: Any = None
+        self.executor: Any = None
         self.summary: dict[str, Any] = {}
 
     # ------------------------------------------------------------ setup
@@ -152,6 +153,7 @@ class _Run:
             self.say(f"warning: {w}")
         if not self.plan.pairs:
             raise ValueError(self.plan.nothing_to_run())
+        self.executor = self._executor()  # an unknown executor is refused before the folder is touched
 
     def prepare_folder(self) -> None:
         """Lock, start over or repair, refuse a changed configuration, index what is done."""
@@ -291,7 +293,7 @@ class _Run:
             from unified.judge.prices import parse_prices, price_scope
             prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
             with price_scope(prices):
-                await self._executor().run(self.groups(), lambda g, scores: self.emit(scores, g.backend.name))
+                await self.executor.run(self.groups(), lambda g, scores: self.emit(scores, g.backend.name))
         finally:
             ticker.cancel()
             self.progress.stop()
@@ -302,9 +304,13 @@ class _Run:
         ex = self.opts.executor
         if ex in (None, "local"):
             return LocalExecutor(self.opts.concurrency)
-        if isinstance(ex, str):
-            from unified.executors import get_executor  # type: ignore[import-not-found]
-            return get_executor(ex, self.opts)
+        if ex == "ray":
+            from unified.ray_executor import RayExecutor
+            ex = RayExecutor(address=self.opts.ray_address)
+        elif isinstance(ex, str):
+            raise ValueError(f"unknown executor '{ex}'; choose local or ray")
+        if hasattr(ex, "bind"):  # an executor that scores elsewhere rebuilds the run's backends there
+            ex.bind(self.backends, self.opts.concurrency)
         return ex
 
     async def _tick(self) -> None:
