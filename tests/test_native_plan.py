@@ -43,13 +43,12 @@ def bundle(single=False):
 
 
 @pytest.mark.parametrize("k", [3, 10])
-@pytest.mark.parametrize("single,limit", [(False, 9), (True, 5)])
+@pytest.mark.parametrize("single,limit", [(False, 8), (True, 5)])
 async def test_core_metrics_call_budget_is_independent_of_k(k, single, limit):
     judges, j, e = bundle(single)
     scores = await NativeBackend(judges).score(make(k), parse_metrics(CORE))
     assert all(s.ok for s in scores), [s.error for s in scores]
-    assert len(j.calls) <= limit
-    assert len(j.calls) == (5 if single else 8)  # the plan: 1 + 1 + 2 + 2 + 2 (dual)
+    assert len(j.calls) == (5 if single else 8) <= limit  # the plan: 1 + 1 + 2 + 2 + 2 (dual)
     assert len(e.calls) == 1
     # every call is charged to exactly one metric: the Scores' costs add up to the calls
     assert sum(s.cost.calls for s in scores) == len(j.calls)
