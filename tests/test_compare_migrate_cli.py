@@ -65,3 +65,27 @@ def test_migrate_writes_the_report_and_its_exit_code_follows_max_flips(tmp_path,
     n_flips = fm["n_flips"]
     strict = invoke(*args, "--max-flips", "0")
     assert strict.exit_code == (1 if n_flips > 0 else r.exit_code), strict.output
+
+
+def test_the_report_shows_translations_people_and_the_migration(tmp_path, judge_server):
+    """The page renders crosscheck.json's translations and calibration against people, and
+    migration.json's flips (issue 15: 'in the CLI table and the report')."""
+    data = tmp_path / "labelled.jsonl"
+    rows = [json.loads(x) for x in DATA.read_text().splitlines()[:8]]
+    for i, r in enumerate(rows):
+        r["human_faithful"] = "yes" if r["metadata"]["expect"] == "good" else "no"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "cmp"
+    r = invoke("compare", data, "--backends", "native,embedding", "--metrics", "faithfulness",
+               "--base-url", judge_server.base_url, "--model", "m", "--label", "faithfulness=human_faithful",
+               "--out", out, "--quiet", "--allow-errors")
+    assert r.exit_code == 0, r.output
+    page = (out / "report.html").read_text()
+    assert "id='thresholds'" in page and "native → embedding" in page
+    assert "id='people'" in page and "PPI pass rate" in page
+    mig = tmp_path / "mig"
+    r = invoke("migrate", data, "--from", "embedding", "--to", "native", "--metrics", "faithfulness",
+               "--base-url", judge_server.base_url, "--model", "m", "--out", mig, "--quiet",
+               "--allow-errors", "--max-flips", "100")
+    assert r.exit_code == 0, r.output
+    assert "id='migration'" in (mig / "report.html").read_text()

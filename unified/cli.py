@@ -265,11 +265,12 @@ def report_cmd(run_dir: Path = typer.Argument(..., help="a run folder (has score
                max_samples: int = typer.Option(200, "--max-samples", help="samples in the drill-down")) -> None:
     """(Re)write RUN_DIR/report.html and print the summary table."""
     from unified.report import Report
+    from unified.runfolder import REPORT_FILE
     from unified.runner import print_summary
 
     with _user_errors():
         report = Report.from_dir(run_dir)
-        path = report.write_html(run_dir / "report.html", max_drilldown=max_samples)
+        path = report.write_html(run_dir / REPORT_FILE, max_drilldown=max_samples)
     print_summary(report.summary())
     out_console.print(f"wrote {path}", highlight=False)
 

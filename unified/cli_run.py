@@ -194,7 +194,7 @@ def stderr_isatty() -> bool:
 # ---------------------------------------------------------------- the flow
 
 DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval"}
-MIGRATION_FILE = "migration.json"
+from unified.runfolder import MIGRATION_FILE  # noqa: E402
 
 
 def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
@@ -366,6 +366,9 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     if command == "compare":
         _crosscheck(report, s, quiet=bool(v.get("quiet")))
     flips_ok = _migration(report, s, v) if command == "migrate" else True
+    if command in ("compare", "migrate"):  # the page shows what those files say
+        from unified.runfolder import REPORT_FILE
+        report.write_html(s.out / REPORT_FILE)
     extra = {"compare": f", {CROSSCHECK_FILE}", "migrate": f", {MIGRATION_FILE}"}.get(command, "")
     cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
     summary = report.summary()

@@ -8,6 +8,7 @@ A run folder holds::
     summary.json        aggregates, counts, errors, config, timings (written at the end)
     report.html         the self-contained report
     crosscheck.json     agreement between backends (compare)
+    migration.json      what flips between two backends (migrate)
     run.json            the manifest: each task configuration by hash, every invocation
     .lock               held (flock) by the one process writing the folder
 
@@ -46,6 +47,7 @@ SAMPLES_FILE = "samples.jsonl"
 SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
 CROSSCHECK_FILE = "crosscheck.json"
+MIGRATION_FILE = "migration.json"
 MANIFEST_FILE = "run.json"
 LOCK_FILE = ".lock"
 CACHE_FILE = "judge_cache.sqlite"

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from unified.report import plots
 from unified.report.html_base import CSS, JS, e, num, pct, sample_link, table, usd
+from unified.report.html_compare import compare_sections
 from unified.report.html_samples import section_disagree, section_samples
 from unified.report.view import View, build_view
 from unified.scores import Cost
@@ -33,13 +34,15 @@ def render_html(report: "Report", *, max_drilldown: int = 200) -> str:
     """The whole page as a string."""
     view = build_view(report, max_drilldown)
     svg = plots.Svg()
+    extra_links, extra = compare_sections(report.run_dir)
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(view.title)}</title>"
              "<meta name='viewport' content='width=device-width,initial-scale=1'>"
              f"<link rel='icon' href='data:,'><style>{CSS}</style></head><body>",
-             header(view), nav(view), "<main>", section_summary(view), section_cost(view),
+             header(view), nav(view, extra_links), "<main>", section_summary(view), section_cost(view),
              section_dist(view, svg)]
     if view.multi:
         parts += [section_agreement(view, svg), section_disagree(view)]
+    parts += extra
     parts += [section_errors(view), section_samples(view), "</main>",
               f"<script>{JS}</script></body></html>"]
     return "".join(parts)
@@ -82,11 +85,11 @@ def header(view: View) -> str:
     return f"<header><h1>{e(view.title)}</h1><div class='meta'>{' · '.join(bits)}</div>{note_html}</header>"
 
 
-def nav(view: View) -> str:
+def nav(view: View, extra: list[tuple[str, str]] = ()) -> str:  # type: ignore[assignment]
     links = [("summary", "Summary"), ("cost", "Cost"), ("dist", "Distributions")]
     if view.multi:
         links += [("agreement", "Agreement"), ("disagree", "Disagreements")]
-    links += [("errors", "Errors"), ("samples", "Samples")]
+    links += list(extra) + [("errors", "Errors"), ("samples", "Samples")]
     return "<nav>" + "".join(f"<a href='#{k}'>{v}</a>" for k, v in links) + "</nav>"
 
 

@@ -1,0 +1,103 @@
+"""The report's sections that come from a comparison's own files: threshold translations
+and calibration against people (``crosscheck.json``, written by ``compare``) and what
+flips in a migration (``migration.json``, written by ``migrate``).
+
+Each section renders what the file says, with the same names the JSON uses; a value that
+could not be computed shows as ``—`` with its reason in the notes column.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Mapping
+
+from unified.report.html_base import e, num, table
+from unified.runfolder import CROSSCHECK_FILE, MIGRATION_FILE
+
+
+def read_json(folder: Path | None, name: str) -> dict[str, Any] | None:
+    """A comparison file of the run folder, or None (absent or unreadable)."""
+    if folder is None:
+        return None
+    try:
+        data = json.loads((folder / name).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _cell(v: Any) -> str:
+    return "—" if isinstance(v, str) else num(v, 3)
+
+
+def section_thresholds(cc: Mapping[str, Any]) -> str:
+    """One row per metric and direction: A's threshold on B's scale (quantile matching)
+    and the pass agreement there and at B's own threshold."""
+    head = ["metric", "from → to", "n", "threshold", "on to's scale", "to's own",
+            "agree @translated", "agree @own", "notes"]
+    rows = []
+    for metric, m in (cc.get("metrics") or {}).items():
+        for p in m.get("pairs", []):
+            for tr in p.get("threshold_translation", []):
+                rows.append([e(metric), f"{e(tr['from'])} → {e(tr['to'])}", str(tr.get("n", "")),
+                             _cell(tr.get("threshold_from")), _cell(tr.get("threshold_to")),
+                             _cell(tr.get("threshold_default")), _cell(tr.get("pass_agreement_at_translated")),
+                             _cell(tr.get("pass_agreement_at_default")), e("; ".join(tr.get("notes", [])))])
+    if not rows:
+        return ""
+    return ("<section id='thresholds'><h2>Thresholds across backends</h2><p class='note'>What one "
+            "backend's pass threshold is on another's scale, by quantile matching (the threshold under "
+            "which the other backend passes as many samples). Agreement much better at the translated "
+            "threshold than at the other's own means the scales differ; no better means the backends "
+            "pass different samples.</p>" + table(head, rows, num_cols=range(2, 8)) + "</section>")
+
+
+def section_people(cc: Mapping[str, Any]) -> str:
+    """Per metric with human labels, per backend (and the jury): AUC, balanced accuracy,
+    the best threshold, and the prediction-powered pass rate with its interval."""
+    head = ["metric", "backend", "n", "AUC", "balanced acc", "best threshold", "PPI pass rate",
+            "PPI 95% CI", "labelled / total"]
+    rows = []
+    for metric, m in (cc.get("metrics") or {}).items():
+        human = m.get("human")
+        for b, h in ((human or {}).get("backends") or {}).items():
+            best, ppi = h.get("best_threshold") or {}, h.get("ppi") or {}
+            ci = (f"[{num(ppi.get('ci_low'), 3)}, {num(ppi.get('ci_high'), 3)}]"
+                  if not isinstance(ppi.get("ci_low"), str) and ppi.get("ci_low") is not None else "—")
+            rows.append([e(metric), e(b), str(h.get("n", "")), _cell(h.get("auc")),
+                         _cell(h.get("balanced_accuracy")), _cell(best.get("threshold")),
+                         _cell(ppi.get("estimate")), ci,
+                         f"{ppi.get('n_labelled', '—')} / {ppi.get('n_total', '—')}"])
+    if not rows:
+        return ""
+    return ("<section id='people'><h2>Agreement with people</h2><p class='note'>Against the human "
+            "labels in the samples' metadata: ROC AUC and balanced accuracy, the threshold that "
+            "maximises balanced accuracy (in-sample, so optimistic), and the prediction-powered "
+            "estimate of the true pass rate from the labelled subset (Angelopoulos et al. 2023).</p>"
+            + table(head, rows, num_cols=range(2, 7)) + "</section>")
+
+
+def section_migration(m: Mapping[str, Any]) -> str:
+    """``unified.migrate.render_migration_html`` under the page's own heading."""
+    from unified.migrate import render_migration_html
+    return (f"<section id='migration'><h2>Migrating {e(m.get('from', ''))} → {e(m.get('to', ''))}</h2>"
+            + render_migration_html(m) + "</section>")
+
+
+def compare_sections(folder: Path | None) -> tuple[list[tuple[str, str]], list[str]]:
+    """(nav links, section html) for the comparison files the run folder holds."""
+    links: list[tuple[str, str]] = []
+    parts: list[str] = []
+    cc = read_json(folder, CROSSCHECK_FILE)
+    if cc:
+        for anchor, title, html in (("thresholds", "Thresholds", section_thresholds(cc)),
+                                    ("people", "People", section_people(cc))):
+            if html:
+                links.append((anchor, title))
+                parts.append(html)
+    mig = read_json(folder, MIGRATION_FILE)
+    if mig:
+        links.append(("migration", "Migration"))
+        parts.append(section_migration(mig))
+    return links, parts
