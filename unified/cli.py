@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any, Iterator, Optional
 
 import typer  # noqa: E402
+
+from unified import cli_run  # noqa: E402  (its flag table also gives validate/convert their help)
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
 
@@ -123,9 +125,11 @@ def _print_metric(d: dict[str, Any]) -> None:
 
 # ---------------------------------------------------------------- validate
 
-_FROM_HELP = "layout or format of FILE: deepeval|dingo|patronus|ragas|ragas_v1|embedchain|jsonl|csv|tsv|..."
-_LABEL_HELP = "human label column for a metric: faithfulness=Answer_Faithfulness_Label (repeatable)"
-_LIST_SEP_HELP = "separator of list cells in CSV/TSV (default: JSON arrays, else | ; none = never split)"
+# the input flags read the same everywhere: run/compare/migrate declare them in cli_run.FLAGS
+_MAP_HELP = cli_run.help_of("map_")
+_FROM_HELP = cli_run.help_of("layout")
+_LABEL_HELP = cli_run.help_of("label")
+_LIST_SEP_HELP = cli_run.help_of("list_sep")
 
 
 def _read_options(map_: list[str] | None, src_format: str | None, label: list[str] | None,
@@ -167,12 +171,14 @@ def _print_missing(missing: dict[str, list[str]], n_samples: int, show: int = 10
 
 @app.command("validate")
 def validate_cmd(file: Path = typer.Argument(..., help="JSONL, JSON, CSV, TSV or Parquet file of samples"),
-                 map_: Optional[list[str]] = typer.Option(None, "--map", help="rename a field: question=user_input"),
-                 metrics: Optional[str] = typer.Option(None, "--metrics", "-m",
+                 map_: Optional[list[str]] = typer.Option(None, "--map", help=_MAP_HELP, metavar="SRC=FIELD"),
+                 metrics: Optional[str] = typer.Option(None, "--metrics", "-m", metavar="NAMES",
                                                        help="also list, per metric, the rows missing a field it needs"),
-                 src_format: Optional[str] = typer.Option(None, "--from", help=_FROM_HELP),
-                 label: Optional[list[str]] = typer.Option(None, "--label", help=_LABEL_HELP),
-                 list_sep: Optional[str] = typer.Option(None, "--list-sep", help=_LIST_SEP_HELP)) -> None:
+                 src_format: Optional[str] = typer.Option(None, "--from", help=_FROM_HELP, metavar="LAYOUT"),
+                 label: Optional[list[str]] = typer.Option(None, "--label", help=_LABEL_HELP,
+                                                           metavar="METRIC=COLUMN"),
+                 list_sep: Optional[str] = typer.Option(None, "--list-sep", help=_LIST_SEP_HELP, metavar="SEP")
+                 ) -> None:
     """Check every row exactly as a run reads it; list each problem on one line; exit 1 if
     there is any (a bad row, or a sample missing a field one of --metrics needs)."""
     import warnings
@@ -230,20 +236,22 @@ def _mapping(map_: list[str] | None) -> dict[str, str] | None:
     return parse_mapping(map_)
 
 
-from unified import cli_run  # noqa: E402  (run and compare: one table of flags)
-
-cli_run.register(app)
+cli_run.register(app)  # run, compare, migrate: one table of flags
 
 
 # ---------------------------------------------------------------- convert / report / diff
 
 @app.command("convert")
-def convert_cmd(src: Path = typer.Argument(...), dst: Path = typer.Argument(...),
-                to: str = typer.Option(..., "--to", help="ragas|ragas_v1|deepeval|dingo|...|jsonl|csv|tsv|parquet"),
-                map_: Optional[list[str]] = typer.Option(None, "--map"),
-                src_format: Optional[str] = typer.Option(None, "--from", help=_FROM_HELP),
-                label: Optional[list[str]] = typer.Option(None, "--label", help=_LABEL_HELP),
-                list_sep: Optional[str] = typer.Option(None, "--list-sep", help=_LIST_SEP_HELP)) -> None:
+def convert_cmd(src: Path = typer.Argument(..., help="the samples to convert (any format run reads)"),
+                dst: Path = typer.Argument(..., help="the file to write"),
+                to: str = typer.Option(..., "--to", metavar="FORMAT",
+                                       help="ragas, ragas_v1, deepeval, dingo, patronus, embedchain, or one of "
+                                            "ours: jsonl, json, csv, tsv, parquet"),
+                map_: Optional[list[str]] = typer.Option(None, "--map", help=_MAP_HELP, metavar="SRC=FIELD"),
+                src_format: Optional[str] = typer.Option(None, "--from", help=_FROM_HELP, metavar="LAYOUT"),
+                label: Optional[list[str]] = typer.Option(None, "--label", help=_LABEL_HELP, metavar="METRIC=COLUMN"),
+                list_sep: Optional[str] = typer.Option(None, "--list-sep", help=_LIST_SEP_HELP, metavar="SEP")
+                ) -> None:
     """Convert a sample file to another framework's field names or file format."""
     with _user_errors():
         from unified.convert import convert_file

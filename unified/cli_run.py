@@ -61,11 +61,13 @@ FLAGS: tuple[Flag, ...] = (
     Flag("max_flips", ("--max-flips",), int, 0, "exit 1 when a gated metric flips pass/fail for more "
          "samples than this", _MIGRATE, commands=("migrate",), min=0),
     Flag("map_", ("--map",), Optional[list[str]], None, "rename a field: question=user_input (repeatable)", _INPUT),
-    Flag("layout", ("--from",), Optional[str], None, "layout of FILE: ragas, ragas_v1, deepeval, dingo, ... "
-         "(default: detected from its field names)", _INPUT, commands=("run", "compare")),
+    Flag("layout", ("--from",), Optional[str], None, "layout or format of FILE: deepeval, dingo, patronus, "
+         "ragas, ragas_v1, embedchain, jsonl, csv, tsv, ... (default: detected)", _INPUT,
+         commands=("run", "compare")),
     Flag("label", ("--label",), Optional[list[str]], None,
          "a column of human labels for a metric, e.g. faithfulness=Label (repeatable)", _INPUT),
-    Flag("list_sep", ("--list-sep",), Optional[str], None, "separator of list cells in CSV/TSV (default: | or ;)", _INPUT),
+    Flag("list_sep", ("--list-sep",), Optional[str], None, "separator of list cells in CSV/TSV (default: "
+         "JSON arrays, else | or ;; none = never split)", _INPUT),
     Flag("max_samples", ("--max-samples",), Optional[int], None, "score only the first N rows", _INPUT, min=1),
     Flag("plugins", ("--plugins",), Optional[str], None, "modules registering custom metrics (comma list)", _INPUT),
     Flag("base_url", ("--base-url",), Optional[str], None, "OpenAI-compatible judge URL", _JUDGE),
@@ -122,6 +124,11 @@ _METAVARS = {"metrics": "NAMES", "backend": "NAMES", "map_": "SRC=FIELD", "layou
              "max_error_rate": "RATE", "jury": "METHOD", "from_backend": "BACKEND", "to_backend": "BACKEND",
              "max_flips": "N", "mlflow": "TRACKING_URI", "executor": "local|ray",
              "ray_address": "ADDR"}
+
+
+def help_of(name: str) -> str:
+    """The help text of flag ``name`` (for commands that take the same input flags)."""
+    return next(f.help for f in FLAGS if f.name == name)
 
 
 def flag_names(command: str) -> list[str]:
