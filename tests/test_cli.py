@@ -317,24 +317,36 @@ def test_api_key_env_naming_an_unset_variable_is_a_user_error(tmp_path, monkeypa
     assert "UNIFIED_TEST_NO_SUCH_KEY: that environment variable is not set" in r.output
 
 
-def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(tmp_path, judge_server):
-    """A run where the judge is unreachable exits 3 (tasks failed); once it is back,
-    resuming without --retry-errors still exits 3 (the folder holds failures) unless
-    --allow-errors; --retry-errors scores the failed tasks again, one line per task."""
+def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(tmp_path):
+    """A run where the judge is unreachable exits 3 (tasks failed); once it is back (the
+    same server, same address), resuming without --retry-errors still exits 3 (the folder
+    holds failures) unless --allow-errors; --retry-errors scores the failed tasks again,
+    one line per task."""
+    import socket
+
+    from judge_server import JudgeServer
+
+    with socket.socket() as s:  # a port where nothing listens yet; the judge comes up there later
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
     out = tmp_path / "o"
     common = ["--metrics", "faithfulness,mrr", "--model", "fake", "--max-samples", "3",
-              "--out", out, "--quiet", "--single-judge"]
-    down = invoke("run", DATA, "--base-url", "http://127.0.0.1:9/v1", "--metrics", "faithfulness",
-                  *common[2:])
+              "--out", out, "--quiet", "--single-judge", "--base-url", url]
+    down = invoke("run", DATA, "--metrics", "faithfulness", *common[2:])
     assert down.exit_code == 3 and "no task produced a score" in down.output
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(r["error"] for r in rows)
     # judge back: without --retry-errors the failures count as done (and still fail the run)
-    assert invoke("run", DATA, "--base-url", judge_server.base_url, *common).exit_code == 3
-    assert invoke("run", DATA, "--base-url", judge_server.base_url, *common, "--allow-errors").exit_code == 0
-    assert sum(1 for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines())
-               if r["metric"] == "faithfulness" and r["error"]) == 3
-    r = invoke("run", DATA, "--base-url", judge_server.base_url, *common, "--retry-errors")
+    judge_server = JudgeServer(port=port).start()
+    try:
+        assert invoke("run", DATA, *common).exit_code == 3
+        assert invoke("run", DATA, *common, "--allow-errors").exit_code == 0
+        assert sum(1 for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines())
+                   if r["metric"] == "faithfulness" and r["error"]) == 3
+        r = invoke("run", DATA, *common, "--retry-errors")
+    finally:
+        judge_server.stop()
     assert r.exit_code == 0, r.output
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
     keys = [(r["sample_id"], r["metric"], r["backend"]) for r in rows]

@@ -83,19 +83,27 @@ async def test_three_identical_requests_cost_three_cold_and_zero_warm(judge_serv
         assert (meter.cost().calls, meter.cost().cache_hits) == (expected_calls, expected_hits)
 
 
-async def test_key_depends_on_model_schema_and_params_not_on_url(tmp_path):
+async def test_key_depends_on_endpoint_model_schema_and_params_not_on_credentials(tmp_path, monkeypatch):
+    """Two servers that both call their model the same (llama.cpp's "local") are two
+    judges: one's answers must never stand in for the other's. Credentials and query
+    parameters in the URL do not change who answers."""
     cache = JudgeCache(tmp_path / "c.sqlite")
-    with JudgeServer() as a, JudgeServer() as b:
+    with JudgeServer() as a, JudgeServer(seed=7) as b:
         msgs = [{"role": "user", "content": "q"}]
-        await CachedChatJudge(OpenAIChatJudge(cfg(a)), cache).ask(msgs, Rating)
-        # same model behind another URL: a hit
+        first = await CachedChatJudge(OpenAIChatJudge(cfg(a)), cache).ask(msgs, Rating)
+        # same model name behind another server: a miss, that server's own answer
         await CachedChatJudge(OpenAIChatJudge(cfg(b)), cache).ask(msgs, Rating)
-        assert (a.chat_count, b.chat_count) == (1, 0)
+        assert (a.chat_count, b.chat_count) == (1, 1)
+        # the same server with a key in the URL: a hit
+        keyed = JudgeConfig(base_url=a.base_url.replace("http://", "http://u:KEYKEY@") + "?api_key=K2",
+                            model="loop-model", backoff_base=0.01)
+        again = await CachedChatJudge(OpenAIChatJudge(keyed), cache).ask(msgs, Rating)
+        assert a.chat_count == 1 and again == first
         # another temperature, another model: misses
         await CachedChatJudge(OpenAIChatJudge(cfg(b, temperature=0.5)), cache).ask(msgs, Rating)
         other = JudgeConfig(base_url=b.base_url, model="other", backoff_base=0.01)
         await CachedChatJudge(OpenAIChatJudge(other), cache).ask(msgs, Rating)
-        assert b.chat_count == 2
+        assert b.chat_count == 3
 
 
 async def test_single_flight_shares_an_in_flight_request(tmp_path):

@@ -131,7 +131,8 @@ def test_embedding_forms(tmp_path):
     assert j.embedder.model == "text-embedding-3-small"  # as for the URL string
     j, _ = resolve_judges(embedding=EmbeddingConfig(kind="openai", base_url="http://e/v1",
                                                     model="bge", dimensions=256), cache=False)
-    assert j.embedder.describe() == {"kind": "openai", "model": "bge", "dimensions": 256}
+    assert j.embedder.describe() == {"kind": "openai", "endpoint": "http://e/v1", "model": "bge",
+                                     "dimensions": 256}
     with pytest.raises(JudgeSetupError, match="'local' or an http"):
         resolve_judges(embedding="minilm", cache=False)
     j, _ = resolve_judges(cache=False)
@@ -176,20 +177,25 @@ def test_describe_holds_what_decides_an_answer_and_nothing_else(tmp_path):
                            "extra": {"top_p": 0.9}, "timeout": 5, "concurrency": 2},
                           "m2", "local", single_judge=True, cache=tmp_path / "c.sqlite")
     d = j.describe()
+    endpoint = "http://127.0.0.1:1234/v1"
     assert d == {
-        "judge": {"kind": "openai", "model": "m", "structured_output": "auto",
+        "judge": {"kind": "openai", "endpoint": endpoint, "model": "m", "structured_output": "auto",
                   "sampling": {"temperature": 0.0, "max_tokens": 2048, "seed": 7,
                                "extra": {"top_p": 0.9}}},
-        "judge2": {"kind": "openai", "model": "m2", "structured_output": "auto",
+        "judge2": {"kind": "openai", "endpoint": endpoint, "model": "m2", "structured_output": "auto",
                    "sampling": {"temperature": 0.0, "max_tokens": 2048, "seed": 7,
                                 "extra": {"top_p": 0.9}}},
         "single_judge": True,
         "embedder": {"kind": "local", "model": "all-MiniLM-L6-v2"}}
-    # timeouts, limits, the URL and the cache change how, not what, the judge answers
-    other, _ = resolve_judges({"base_url": "http://gateway:9/v1", "model": "m", "seed": 7,
+    # timeouts, limits, credentials in the URL and the cache change how, not what, it answers
+    other, _ = resolve_judges({"base_url": "http://u:KEY@127.0.0.1:1234/v1/?api_key=K", "model": "m", "seed": 7,
                                "extra": {"top_p": 0.9}}, "m2", "local", single_judge=True,
                               cache=False)
     assert other.describe() == d
+    # another server is another judge, whatever its model is called
+    moved, _ = resolve_judges({"base_url": "http://gateway:9/v1", "model": "m", "seed": 7,
+                               "extra": {"top_p": 0.9}}, "m2", "local", single_judge=True, cache=False)
+    assert moved.describe()["judge"]["endpoint"] == "http://gateway:9/v1" != endpoint
 
 
 async def test_a_judge_from_a_dict_hits_the_loopback_server(judge_server, tmp_path):

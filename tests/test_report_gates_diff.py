@@ -47,7 +47,7 @@ def test_check_gates_lines_and_exit_status():
     ok, lines = check_gates(aggs, {"mrr": 1.0})
     assert not ok and lines == ["FAIL mrr (native): no successful score (10 errors)"]
     ok, lines = check_gates(aggs, {"ndcg@10": 1.0})
-    assert not ok and "not scored in this run" in lines[0]
+    assert not ok and "no score in this run" in lines[0]
 
 
 def _write_run(path: Path, values: dict[str, float | None], metric="faithfulness", backend="native") -> Path:

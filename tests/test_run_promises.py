@@ -176,18 +176,18 @@ def test_allow_errors_is_the_only_way_to_exit_0_with_failures(tmp_path):
 def test_gate_on_a_metric_with_failures_fails(tmp_path):
     """A gate is not a pass on the mean of the few tasks that scored."""
     with JudgeServer(fault_rate=0.5, faults=("500",), seed=3) as srv:
-        r = invoke("run", DATA, "--metrics", "context_relevancy", "--base-url", srv.base_url, "--model", "m",
-                   "--max-retries", "0", "--single-judge", "--out", tmp_path / "o", "--quiet",
-                   "--fail-under", "context_relevancy=0")
-    summary = json.loads((tmp_path / "o" / "summary.json").read_text())
-    agg = summary["aggregates"][0]
-    assert 0 < agg["errors"] < agg["count"]
-    assert r.exit_code == 1, r.output
-    assert "tasks failed" in r.output and "--max-error-rate" in r.output
-    r = invoke("run", DATA, "--metrics", "context_relevancy", "--base-url", "http://127.0.0.1:9/v1",
-               "--model", "m", "--single-judge", "--out", tmp_path / "o", "--quiet",
-               "--fail-under", "context_relevancy=0", "--max-error-rate", "1", "--allow-errors")
-    assert r.exit_code == 0, r.output
+        args = ["run", DATA, "--metrics", "context_relevancy", "--base-url", srv.base_url, "--model", "m",
+                "--max-retries", "0", "--single-judge", "--out", tmp_path / "o", "--quiet",
+                "--fail-under", "context_relevancy=0"]
+        r = invoke(*args)
+        summary = json.loads((tmp_path / "o" / "summary.json").read_text())
+        agg = summary["aggregates"][0]
+        assert 0 < agg["errors"] < agg["count"]
+        assert r.exit_code == 1, r.output
+        assert "tasks failed" in r.output and "--max-error-rate" in r.output
+        # the same folder, errors accepted explicitly: the gate judges the mean of the rest
+        r = invoke(*args, "--max-error-rate", "1", "--allow-errors")
+        assert r.exit_code == 0, r.output
 
 
 # ---------------------------------------------------------------- secrets
@@ -377,3 +377,88 @@ def test_hanging_judge_ends_with_explained_failures_and_deterministic_scores(tmp
     assert all("did not answer within 1s" in d["error"] for d in rows if d["metric"] != "precision@3")
     groups = [x for x in r.output.splitlines() if x.strip().startswith("40 ×")]
     assert len(groups) == 1 and "did not answer within 1s" in groups[0], r.output
+
+
+# ---------------------------------------------------------------- no silent half-results
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_scores_from_fewer_judges_than_asked_are_loud_and_retried(tmp_path, judge_server):
+    """Judge B down: native still scores on judge A alone (degraded). That is not the dual
+    judge the run asked for: exit 3, said on stderr, and --retry-errors redoes them."""
+    port = _free_port()
+    out = tmp_path / "o"
+    args = ["run", DATA, "--metrics", "faithfulness", "--base-url", judge_server.base_url, "--model", "a",
+            "--judge2-model", "b", "--judge2-base-url", f"http://127.0.0.1:{port}/v1", "--max-retries", "0",
+            "--max-samples", "4", "--out", out, "--quiet"]
+    r = invoke(*args)
+    assert r.exit_code == 3, r.output
+    assert "4 task(s) scored by fewer judges than asked (degraded):" in r.output
+    assert f"judge at http://127.0.0.1:{port}/v1 (model b) refused the connection" in r.output
+    assert json.loads((out / "summary.json").read_text())["n_degraded"] == 4
+    with JudgeServer(port=port):
+        r = invoke(*args, "--retry-errors")
+    assert r.exit_code == 0, r.output
+    rows = lines(out / "scores.jsonl")
+    assert len(rows) == 4 and not any(d["degraded"] for d in rows)
+
+
+def test_a_metric_asked_for_and_never_scored_fails_the_run(tmp_path, monkeypatch):
+    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL"):
+        monkeypatch.delenv(k, raising=False)
+    r = invoke("run", DATA, "--metrics", "faithfulness,mrr", "--out", tmp_path / "o", "--quiet")
+    assert r.exit_code == 3, r.output
+    assert "error: faithfulness was not scored: no LLM judge configured" in r.output
+    assert invoke("run", DATA, "--metrics", "faithfulness,mrr", "--out", tmp_path / "o", "--quiet",
+                  "--allow-errors").exit_code == 0
+
+
+def test_a_gate_on_a_metric_not_asked_for_is_refused_before_scoring(tmp_path):
+    r = invoke("run", DATA, "--metrics", "mrr", "--fail-under", "precision@5=2", "--out", tmp_path / "o")
+    assert r.exit_code == 2 and "--fail-under precision@5: not among --metrics" in r.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_wall_time_adds_up_over_resumes(tmp_path):
+    data = write_rows(tmp_path / "d.jsonl", ir_rows(4))
+    out = tmp_path / "o"
+    invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet", "--max-samples", "2")
+    first = json.loads((out / "summary.json").read_text())["timings"]
+    invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet")
+    second = json.loads((out / "summary.json").read_text())["timings"]
+    assert second["wall_seconds_total"] == pytest.approx(first["seconds"] + second["seconds"], abs=0.01)
+
+
+def test_a_base_url_without_a_scheme_is_refused_without_echoing_it(tmp_path):
+    r = invoke("run", DATA, "--metrics", "faithfulness", "--base-url", "user:SECRETKEY9@127.0.0.1:9/v1",
+               "--model", "x", "--out", tmp_path / "o")
+    assert r.exit_code == 2 and "base_url must start with http:// or https://" in r.output
+    assert "SECRETKEY9" not in r.output and not (tmp_path / "o").exists()
+
+
+def test_sigterm_while_the_comparison_is_written_exits_143_after_the_files_are_whole(tmp_path, monkeypatch):
+    """A SIGTERM that lands after the scores, while compare writes crosscheck.json and the
+    report, must not kill the process half-way (the default action): the files end whole,
+    then the command exits 143."""
+    import unified.cli_run as cli_run
+
+    real = cli_run._crosscheck
+
+    def crosscheck_under_sigterm(*args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered now, in the main thread
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(cli_run, "_crosscheck", crosscheck_under_sigterm)
+    before = signal.getsignal(signal.SIGTERM)
+    out = tmp_path / "o"
+    r = invoke("compare", DATA, "--metrics", "semantic_similarity", "--backends", "native,embedding",
+               "--max-samples", "4", "--out", out, "--quiet")
+    assert r.exit_code == 143, r.output
+    assert json.loads((out / "crosscheck.json").read_text())["metrics"]
+    assert "</html>" in (out / "report.html").read_text()
+    assert signal.getsignal(signal.SIGTERM) is before  # the command put the handler back

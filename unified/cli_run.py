@@ -16,12 +16,14 @@ Exit codes (also in ``--help`` and the README):
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import json
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
@@ -209,7 +211,7 @@ def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
     from unified import cli
     from unified.runner import RunInterrupted
 
-    with cli._plain_warnings():
+    with cli._plain_warnings(), _sigterm_deferred() as terminated:
         with cli._user_errors():
             setup = _setup(command, file, values)
             if setup is None:
@@ -221,7 +223,28 @@ def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
             raise typer.Exit(EXIT_SIGTERM if e.signal == "SIGTERM" else EXIT_SIGINT) from None
         except KeyboardInterrupt:
             raise typer.Exit(EXIT_SIGINT) from None
-        raise typer.Exit(_after(command, setup, report, values))
+        code = _after(command, setup, report, values)
+        if terminated:  # SIGTERM while the cross-check or report was written: they are whole now
+            cli.err_console.print(f"interrupted by SIGTERM after the run; its folder is complete: {setup.out}",
+                                  highlight=False)
+            code = EXIT_SIGTERM
+        raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _sigterm_deferred() -> Iterator[list[int]]:
+    """Outside the run itself (which handles SIGTERM like Ctrl-C) a SIGTERM is remembered,
+    not obeyed at once, so the files being written end whole; the command exits 143 after."""
+    got: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    except ValueError:  # not the main thread (an embedding application): nothing to defer
+        yield got
+        return
+    try:
+        yield got
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 @dataclass
@@ -249,6 +272,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
         raise cli.UserError("--metrics is empty; name at least one, e.g. --metrics precision@3")
     backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
+    _check_gates_name_metrics(gates, refs)
     if v.get("mlflow") is not None:  # a missing extra is found before any judge is paid
         from unified.mlflow_log import require_mlflow
         require_mlflow()
@@ -305,6 +329,18 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
     cli.out_console.print(t)
     cli.out_console.print("a step that several metrics share is counted once, on the first metric that needs it",
                           highlight=False)
+
+
+def _check_gates_name_metrics(gates: dict[str, float], refs: list[Any]) -> None:
+    """A gate on a metric the run does not score is a usage error, found before any judge
+    is paid (after the run it could only fail)."""
+    from unified import cli
+    from unified.diff import gate_matches
+
+    for gate in gates:
+        if not any(gate_matches(gate, r.name) for r in refs):
+            raise cli.UserError(f"--fail-under {gate}: not among --metrics "
+                                f"({', '.join(r.name for r in refs)}); add it there or drop the gate")
 
 
 def _backends(command: str, v: dict[str, Any]) -> list[str]:
@@ -379,7 +415,12 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     extra = {"compare": f", {CROSSCHECK_FILE}", "migrate": f", {MIGRATION_FILE}"}.get(command, "")
     cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
     summary = report.summary()
-    n_failed = sum(a.errors for a in summary)
+    written = report.run_summary()
+    n_failed = sum(a.errors for a in summary) + int(written.get("n_degraded") or 0)
+    for u in written.get("unserved_metrics") or []:
+        n_failed += 1  # asked for, never scored: not a pass
+        cli.err_console.print(f"error: {u['metric']} was not scored: {u['reason']}", highlight=False,
+                              soft_wrap=True)
     if summary and not any(a.scored for a in summary):
         cli.err_console.print(f"error: no task produced a score; fix the cause above and rerun with "
                               f"--retry-errors --out {s.out}", highlight=False, soft_wrap=True)

@@ -94,7 +94,7 @@ def check_gates(aggregates: Iterable[Aggregate], gates: Mapping[str, float],
         hit = [a for a in aggs if gate_matches(gate, a.metric)]
         if not hit:
             ok = False
-            lines.append(f"FAIL {gate}: not scored in this run (add it to --metrics)")
+            lines.append(f"FAIL {gate}: no score in this run (not in --metrics, or no backend could run it)")
             continue
         for a in hit:
             line = _gate_line(a, bound, max_error_rate)

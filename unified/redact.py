@@ -38,6 +38,8 @@ _NOT_SECRET_NAME = re.compile(r"(_env$|^max_|_tokens$|^tokens$|^n_|_count$)", re
 _KEY_SHAPED = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9._\-+/=]{4,})")
 # a URL in free text (stops at whitespace, quotes and closing brackets)
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]{}]+")
+# "user:password@host" without a scheme (a mistyped base URL): the password still goes
+_BARE_USERINFO = re.compile(r"(?<![\w/@])[^\s/@:'\"<>()]+:[^\s/@'\"<>()]+@(?=[\w.\-\[])")
 
 
 def is_secret_name(name: str) -> bool:
@@ -67,14 +69,28 @@ def redact_url(url: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
+def endpoint_of(url: str | None, default: str = "https://api.openai.com/v1") -> str:
+    """Where a judge answers, as identity: scheme, host, port and path of ``url`` — no
+    userinfo, no query (they may hold credentials and do not change who answers).
+
+    >>> endpoint_of("http://bob:KEY@127.0.0.1:8080/v1/?api_key=K")
+    'http://127.0.0.1:8080/v1'
+    """
+    parts = urlsplit(url or default)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return urlunsplit((parts.scheme, host + port, parts.path.rstrip("/"), "", ""))
+
+
 def scrub(text: Any, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with every URL redacted (``redact_url``), every exact ``secrets`` value and
-    every key-shaped token replaced by ``***``."""
+    """``text`` with every URL redacted (``redact_url``), a ``user:password@`` without a
+    scheme too, and every exact ``secrets`` value and key-shaped token replaced by ``***``."""
     out = str(text)
     for s in secrets:
         if s and len(s) >= 4:  # a one-letter "secret" would mangle every message
             out = out.replace(s, MASK)
     out = _URL_IN_TEXT.sub(_redact_match, out)
+    out = _BARE_USERINFO.sub(MASK + "@", out)
     return _KEY_SHAPED.sub(MASK, out)
 
 

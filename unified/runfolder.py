@@ -283,8 +283,9 @@ class RunFolder:
 
     # ------------------------------------------------------------ resume
     def drop_errors(self) -> int:
-        """``--retry-errors``: remove failed lines so their tasks are scored again."""
-        return rewrite_jsonl(self.scores, lambda _i, d: d is None or not d.get("error"))
+        """``--retry-errors``: remove failed lines — and degraded ones (a value from fewer
+        judges than asked) — so their tasks are scored again."""
+        return rewrite_jsonl(self.scores, lambda _i, d: d is None or not (d.get("error") or d.get("degraded")))
 
     def check_configs(self, current: Mapping[str, str], configs: Mapping[str, Mapping[str, Any]],
                       known: Mapping[str, Mapping[str, Any]]) -> None:

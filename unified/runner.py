@@ -54,7 +54,8 @@ from unified.runfolder import (CACHE_FILE, REPORT_FILE, SAMPLES_FILE, SCORES_FIL
                                SUMMARY_FILE, AppendLog, Key, RunConfigChanged, RunFolder,
                                RunFolderBusy, RunFolderError, ScanResult, iter_lines, repair_jsonl)
 from unified.runplan import RunPlan, plan_run
-from unified.runsummary import RunCounts, build_summary, group_errors, print_failures, print_table, write_summary
+from unified.runsummary import (RunCounts, build_summary, failure_groups, print_failures, print_table,
+                                write_summary)
 from unified.sample import Sample
 from unified.scores import Score
 
@@ -139,6 +140,7 @@ class _Run:
         self.jury_method: str | None = None
         self.reader: Any = None
         self.executor: Any = None
+        self.streaming = False
         self.summary: dict[str, Any] = {}
 
     # ------------------------------------------------------------ setup
@@ -331,18 +333,20 @@ class _Run:
         self._jury(self.opts.jury or manifest.get("jury"))
         report = Report.from_dir(self.out)
         aggregates = report.summary()
-        groups = group_errors(report.iter_score_dicts())
+        groups, degraded = failure_groups(report.iter_score_dicts())
         self.counts.score_lines = sum(a.count for a in aggregates)
+        timings = self._timings(manifest)
         self._write_manifest(manifest, running=False)
         summary = build_summary(aggregates, groups, report.error_list(limit=50), self.counts,
-                                [asdict(s) for s in self.plan.skipped], self._config(), self._timings(manifest),
-                                self.interrupted is not None)
+                                [asdict(s) for s in self.plan.skipped], self._config(), timings,
+                                self.interrupted is not None, degraded)
+        summary["unserved_metrics"] = self.plan.unserved(self.refs)
         self.summary = summary
         if not self.temp_out:
             write_summary(self.folder.summary, summary)
             if self.opts.write_report:
                 report.write_html(self.folder.report)
-        self._say_end(summary, groups)
+        self._say_end(summary, groups, degraded)
         return report
 
     def _jury(self, method: str | None) -> None:
@@ -367,15 +371,18 @@ class _Run:
 
     def _timings(self, manifest: dict[str, Any]) -> dict[str, Any]:
         seconds = time.monotonic() - self.t0
-        total = sum(float(r.get("seconds") or 0) for r in manifest.get("invocations", []))
+        # earlier invocations of this folder, then this one (its manifest entry is not final yet)
+        total = seconds + sum(float(r.get("seconds") or 0) for r in manifest.get("invocations", [])
+                              if r.get("started") != self.started)
         calls = sum(self.progress.calls.values()) if self.progress else 0
         hits = sum(self.progress.hits.values()) if self.progress else 0
         return {"started": self.started, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                "seconds": round(seconds, 3), "wall_seconds_total": round(max(total, seconds), 3),
+                "seconds": round(seconds, 3), "wall_seconds_total": round(total, 3),
                 "samples_per_s": round(self.counts.rows_scored / seconds, 2) if seconds > 0 else None,
                 "judge_calls": calls, "cache_hits": hits}
 
-    def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]]) -> None:
+    def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]],
+                 degraded: list[dict[str, Any]]) -> None:
         c = self.counts
         for note in (self.reader.notes if self.reader is not None else []):
             self.say(f"warning: {note}")
@@ -389,8 +396,9 @@ class _Run:
         if self.opts.show_summary:
             print_table(self._aggregates_from(summary), summary["timings"].get("wall_seconds_total"))
             self.say(f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected")
-        failed = summary.get("n_errors", 0)
-        print_failures(groups, failed, self.hint(retry=True) if failed else None)
+        failed, n_degraded = summary.get("n_errors", 0), summary.get("n_degraded", 0)
+        print_failures(groups, failed, self.hint(retry=True) if failed or n_degraded else None,
+                       degraded=degraded)
 
     @staticmethod
     def _aggregates_from(summary: dict[str, Any]) -> list[Any]:
@@ -433,24 +441,45 @@ class _Run:
 
 @contextlib.contextmanager
 def _sigterm_cancels(run: _Run) -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C: the main task is cancelled and the run ends cleanly."""
+    """SIGTERM behaves like Ctrl-C, wherever it lands: while tasks are scored it cancels
+    them (the run then ends cleanly); while the folder is set up or its summary and report
+    are written it is remembered, and the run ends as interrupted once they are whole. The
+    handler before it comes back at the end (the CLI's own, which defers the exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    installed = False
-    if threading.current_thread() is threading.main_thread() and task is not None:
-        def on_term() -> None:
-            run.interrupted = "SIGTERM"
-            task.cancel()
-        try:
-            loop.add_signal_handler(signal.SIGTERM, on_term)
-            installed = True
-        except (NotImplementedError, RuntimeError, ValueError):
-            installed = False
+
+    def on_term(signum: int, frame: Any) -> None:
+        run.interrupted = "SIGTERM"
+        if run.streaming and task is not None:
+            loop.call_soon_threadsafe(task.cancel)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):  # not allowed here: leave the default
+        yield
+        return
     try:
         yield
     finally:
-        if installed:
-            loop.remove_signal_handler(signal.SIGTERM)
+        signal.signal(signal.SIGTERM, previous)
+
+
+async def _run_once(run: _Run) -> "Report":
+    """Set up, score (unless a SIGTERM came first), write the folder's summary and report."""
+    run.setup()
+    run.prepare_folder()
+    if not run.interrupted:
+        run.streaming = True
+        try:
+            await run.stream()
+        except asyncio.CancelledError:
+            run.interrupted = run.interrupted or "SIGINT"
+        finally:
+            run.streaming = False
+    return run.finish()
 
 
 async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = ("native",),
@@ -476,14 +505,8 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
             raise ValueError(f"unknown jury method '{opts.jury}': use one of {', '.join(METHODS)}")
     run = _Run(samples, refs, opts)
     try:
-        run.setup()
-        run.prepare_folder()
         with _sigterm_cancels(run):
-            try:
-                await run.stream()
-            except asyncio.CancelledError:
-                run.interrupted = run.interrupted or "SIGINT"
-        report = run.finish()
+            report = await _run_once(run)
         if run.interrupted:
             done = run.scan.lines + run.counts.tasks_run
             total = run.total_tasks

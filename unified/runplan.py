@@ -62,6 +62,17 @@ class RunPlan:
             by_reason.setdefault(s.reason, []).append(f"{s.metric} ({s.backend})")
         return [f"skipping {', '.join(items)}: {reason}" for reason, items in by_reason.items()]
 
+    def unserved(self, refs: Sequence[MetricRef]) -> list[dict[str, str]]:
+        """The requested metrics no chosen backend can run, each with why: a metric asked
+        for and never scored is a failure of the run, not a footnote."""
+        served = {p.metric.name for p in self.pairs}
+        out = []
+        for r in refs:
+            if r.name not in served:
+                reasons = dict.fromkeys(f"{s.reason} ({s.backend})" for s in self.skipped if s.metric == r.name)
+                out.append({"metric": r.name, "reason": "; ".join(reasons) or "no backend implements it"})
+        return out
+
     def nothing_to_run(self) -> str:
         counts: dict[str, int] = {}
         for s in self.skipped:

@@ -34,13 +34,37 @@ class RunCounts:
     lines_dropped: int = 0
 
 
+def failure_groups(score_dicts: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(failed tasks grouped by cause, degraded tasks grouped by cause), in one pass.
+
+    A *degraded* score has a value, but from fewer judges than were asked (native's dual
+    judge with one judge down): not what the run was configured to compute, so it is said
+    out loud and counts as a failed task for the exit code, with its cause (the judge
+    that failed, ``details.degraded_reason``) grouped like an error's."""
+    degraded: list[dict[str, Any]] = []
+
+    def errors() -> Iterable[Mapping[str, Any]]:
+        for d in score_dicts:
+            if d.get("degraded") and d.get("error") is None and d.get("value") is not None:
+                why = (d.get("details") or {}).get("degraded_reason") or d.get("reason") or "degraded"
+                degraded.append({**d, "error": str(why)})
+            yield d
+
+    groups = group_errors(errors())
+    return groups, group_errors(degraded)
+
+
 def build_summary(aggregates: list[Any], error_groups: list[dict[str, Any]], errors: list[dict[str, Any]],
                   counts: RunCounts, skipped: list[dict[str, str]], config: Mapping[str, Any],
-                  timings: Mapping[str, Any], interrupted: bool) -> dict[str, Any]:
+                  timings: Mapping[str, Any], interrupted: bool,
+                  degraded_groups: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    degraded_groups = degraded_groups or []
     return {
         "aggregates": [a.model_dump() for a in aggregates],
         "n_errors": sum(a.errors for a in aggregates),
+        "n_degraded": sum(g["count"] for g in degraded_groups),
         "error_groups": error_groups,
+        "degraded_groups": degraded_groups,
         "errors": errors,
         "counts": asdict(counts),
         "skipped_pairs": skipped,
@@ -85,18 +109,29 @@ def print_table(aggregates: list[Any], wall_seconds: float | None = None,
 
 
 def print_failures(groups: list[dict[str, Any]], n_failed: int, retry_hint: str | None,
-                   stream: TextIO | None = None, limit: int = 8) -> None:
-    """The grouped failures on stderr: each cause with its count and one example."""
+                   stream: TextIO | None = None, limit: int = 8,
+                   degraded: list[dict[str, Any]] | None = None) -> None:
+    """The grouped failures on stderr: each cause with its count and one example; then the
+    degraded scores (a value from fewer judges than asked) the same way."""
     stream = stream or sys.stderr
-    if not n_failed:
+    n_degraded = sum(g["count"] for g in degraded or [])
+    if not n_failed and not n_degraded:
         return
-    print(f"{n_failed} task(s) failed:", file=stream)
+    if n_failed:
+        _print_groups(f"{n_failed} task(s) failed:", groups, stream, limit)
+    if n_degraded:
+        _print_groups(f"{n_degraded} task(s) scored by fewer judges than asked (degraded):", degraded or [],
+                      stream, limit)
+    if retry_hint:
+        print(f"score them again once fixed: {retry_hint}", file=stream)
+    stream.flush()
+
+
+def _print_groups(title: str, groups: list[dict[str, Any]], stream: TextIO, limit: int) -> None:
+    print(title, file=stream)
     for g in groups[:limit]:
         ex = g["example"]
         print(f"  {g['count']} × {one_line(g['cause'], 200)}  (e.g. {ex.get('metric')} "
               f"({ex.get('backend')}), sample {ex.get('sample_id')})", file=stream)
     if len(groups) > limit:
         print(f"  … and {len(groups) - limit} more cause(s); see summary.json", file=stream)
-    if retry_hint:
-        print(f"score them again once fixed: {retry_hint}", file=stream)
-    stream.flush()

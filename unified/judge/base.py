@@ -235,13 +235,9 @@ class ChatJudge(ABC):
         return {}
 
     def describe(self) -> dict[str, Any]:
-        """What decides this judge's answers, secret-free, for run fingerprints: the
-        model, the sampling parameters and (HTTP judges) the structured-output mode.
-
-        Never the base URL or the key: the same model behind another gateway, port or
-        proxy answers the same way (the cache key leaves the URL out for the same
-        reason), a URL can carry credentials, and a fingerprint must not change when a
-        local server moves to another port."""
+        """What decides this judge's answers, secret-free, for run fingerprints and cache
+        keys: the model, the sampling parameters and (HTTP judges) the endpoint and the
+        structured-output mode. Never a key or a URL's credentials."""
         return {"kind": type(self).__name__, "model": self.model,
                 "sampling": self.sampling_params()}
 
@@ -259,8 +255,8 @@ class Embedder(ABC):
         """Embed ``texts``; raise a ``JudgeError`` after retries."""
 
     def describe(self) -> dict[str, Any]:
-        """What decides the vectors, secret-free (kind and model; never the URL or key,
-        see ``ChatJudge.describe``)."""
+        """What decides the vectors, secret-free (kind and model; HTTP embedders add their
+        endpoint; see ``ChatJudge.describe``)."""
         return {"kind": type(self).__name__, "model": self.model}
 
     async def aclose(self) -> None:

@@ -2,17 +2,19 @@
 
 Chat key::
 
-    request_hash = sha256(canonical_json({model, messages, schema, sampling params}))
+    request_hash = sha256(canonical_json({endpoint, model, messages, schema, sampling params}))
     key          = sha256(request_hash + ":" + occurrence)
 
 where ``occurrence`` is how many identical requests the running task has already sent
 (``TaskMeter.next_occurrence``). A metric that asks the same question three times on
-purpose (RAGAS answer relevancy) gets three entries: three calls cold, zero warm. The
-base URL and the API key are not part of the key: the same model behind another gateway
-gives the same answers, and keys never touch the cache file.
+purpose (RAGAS answer relevancy) gets three entries: three calls cold, zero warm.
+``endpoint`` is the judge's URL without credentials or query (``redact.endpoint_of``):
+model names are often placeholders ("local"), and two servers answering to the same name
+are two judges whose answers must never stand in for each other. The API key is never
+part of a key and never touches the cache file.
 
-Embedding key: ``sha256(canonical_json({model, text}))``, one row per text, vectors stored
-as little-endian float64 bytes so a warm run returns bit-identical vectors.
+Embedding key: ``sha256(canonical_json({endpoint, model, text}))``, one row per text,
+vectors stored as little-endian float64 bytes so a warm run returns bit-identical vectors.
 
 Where: one file shared by every run (``default_cache_path()``: the platform's user cache
 directory, e.g. ``$XDG_CACHE_HOME/unified-rag-eval/judge_cache.sqlite`` or
@@ -322,8 +324,10 @@ class CachedChatJudge(ChatJudge):
     def _key(self, kind: str, messages: Messages, schema: type[BaseModel] | None,
              params: dict[str, Any]) -> str:
         sampling = getattr(self.inner, "sampling_params", lambda: {})()
+        endpoint = self.inner.describe().get("endpoint")
         request_hash = sha256(canonical_json({
             "kind": kind, "model": self.inner.model, "messages": messages,
+            **({"endpoint": endpoint} if endpoint else {}),
             "schema": schema_json(schema) if schema is not None else None,
             "params": {**sampling, **params}}))
         occurrence = current_meter().next_occurrence(request_hash)
@@ -403,9 +407,12 @@ class CachedEmbedder(Embedder):
         self.inner = inner
         self.cache = cache
         self.model = inner.model
+        self._endpoint = inner.describe().get("endpoint")  # None for the in-process model
 
     def _key(self, text: str) -> str:
-        return sha256(canonical_json({"model": self.inner.model, "text": text}))
+        endpoint = self._endpoint
+        return sha256(canonical_json({"model": self.inner.model, "text": text,
+                                      **({"endpoint": endpoint} if endpoint else {})}))
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

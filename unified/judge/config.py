@@ -11,12 +11,45 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 StructuredOutput = Literal["auto", "json_schema", "llama_cpp", "prompt"]
 
 DEFAULT_REMOTE_EMBEDDING_MODEL = "text-embedding-3-small"  # an embeddings URL without a model
 _KEY_FIELDS = {"api_key", "apikey", "key", "openai_api_key", "token", "secret"}
+
+
+#: the model of a run-file section that names none (``section_fields`` drops it)
+UNSET_MODEL = "\x00unset"
+
+
+def section_fields(cfg: BaseModel | None) -> dict[str, Any]:
+    """The fields a run-file section really set (its placeholder model dropped)."""
+    if cfg is None:
+        return {}
+    fields = cfg.model_dump(exclude_unset=True)
+    if fields.get("model") == UNSET_MODEL:
+        del fields["model"]
+    return fields
+
+
+def check_base_url(url: str | None) -> str | None:
+    """``url`` when it is an ``http(s)://host[:port]/...`` URL, else a ValueError that
+    says what is wrong without repeating the URL (it may hold a key): a URL without a
+    scheme would be sent nowhere useful and, worse, echoed unredacted."""
+    if url is None:
+        return None
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 — raises ValueError for a port that is not a number
+    except ValueError:
+        raise ValueError("base_url has a port that is not a number") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValueError("base_url must start with http:// or https:// and name a host, "
+                         "like http://127.0.0.1:8080/v1")
+    return url
 
 
 def _reject_literal_key(data: Any, section: str) -> Any:
@@ -70,6 +103,11 @@ class JudgeConfig(BaseModel):
     def _no_literal_key(cls, data: Any) -> Any:
         return _reject_literal_key(data, "judge")
 
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        return check_base_url(v)
+
     @property
     def is_gguf(self) -> bool:
         """True for an in-process llama-cpp-python judge."""
@@ -115,6 +153,11 @@ class EmbeddingConfig(BaseModel):
     @classmethod
     def _no_literal_key(cls, data: Any) -> Any:
         return _reject_literal_key(data, "embedding")
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        return check_base_url(v)
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
@@ -178,9 +221,14 @@ def load_run_config(path: str | Path) -> RunConfig:
     emb = data.get("embedding")
     if isinstance(emb, str):  # embedding = "local" / a URL
         data["embedding"] = EmbeddingConfig.parse(emb)
+    for section in ("judge", "judge2"):
+        # a section may set only some fields (temperature, timeout...): the model can come
+        # from a flag or the environment, field by field (unified.judge.resolve)
+        if isinstance(data.get(section), dict) and "model" not in data[section]:
+            data[section] = {**data[section], "model": UNSET_MODEL}
     try:
         return RunConfig.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(x) for x in first.get("loc", ()))
-        raise ValueError(f"{p}: {where}: {first.get('msg')}") from None
+        raise ValueError(f"{p}: {where}: {str(first.get('msg')).removeprefix('Value error, ')}") from None

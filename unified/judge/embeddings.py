@@ -20,7 +20,7 @@ from unified.judge.config import EmbeddingConfig
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts
 from unified.judge.structured import estimate_tokens
 from unified.judge.transport import HttpEndpoint
-from unified.redact import one_line
+from unified.redact import endpoint_of, one_line
 
 
 def decode_embedding(value: Any) -> list[float]:
@@ -42,8 +42,10 @@ class OpenAIEmbedder(Embedder):
         self._what = f"embeddings model={config.model} at {self._http.url}"
 
     def describe(self) -> dict[str, Any]:
-        """Kind, model and ``dimensions`` (they decide the vectors); no URL, no key."""
-        return {"kind": "openai", "model": self.model, "dimensions": self.config.dimensions}
+        """Kind, endpoint (the URL without credentials or query), model and ``dimensions``:
+        what decides the vectors."""
+        return {"kind": "openai", "endpoint": endpoint_of(self.config.base_url), "model": self.model,
+                "dimensions": self.config.dimensions}
 
     async def _batch(self, texts: list[str]) -> list[list[float]]:
         attempts = Attempts()

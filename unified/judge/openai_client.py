@@ -37,7 +37,7 @@ from unified.judge.resilience import MESSAGE_LIMIT, Attempts
 from unified.judge.structured import (estimate_tokens, extract_json_text, parse_with_repair,
                                       schema_json, schema_prompt, short_validation_error)
 from unified.judge.transport import HttpEndpoint
-from unified.redact import one_line, redact_config
+from unified.redact import endpoint_of, one_line, redact_config
 
 # servers that want llama.cpp's json_object+schema form
 _LLAMA_HINT = re.compile(r"llama[._-]?cpp|\.gguf$", re.IGNORECASE)
@@ -69,10 +69,12 @@ class OpenAIChatJudge(ChatJudge):
                 "seed": self.config.seed, **self.config.extra}
 
     def describe(self) -> dict[str, Any]:
-        """Model, sampling and the *configured* structured-output mode (``auto`` stays
-        ``auto``: what it resolves to may change on the first answer, a fingerprint must
-        not); no URL, no key (see ``ChatJudge.describe``)."""
-        return {"kind": "openai", "model": self.model,
+        """Endpoint, model, sampling and the *configured* structured-output mode (``auto``
+        stays ``auto``: what it resolves to may change on the first answer, a fingerprint
+        must not). The endpoint is the URL without credentials or query
+        (``unified.redact.endpoint_of``): two servers that both call their model "local"
+        are two judges."""
+        return {"kind": "openai", "endpoint": endpoint_of(self.config.base_url), "model": self.model,
                 "sampling": redact_config({"temperature": self.config.temperature,
                                            "max_tokens": self.config.max_tokens,
                                            "seed": self.config.seed, "extra": self.config.extra}),

@@ -41,7 +41,7 @@ from pydantic import BaseModel, ValidationError
 from unified.judge.base import Judges
 from unified.judge.cache import JudgeCache, default_cache_path
 from unified.judge.config import (DEFAULT_REMOTE_EMBEDDING_MODEL, EmbeddingConfig, JudgeConfig,
-                                  RunConfig, load_run_config)
+                                  RunConfig, load_run_config, section_fields)
 from unified.judge.factory import assemble
 from unified.redact import redact_config
 
@@ -62,7 +62,7 @@ class JudgeSetupError(ValueError):
 def _one_line_validation(where: str, exc: ValidationError) -> JudgeSetupError:
     first = exc.errors()[0]
     loc = ".".join(str(x) for x in first.get("loc", ())) or "(value)"
-    return JudgeSetupError(f"{where}: {loc}: {first.get('msg')}")
+    return JudgeSetupError(f"{where}: {loc}: {str(first.get('msg')).removeprefix('Value error, ')}")
 
 
 def _validate(model: type[BaseModel], data: Mapping[str, Any], where: str) -> Any:
@@ -121,7 +121,7 @@ def _merge(layers: list[dict[str, Any]], explicit: dict[str, Any]) -> dict[str, 
 
 
 def _section(cfg: BaseModel | None) -> dict[str, Any]:
-    return cfg.model_dump(exclude_unset=True) if cfg is not None else {}
+    return section_fields(cfg)
 
 
 def _judge_a(spec: JudgeSpec, file_cfg: RunConfig | None) -> JudgeConfig | None:
