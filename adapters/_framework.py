@@ -81,19 +81,29 @@ class FrameworkBackend(Backend):
 
     def _to_score(self, sample: Sample, ref: MetricRef, cls_name: str, raw: Any, unusable: str, *,
                   raw_range: tuple[float, float], details: dict[str, Any], reason: Any = None,
-                  **kw: Any) -> Score:
+                  domain: tuple[float, float] | None = None, **kw: Any) -> Score:
         """The framework's raw number as a Score (0–10 via ``Score.from_raw``). A raw that
         is no finite number becomes a failure saying what the framework returned
-        (``unusable``); one outside the framework's own range is clipped, and the
-        original kept in ``details['clipped_from']``."""
+        (``unusable``). So does one outside the framework's own range (RAGAS's ContextRecall
+        computes 2.0 when a judge answers ``attributed: 2``): clipping it to 10 would be a
+        confident score built on an answer the metric never allows; the raw value is kept
+        in ``details['raw_out_of_range']``. ``domain``: what the metric can legitimately
+        return when wider than ``raw_range`` (a cosine's [-1, 1]): a value in the domain but
+        outside the range is clipped, the original kept in ``details['clipped_from']``."""
         try:  # numpy scalars count; text and booleans do not
             raw = None if isinstance(raw, (str, bool)) else float(raw)
         except (TypeError, ValueError):
             raw = None
         if raw is not None and not math.isfinite(raw):
             raw = None
-        if raw is not None and not raw_range[0] <= raw <= raw_range[1]:
-            details["clipped_from"] = raw  # the framework left its own range: say so
+        lo, hi = domain or raw_range
+        if raw is not None and lo <= raw <= hi and not raw_range[0] <= raw <= raw_range[1]:
+            details["clipped_from"] = raw
+        elif raw is not None and not lo <= raw <= hi:
+            details["raw_out_of_range"] = raw
+            unusable = (f"returned {raw:g}, outside its own range [{lo:g}, {hi:g}] "
+                        "(a judge answer the metric does not allow); no score")
+            raw = None
         return Score.from_raw(ref.name, self.name, sample.id, raw, raw_range=raw_range,
                               error=one_line(f"{self.name} {cls_name}: {unusable}"),
                               reason=reason if isinstance(reason, str) else None,

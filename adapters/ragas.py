@@ -172,6 +172,9 @@ class RagasMetric:
     ``ascore`` kwargs; ``raw_range``/``higher_is_better``: ragas's scale; ``uses``: which
     of "llm"/"embeddings" the constructor takes; ``init``: fixed constructor kwargs;
     ``sync_embed``: Sample fields whose text ragas embeds through the sync API.
+    ``domain``: the values ragas can legitimately return when it is wider than
+    ``raw_range`` (a cosine similarity is in [-1, 1]; below 0 it clips to 0, as every
+    cosine does here); a value outside the domain is an error, never clipped.
     """
 
     cls: str
@@ -181,24 +184,27 @@ class RagasMetric:
     higher_is_better: bool = True
     init: dict[str, Any] = field(default_factory=dict)
     sync_embed: Callable[[Sample], list[str]] | None = None
+    domain: tuple[float, float] | None = None
 
 
+COSINE = (-1.0, 1.0)
 Q, RESP, C, REF = "user_input", "response", "retrieved_contexts", "reference"
 
 #: canonical metric -> ragas collections metric. The one table the backend obeys.
 RAGAS_METRICS: dict[str, RagasMetric] = {
     "faithfulness": RagasMetric("Faithfulness", _fields(Q, RESP, C)),
-    "answer_relevancy": RagasMetric("AnswerRelevancy", _fields(Q, RESP), uses=("llm", "embeddings")),
+    "answer_relevancy": RagasMetric("AnswerRelevancy", _fields(Q, RESP), uses=("llm", "embeddings"),
+                                    domain=COSINE),
     "context_relevancy": RagasMetric("ContextRelevance", _fields(Q, C)),
     "context_recall": RagasMetric("ContextRecall", _fields(Q, C, REF)),
     "context_precision": RagasMetric("ContextPrecisionWithReference", _fields(Q, REF, C)),
     "answer_correctness": RagasMetric("AnswerCorrectness", _fields(Q, RESP, REF),
-                                      uses=("llm", "embeddings")),
+                                      uses=("llm", "embeddings"), domain=COSINE),  # F1 and a cosine, weighted
     "response_groundedness": RagasMetric("ResponseGroundedness", _fields(RESP, C)),
     # ragas embeds reference then response, with the sync API; empty text becomes " "
     "semantic_similarity": RagasMetric(
         "SemanticSimilarity", _fields(REF, RESP), uses=("embeddings",),
-        sync_embed=lambda s: [s.reference or " ", s.response or " "]),
+        sync_embed=lambda s: [s.reference or " ", s.response or " "], domain=COSINE),
     # further collections metrics whose inputs a Sample has
     "factual_correctness": RagasMetric("FactualCorrectness", _fields(RESP, REF)),
     "context_utilization": RagasMetric("ContextPrecisionWithoutReference", _fields(Q, RESP, C)),
@@ -296,4 +302,4 @@ class RagasBackend(FrameworkBackend):
                     why += " (no usable judge verdicts, e.g. no statements or ratings)"
                 return self._to_score(sample, ref, m.cls, raw, why, details=details,
                                       reason=getattr(result, "reason", None), cost=meter.cost(),
-                                      **common)
+                                      domain=m.domain, **common)

@@ -131,12 +131,17 @@ async def test_adapter_equals_direct_ragas_call(metric, tmp_path, monkeypatch):
         assert abs(score.raw - float(direct_raw)) <= 1e-9
         m = RAGAS_METRICS[metric]
         expected = 10 * direct_raw if m.higher_is_better else 10 * (1 - direct_raw)
+        lo, hi = m.domain or m.raw_range
+        assert lo <= direct_raw <= hi
         if 0.0 <= direct_raw <= 1.0:
             assert abs(score.value - expected) <= 1e-9
-        else:  # out of ragas's own range: clipped, and the details say from what
-            assert score.value == min(10.0, max(0.0, expected))
-            assert score.details["clipped_from"] == score.raw
+        else:  # a cosine below 0: clipped, and the details say from what
+            assert score.value == min(10.0, max(0.0, expected)) and score.details["clipped_from"] == score.raw
         assert score.cost.calls + score.cost.embedding_calls > 0
+    elif direct_error is None and direct_raw is not None and not math.isnan(direct_raw):
+        # outside what ragas itself allows: an error that says so, never a clipped 0 or 10
+        assert score.value is None and "outside its own range" in score.error
+        assert score.details["raw_out_of_range"] == direct_raw
     else:
         assert score.value is None and score.error.startswith(f"ragas {RAGAS_METRICS[metric].cls}: ")
         assert "\n" not in score.error

@@ -208,6 +208,6 @@ def test_why_falls_back_to_verdicts_then_says_a_number_only():
     native = {"contexts": [{"context": 1, "rating_a": 2, "relevant": True}, {"context": 2, "relevant": False}]}
     assert verdict_summary(native) == "contexts: 1 relevant, 1 not relevant"
     # what the ragas backend records today: a number, no reason, no verdicts
-    text = why({"backend": "ragas", "reason": None, "details": {"framework": "ragas", "clipped_from": 2.0}})
+    text = why({"backend": "ragas", "reason": None, "details": {"framework": "ragas", "raw_out_of_range": 2.0}})
     assert "no reason text: ragas returned a number only (2.0, outside its range" in text
     assert why({"error": "boom <x>", "reason": "r"}) == "<span class='err'>boom &lt;x&gt;</span>"

@@ -102,7 +102,9 @@ def why(d: Mapping[str, Any] | None) -> str:
     framework = details.get("framework") or d.get("backend")
     text = f"no reason text: {framework} returned a number only"
     if "clipped_from" in details:
-        text += f" ({details['clipped_from']!r}, outside its range, shown clipped)"
+        text += f" ({details['clipped_from']!r}, below its scale: shown clipped)"
+    if "raw_out_of_range" in details:
+        text += f" ({details['raw_out_of_range']!r}, outside its range: no score)"
     return f"<span class='note'>{e(text)}</span>"
 
 
