@@ -66,7 +66,8 @@ def describe_metric(name: str) -> dict[str, Any]:
     ``required`` (fields), ``also_needs`` (retrieval: relevant ids), ``takes_k``,
     ``custom``, ``backends`` (implementing, display order), ``thresholds`` (backend ->
     pass bound on 0–10), ``aliases`` (framework -> names)."""
-    ref = as_ref(name)
+    # the label the tables print (precision@k) names the metric, not a cutoff called "k"
+    ref = as_ref(name.removesuffix("@k") if isinstance(name, str) else name)
     spec = ref.spec
     impl = _implemented(backend_names())
     backends = [b for b, names in impl.items() if spec.name in names]

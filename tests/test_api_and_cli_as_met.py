@@ -60,7 +60,7 @@ def test_judge_from_python_uses_the_shared_cache_across_folders(tmp_path, judge_
     second = evaluate(DATA, "faithfulness", ["native"], judge=judge, out=tmp_path / "b", quiet=True,
                       max_samples=3, single_judge=True)
     assert judge_server.chat_count == paid  # a new folder, 0 calls: the cache outlives run folders
-    assert [s.value for s in second.scores] == [s.value for s in first.scores]
+    assert {s.sample_id: s.value for s in second.scores} == {s.sample_id: s.value for s in first.scores}
     assert sum(s.cost.cache_hits for s in second.scores) == paid
 
 

@@ -266,4 +266,6 @@ def test_report_in_headless_chromium(report_file, tmp_path):
     (count, cause, backends, metrics), *rest = info["errors"]
     assert (count, metrics) == ("9", "context_recall")
     assert cause == "sample '<sample>': field 'reference' is missing or empty (needed by context_recall)"
-    assert backends == "deepeval, native, ragas" and rest == []
+    assert backends == "deepeval, native, ragas"
+    # the only other cause: the fake judge's synthetic answers outside what ragas allows
+    assert all("outside its own range" in c for _, c, _, _ in rest), rest

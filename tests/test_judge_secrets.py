@@ -107,7 +107,10 @@ def test_resolve_judges_description_and_fingerprint_carry_no_url_key(tmp_path):
     assert_clean(repr(desc), KEY)
     fingerprint = judges.describe()
     assert_clean(repr(fingerprint), KEY)
-    assert "127.0.0.1" not in repr(fingerprint)  # no URL at all, see ChatJudge.describe
+    # the endpoint is part of a judge's identity, its credentials and query are not
+    assert fingerprint["judge"]["endpoint"] == "http://127.0.0.1:9/v1"
+    assert fingerprint["embedder"]["endpoint"] == "http://127.0.0.1:9/v1"
+    assert "u:" not in repr(fingerprint) and "?" not in repr(fingerprint)
 
 
 def test_url_secrets_and_scrub_rules():

@@ -19,6 +19,8 @@ from typing import Any, Iterator, Optional
 
 import typer  # noqa: E402
 
+from unified.runsummary import console_width  # noqa: E402
+
 from unified import cli_run  # noqa: E402  (its flag table also gives validate/convert their help)
 from rich.console import Console  # noqa: E402
 from rich.table import Table  # noqa: E402
@@ -28,8 +30,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
                        "and DeepEval backends, every score on 0–10.")
 # a pipe or CI log is not 80 columns wide: give tables room instead of truncating names
 # markup off: user text (errors, ids) may contain [brackets]
-out_console = Console(width=None if sys.stdout.isatty() else 160, markup=False)
-err_console = Console(stderr=True, width=None if sys.stderr.isatty() else 160, markup=False)
+out_console = Console(width=console_width(sys.stdout), markup=False)
+err_console = Console(stderr=True, width=console_width(sys.stderr), markup=False)
 
 
 
@@ -95,13 +97,22 @@ def metrics_cmd(name: Optional[str] = typer.Argument(None, help="one metric (any
     for col in ("required fields", "kind", "pass ≥"):
         t.add_column(col)
     for row in m["rows"]:
-        bounds = sorted({v for v in row["thresholds"].values() if v is not None})
         t.add_row(row["label"], *["✓" if row["implemented"].get(b) else "·" for b in names], row["required"],
-                  row["kind"], " / ".join(f"{v:g}" for v in bounds) or "—")
+                  row["kind"], _pass_bounds(row["thresholds"]))
     out_console.print(t)
     for b in m["backends"]:
         if not b["available"]:
             err_console.print(f"note: {b['hint']}", highlight=False, markup=False)
+
+
+def _pass_bounds(thresholds: dict[str, float | None]) -> str:
+    """The most common bound, then each backend that applies another: ``5 (embedding 4)``."""
+    bounds = [v for v in thresholds.values() if v is not None]
+    if not bounds:
+        return "—"
+    common = max(set(bounds), key=bounds.count)
+    others = [f"{b} {v:g}" for b, v in thresholds.items() if v is not None and v != common]
+    return f"{common:g}" + (f" ({', '.join(others)})" if others else "")
 
 
 def _print_metric(d: dict[str, Any]) -> None:
@@ -116,11 +127,14 @@ def _print_metric(d: dict[str, Any]) -> None:
         t.add_column(col)
     for b in d["backends"]:
         bound = d["thresholds"].get(b)
-        t.add_row(b, "—" if bound is None else f"{bound:g}", ", ".join(d["aliases"].get(b, [])) or d["name"])
+        # native and embedding are ours: the metric's own label is their name for it
+        t.add_row(b, "—" if bound is None else f"{bound:g}", ", ".join(d["aliases"].get(b, [])) or d["label"])
     out_console.print(t)
-    others = {k: v for k, v in d["aliases"].items() if k not in d["backends"]}
-    for fw, names_ in others.items():
-        out_console.print(f"also called {', '.join(names_)} in {fw}", highlight=False)
+    for fw, names_ in d["aliases"].items():
+        if fw not in d["backends"] and fw != "other":
+            out_console.print(f"also called {', '.join(names_)} in {fw}", highlight=False)
+    if d["aliases"].get("other"):
+        out_console.print(f"also accepted: {', '.join(d['aliases']['other'])}", highlight=False)
 
 
 # ---------------------------------------------------------------- validate

@@ -375,7 +375,8 @@ class SampleReader(Iterator[Any]):
         lay = layout or self.layout
         try:
             rec, soft, renames = self._canonical(raw, row, lay)
-            sample = Sample.from_record(rec, {k: v for k, v in renames.items() if v != "metadata"})
+            sample = Sample.from_record(rec, {k: v for k, v in renames.items() if v != "metadata"},
+                                        warn_unknown=False)  # the reader notes it once, with its row
         except SampleError as e:
             return RowError(self.source, row, e.field, e.reason)
         except (TypeError, ValueError) as e:  # odd cell types a framework may hand us

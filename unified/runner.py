@@ -421,6 +421,9 @@ class _Run:
         if retry and "--retry-errors" not in base:
             base = base + " --retry-errors" if base.startswith("unified-eval") else base.replace(
                 "out=", "retry_errors=True, out=")
+        if "***" in base:  # a credential was removed from a URL: say how to pass it instead
+            base += ("  (credentials in the URL are not repeated here: put the full URL in "
+                     "UNIFIED_JUDGE_BASE_URL and drop --base-url)")
         return base
 
     async def aclose(self) -> None:

@@ -78,6 +78,13 @@ def write_summary(path: Any, summary: Mapping[str, Any]) -> None:
     path.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
 
 
+def console_width(stream: TextIO) -> int | None:
+    """Rich's own width (the terminal's, or ``$COLUMNS`` when set); 160 for a pipe or a CI
+    log, which is not 80 columns wide and would cut names."""
+    import os
+    return None if stream.isatty() or os.environ.get("COLUMNS") else 160
+
+
 def print_table(aggregates: list[Any], wall_seconds: float | None = None,
                 task_seconds: float | None = None) -> None:
     """metric × backend: n, mean, pass rate, errors, judge/embedding calls, cache hits,
@@ -105,7 +112,7 @@ def print_table(aggregates: list[Any], wall_seconds: float | None = None,
         if usd:
             row.append("—" if getattr(c, "usd", None) is None else f"{c.usd:.4f}")
         t.add_row(*row, f"{c.seconds:.1f}")
-    Console(width=None if sys.stdout.isatty() else 160).print(t)
+    Console(width=console_width(sys.stdout)).print(t)
 
 
 def print_failures(groups: list[dict[str, Any]], n_failed: int, retry_hint: str | None,

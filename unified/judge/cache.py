@@ -121,9 +121,12 @@ def unpack_vector(blob: bytes) -> list[float]:
 
 def _check_tables(conn: sqlite3.Connection) -> None:
     """The file is whole and is a judge cache (raises ``ValueError`` with the reason)."""
-    problems = [row[0] for row in conn.execute("PRAGMA quick_check")]
+    problems = [str(row[0]) for row in conn.execute("PRAGMA quick_check")]
     if problems != ["ok"]:
-        raise ValueError(f"it is damaged ({'; '.join(problems[:2])})")
+        # SQLite lists every damaged page, often as one multi-line text: the first one says enough
+        first = problems[0].strip().splitlines()[0] if problems[0].strip() else "unreadable"
+        more = len(problems) - 1 + max(0, len(problems[0].strip().splitlines()) - 1)
+        raise ValueError(f"it is damaged ({first[:160]}{f'; {more} more problem(s)' if more else ''})")
     for table, columns in _COLUMNS.items():
         found = [row[1] for row in conn.execute(f"PRAGMA table_info({table})")]
         if found != columns:
