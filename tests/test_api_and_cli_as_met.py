@@ -133,3 +133,18 @@ def test_validate_imports_no_llm_client_and_is_quick():
             "print(r.exit_code, 'openai' in sys.modules, 'ragas' in sys.modules, 'torch' in sys.modules)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["0", "False", "False", "False"], r.stderr[-2000:]
+
+
+def test_dry_run_prices_the_calls_and_says_what_a_run_would_skip(tmp_path, monkeypatch):
+    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL"):
+        monkeypatch.delenv(k, raising=False)
+    r = invoke("run", DATA, "--metrics", "faithfulness,mrr", "--dry-run")
+    assert r.exit_code == 0 and "skipping faithfulness (native): no LLM judge configured" in r.output
+    assert "native │ faithfulness" not in r.output.replace("  ", " ")
+    r = invoke("run", DATA, "--metrics", "faithfulness", "--dry-run", "--base-url", "http://127.0.0.1:9/v1",
+               "--model", "gpt-4o-mini", "--price", "gpt-4o-mini=0.15/0.60")
+    assert r.exit_code == 0, r.output
+    row = next(line for line in r.output.splitlines() if "faithfulness" in line and "│" in line)
+    cells = [c.strip() for c in row.split("│") if c.strip()]
+    tokens_in, tokens_out, usd = int(cells[5]), int(cells[6]), float(cells[-1])
+    assert usd == pytest.approx((tokens_in * 0.15 + tokens_out * 0.60) / 1e6, abs=1e-6)

@@ -253,7 +253,9 @@ def test_dry_run_refuses_unknown_backend_and_skips_unimplemented_pairs():
     r = invoke("run", DATA, "--metrics", "mrr,faithfulness", "--backend", "native,embedding", "--dry-run")
     assert r.exit_code == 0, r.output
     assert "embedding │ mrr" not in r.output and "native    │ mrr" in r.output
-    assert "warning" not in r.output  # native serves mrr: no news
+    assert "not implemented" not in r.output  # native serves mrr: no news
+    # as a real run would: without a judge, native's faithfulness is skipped (embedding's is not)
+    assert "skipping faithfulness (native): no LLM judge configured" in r.output
 
 
 def test_broken_plugin_is_one_line_not_a_traceback(tmp_path):

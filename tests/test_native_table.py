@@ -119,7 +119,8 @@ def test_toy_metric_in_the_cli_dry_run_and_metric_matrix(toy):
     from unified.cli import app
 
     n = len(samples())
-    r = CliRunner().invoke(app, ["run", str(DATA), "--metrics", "toy_politeness", "--dry-run"])
+    r = CliRunner().invoke(app, ["run", str(DATA), "--metrics", "toy_politeness", "--dry-run",
+                                 "--base-url", "http://127.0.0.1:9/v1", "--model", "m"])  # nothing is called
     assert r.exit_code == 0, r.output
     row = next(x for x in r.output.splitlines() if "toy_politeness" in x)
     cells = [c.strip() for c in row.strip("│ ").split("│")]

@@ -462,3 +462,17 @@ def test_sigterm_while_the_comparison_is_written_exits_143_after_the_files_are_w
     assert json.loads((out / "crosscheck.json").read_text())["metrics"]
     assert "</html>" in (out / "report.html").read_text()
     assert signal.getsignal(signal.SIGTERM) is before  # the command put the handler back
+
+
+def test_diff_never_pairs_a_sample_whose_content_changed(tmp_path):
+    data = write_rows(tmp_path / "d.jsonl", ir_rows(4))
+    invoke("run", data, "--metrics", "precision@3", "--out", tmp_path / "a", "--quiet")
+    rows = ir_rows(4)
+    rows[0]["retrieved_ids"] = ["x", "y", "z"]  # the data changed, not the evaluator
+    write_rows(data, rows)
+    invoke("run", data, "--metrics", "precision@3", "--out", tmp_path / "b", "--quiet")
+    r = invoke("diff", tmp_path / "a", tmp_path / "b", "--json", tmp_path / "d.json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads((tmp_path / "d.json").read_text())
+    assert row["n_paired"] == 3 and row["changed"] == 1 and row["delta"] == 0.0 and not row["movers"]
+    assert "1 sample(s) changed content between the runs" in r.output

@@ -317,6 +317,9 @@ def diff_cmd(run_a: Path = typer.Argument(..., help="the earlier run folder"),
         if r["movers"]:
             out_console.print(f"moved most — {r['metric']} ({r['backend']}): " + "; ".join(
                 f"{m['sample_id']} {m['a']:.1f}→{m['b']:.1f}" for m in r["movers"]), highlight=False, soft_wrap=True)
+        if r.get("changed"):
+            err_console.print(f"note: {r['metric']} ({r['backend']}): {r['changed']} sample(s) changed content "
+                              "between the runs and are not compared", highlight=False, soft_wrap=True)
     if json_out:
         json_out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
 

@@ -294,43 +294,95 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
 
 
 def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any]) -> None:
-    """Count tasks and estimate judge calls and tokens per (backend, metric) without
-    calling anything (and without importing a framework): the registry knows what each
-    backend implements and how many calls a metric costs."""
-    from rich.table import Table
-
+    """Count tasks and estimate judge calls, tokens and (with prices) dollars per (backend,
+    metric) without calling anything or importing a framework: the registry knows what a
+    backend implements and what a metric costs; the run plan's own rule (``why_not``) says
+    which pairs the run would skip for want of a judge."""
     from unified import cli
-    from unified.adapters import backend_names, estimate_calls, implements
-    from unified.io import read_samples
+    from unified.adapters import backend_names, estimate_calls
 
     for b in backends:
         if b not in backend_names():
             raise cli.UserError(f"unknown backend '{b}'; known: {', '.join(sorted(backend_names()))}")
-    served = {b: [r for r in refs if implements(b, r)] for b in backends}
-    skipped = [f"{r.name} ({b})" for b in backends for r in refs if r not in served[b]
-               and not any(r in rs for rs in served.values())]
-    if skipped:
-        cli.err_console.print(f"warning: skipping {', '.join(skipped)}: not implemented", highlight=False, soft_wrap=True)
+    judges, _ = _judges({**v, "no_cache": True})
+    served = _dry_plan(refs, backends, judges)
     if not any(served.values()):
         raise cli.UserError("nothing to run: no requested metric is available on the chosen backends")
+    samples, n_bad = _dry_samples(file, v)
+    rows = [row for b in backends if served[b]
+            for row in estimate_calls(b, samples, served[b], single_judge=bool(v.get("single_judge")))]
+    _price_rows(rows, _prices(v), getattr(judges.chat, "model", None))
+    _print_rows(rows, f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
+    cli.out_console.print("a step that several metrics share is counted once, on the first metric that needs it",
+                          highlight=False)
+
+
+def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, list[Any]]:
+    """backend -> the refs a run would score there; the others warned about, as a run does."""
+    from types import SimpleNamespace
+
+    from unified import cli
+    from unified.adapters import backend_info, implements
+    from unified.runplan import Skipped, skip_warnings, why_not
+
+    skipped: list[Skipped] = []
+    served: dict[str, list[Any]] = {}
+    for b in backends:
+        # a stand-in the plan's rule can ask without importing the backend's framework
+        proxy = SimpleNamespace(name=b, uses_judges=backend_info(b).uses_judges,
+                                implements=lambda r, b=b: implements(b, r))
+        served[b] = []
+        for r in refs:
+            reason = why_not(r, proxy, judges)
+            (skipped.append(Skipped(r.name, b, reason)) if reason else served[b].append(r))
+    for w in skip_warnings(skipped, {r.name for rs in served.values() for r in rs}):
+        cli.err_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
+    return served
+
+
+def _dry_samples(file: Path, v: dict[str, Any]) -> tuple[list[Any], int]:
+    from unified import cli
+    from unified.io import read_samples
+
     samples, n_bad = [], 0
     opts = cli._read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep"))
     for i, item in enumerate(read_samples(str(file), opts.pop("mapping"), **opts)):
         if v.get("max_samples") is not None and i >= v["max_samples"]:
             break
-        samples.append(item) if hasattr(item, "user_input") else None
-        n_bad += not hasattr(item, "user_input")
-    rows = [row for b in backends if served[b]
-            for row in estimate_calls(b, samples, served[b], single_judge=bool(v.get("single_judge")))]
-    t = Table(title=f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
-    keys = list(rows[0]) if rows else []
+        if hasattr(item, "user_input"):
+            samples.append(item)
+        else:
+            n_bad += 1
+    return samples, n_bad
+
+
+def _price_rows(rows: list[dict[str, Any]], prices: Any, model: str | None) -> None:
+    """Add ``usd`` to each row from its tokens at judge A's price (USD per 1M tokens);
+    rows of a backend that calls no LLM cost 0."""
+    if not prices:
+        return
+    price = prices.get(model) if model else None
+    for r in rows:
+        if not r.get("calls"):
+            r["usd"] = 0.0 if r.get("calls") == 0 else None
+        elif price is None:
+            r["usd"] = None
+        else:
+            r["usd"] = round((r["input_tokens"] * price[0] + r["output_tokens"] * price[1]) / 1e6, 6)
+
+
+def _print_rows(rows: list[dict[str, Any]], title: str) -> None:
+    from rich.table import Table
+
+    from unified import cli
+
+    t = Table(title=title)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
     for k in keys:
         t.add_column(k)
     for r in rows:
-        t.add_row(*[str(r.get(k, "")) for k in keys])
+        t.add_row(*["—" if r.get(k) is None else str(r.get(k, "")) for k in keys])
     cli.out_console.print(t)
-    cli.out_console.print("a step that several metrics share is counted once, on the first metric that needs it",
-                          highlight=False)
 
 
 def _check_gates_name_metrics(gates: dict[str, float], refs: list[Any]) -> None:

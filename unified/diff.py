@@ -118,25 +118,45 @@ def _gate_line(a: Aggregate, bound: float, max_error_rate: float) -> str:
 
 # ---------------------------------------------------------------- diff
 
-def _values(run_dir: Path) -> dict[tuple[str, str], dict[str, float | None]]:
+Values = dict[tuple[str, str], dict[str, tuple[float | None, str | None]]]
+
+
+def _values(run_dir: Path) -> Values:
+    """(metric, backend) -> sample id -> (value or None when failed, sample hash)."""
     from unified.report import Report
 
-    out: dict[tuple[str, str], dict[str, float | None]] = {}
+    out: Values = {}
     for d in Report.from_dir(run_dir).iter_score_dicts():
+        if d.get("row_error"):
+            continue  # an input row that never became a sample has nothing to pair
         ok = d.get("error") is None and d.get("value") is not None
-        out.setdefault((d["metric"], d["backend"]), {})[d["sample_id"]] = float(d["value"]) if ok else None
+        out.setdefault((d["metric"], d["backend"]), {})[d["sample_id"]] = (
+            float(d["value"]) if ok else None, d.get("sample_hash"))
     return out
 
 
-def _paired_row(metric: str, backend: str, a: dict[str, float | None], b: dict[str, float | None],
-                n_boot: int, seed: int, top: int) -> dict[str, Any]:
-    """One diff row: counts, means over the paired samples, Δ, its CI and the movers."""
+def _changed(a: dict[str, tuple[float | None, str | None]], b: dict[str, tuple[float | None, str | None]]
+             ) -> set[str]:
+    """Samples of both runs whose content differs (both fingerprinted, the hashes unequal):
+    a change in their score is a change of the data, not of the evaluator."""
+    return {sid for sid in a if sid in b and a[sid][1] and b[sid][1] and a[sid][1] != b[sid][1]}
+
+
+def _paired_row(metric: str, backend: str, a_in: dict[str, tuple[float | None, str | None]],
+                b_in: dict[str, tuple[float | None, str | None]], n_boot: int, seed: int, top: int
+                ) -> dict[str, Any]:
+    """One diff row: counts, means over the paired samples, Δ, its CI and the movers.
+    Samples whose content changed between the runs are not paired (``changed``)."""
+    changed = _changed(a_in, b_in)
+    a = {sid: v for sid, (v, _) in a_in.items() if sid not in changed}
+    b = {sid: v for sid, (v, _) in b_in.items() if sid not in changed}
     paired = [sid for sid in a if sid in b and a[sid] is not None and b[sid] is not None]
     diffs = [b[s] - a[s] for s in paired]  # type: ignore[operator]
-    notes: list[str] = []
+    notes: list[str] = [f"{len(changed)} sample(s) changed content between the runs: not paired"] if changed else []
     row: dict[str, Any] = {"metric": metric, "backend": backend, "n_paired": len(paired),
                            "only_a": sum(1 for s in a if s not in b), "only_b": sum(1 for s in b if s not in a),
-                           "failed": sum(1 for s in a if s in b and (a[s] is None or b[s] is None))}
+                           "failed": sum(1 for s in a if s in b and (a[s] is None or b[s] is None)),
+                           "changed": len(changed)}
     if not paired:
         why = Undefined(f"no paired samples (only in A {row['only_a']}, only in B {row['only_b']}, "
                         f"failed on either {row['failed']})")

@@ -245,7 +245,8 @@ class _Ids:
 
     def __init__(self, source: str):
         self.source = source
-        self.used: dict[str, tuple[str, int]] = {}  # id -> (content hash, first row)
+        # id -> (content hash, first row[, the id it repeats when it was given as id#n])
+        self.used: dict[str, tuple[Any, ...]] = {}
         self._next: dict[str, int] = {}
 
     def _suffixed(self, base: str) -> str:
@@ -265,15 +266,16 @@ class _Ids:
             return s, False
         if first[0] == h:
             new = self._suffixed(s.id)
-            self.used[new] = (h, row)
+            self.used[new] = (h, row, s.id)
             return s.model_copy(update={"id": new}), True
         if soft_key is not None:  # a row name used before: keep it, identify by content
             new = h if h not in self.used else self._suffixed(h)
             self.used[new] = (h, row)
             return s.model_copy(update={"id": new, "metadata": {**s.metadata, soft_key: s.id}}), False
-        return RowError(self.source, row, "id", f"id '{s.id}' is already used by {self.source}:{first[1]} "
-                                                f"with other content; give this row its own id "
-                                                f"(row {first[1]} keeps it)"), False
+        by = (f"{self.source}:{first[1]} (a repeat of '{first[2]}', given that id)"
+              if len(first) > 2 else f"{self.source}:{first[1]}")
+        return RowError(self.source, row, "id", f"id '{s.id}' is already used by {by} with other content; "
+                                                f"give this row its own id (row {first[1]} keeps it)"), False
 
 
 # ---------------------------------------------------------------- reading

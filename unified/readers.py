@@ -245,8 +245,11 @@ def _records_of(doc: Any, source: str) -> list[Any]:
     if isinstance(doc, dict):
         if any(k in ALIASES["user_input"] for k in doc):
             return [doc]
-        lists = [v for v in doc.values() if isinstance(v, list) and all(isinstance(x, dict) for x in v)]
-        return lists[0] if len(lists) == 1 else [doc]
+        lists = {k: v for k, v in doc.items() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)}
+        if len(lists) > 1:
+            raise ValueError(f"{source}: an object with several lists of records ({', '.join(map(repr, lists))}); "
+                             "which one holds the samples is ambiguous — keep one, or pass that list")
+        return next(iter(lists.values())) if lists else [doc]
     raise ValueError(f"{source}: expected a JSON list of samples, got {type(doc).__name__}")
 
 

@@ -394,11 +394,25 @@ class _Run:
         if self.opts.quiet:
             return
         if self.opts.show_summary:
-            print_table(self._aggregates_from(summary), summary["timings"].get("wall_seconds_total"))
-            self.say(f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected")
+            aggs = self._aggregates_from(summary)
+            print_table(aggs, summary["timings"].get("wall_seconds_total"))
+            self.say(self._rows_line(max((a.count for a in aggs), default=0)))
         failed, n_degraded = summary.get("n_errors", 0), summary.get("n_degraded", 0)
         print_failures(groups, failed, self.hint(retry=True) if failed or n_degraded else None,
                        degraded=degraded)
+
+    def _rows_line(self, most_per_pair: int) -> str:
+        """``rows read = scored + rejected``, and what else the table counts: rows an
+        interruption left unread, or earlier rows of the folder that --max-samples did not
+        read this time."""
+        c = self.counts
+        line = f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected"
+        if self.interrupted:
+            return line + " (before the interruption)"
+        if not self.complete and most_per_pair > c.rows_read:
+            line += (f"; the table also counts earlier rows of {self.out} (up to {most_per_pair} per "
+                     "metric) that --max-samples did not read this time")
+        return line
 
     @staticmethod
     def _aggregates_from(summary: dict[str, Any]) -> list[Any]:

@@ -54,13 +54,7 @@ class RunPlan:
 
     def warnings(self) -> list[str]:
         """One line per reason; unimplemented pairs only for metrics nobody serves."""
-        served = {p.metric.name for p in self.pairs}
-        by_reason: dict[str, list[str]] = {}
-        for s in self.skipped:
-            if s.reason == NOT_IMPLEMENTED and s.metric in served:
-                continue
-            by_reason.setdefault(s.reason, []).append(f"{s.metric} ({s.backend})")
-        return [f"skipping {', '.join(items)}: {reason}" for reason, items in by_reason.items()]
+        return skip_warnings(self.skipped, {p.metric.name for p in self.pairs})
 
     def unserved(self, refs: Sequence[MetricRef]) -> list[dict[str, str]]:
         """The requested metrics no chosen backend can run, each with why: a metric asked
@@ -79,6 +73,17 @@ class RunPlan:
             counts[s.reason] = counts.get(s.reason, 0) + 1
         return ("nothing to run: no requested metric is available on the chosen backends ("
                 + "; ".join(f"{k}: {v} pair(s)" for k, v in counts.items()) + ")")
+
+
+def skip_warnings(skipped: Sequence[Skipped], served: set[str]) -> list[str]:
+    """One line per reason; an unimplemented pair is news only when no chosen backend
+    serves its metric (``served``: metric names some pair runs)."""
+    by_reason: dict[str, list[str]] = {}
+    for s in skipped:
+        if s.reason == NOT_IMPLEMENTED and s.metric in served:
+            continue
+        by_reason.setdefault(s.reason, []).append(f"{s.metric} ({s.backend})")
+    return [f"skipping {', '.join(items)}: {reason}" for reason, items in by_reason.items()]
 
 
 def why_not(ref: MetricRef, backend: Any, judges: Any) -> str | None:

@@ -202,7 +202,9 @@ def check_grade(key: Any, value: Any) -> float:
     if isinstance(value, float) and not math.isfinite(value):  # NaN would poison nDCG
         raise SampleError(field, f"expected a finite number, got {value}")
     if abs(value) > MAX_GRADE:  # compared before float(): a huge int does not fit a float
-        shown = f"{value:.3g}" if isinstance(value, float) else f"an integer of {len(str(abs(value)))} digits"
+        digits = len(str(abs(value))) if isinstance(value, int) else 0
+        shown = (f"{value:.3g}" if isinstance(value, float) else
+                 str(value) if digits <= 20 else f"{str(value)[:8]}… (an integer of {digits} digits)")
         raise SampleError(field, f"grade {shown} is out of range; grades must lie in "
                                  f"[-{MAX_GRADE:g}, {MAX_GRADE:g}] (nDCG's gain is 2**grade - 1)")
     return float(value)
