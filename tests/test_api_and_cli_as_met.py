@@ -148,3 +148,30 @@ def test_dry_run_prices_the_calls_and_says_what_a_run_would_skip(tmp_path, monke
     cells = [c.strip() for c in row.split("│") if c.strip()]
     tokens_in, tokens_out, usd = int(cells[5]), int(cells[6]), float(cells[-1])
     assert usd == pytest.approx((tokens_in * 0.15 + tokens_out * 0.60) / 1e6, abs=1e-6)
+
+
+def test_to_pandas_rows_follow_the_input_not_the_finishing_order(tmp_path):
+    import asyncio
+    import random
+
+    from unified import Sample, evaluate
+    from unified.adapters import Backend
+    from unified.scores import Score
+
+    class Jittery(Backend):
+        name = "jittery"
+        metrics = frozenset({"mrr", "precision_at_k"})
+        uses_judges = False
+
+        async def score(self, sample, metrics):
+            await asyncio.sleep(random.random() / 50)
+            return [Score.from_raw(m.name, self.name, sample.id, 0.5) for m in metrics]
+
+    samples = [Sample(id=f"s{i}", user_input=f"q{i}?") for i in range(12)]
+    orders = []
+    for n in range(2):
+        report = evaluate(samples, "precision@3,mrr", [Jittery()], out=tmp_path / str(n), quiet=True)
+        orders.append(list(zip(report.to_pandas()["sample_id"], report.to_pandas()["metric"])))
+    assert orders[0] == orders[1]
+    assert [sid for sid, _ in orders[0][::2]] == [s.id for s in samples]  # as read
+    assert [m for _, m in orders[0][:2]] == ["precision@3", "mrr"]  # as asked

@@ -138,9 +138,24 @@ class Report:
                 row[f"cost_{k}"] = v
             rows.append(row)
         df = pd.DataFrame(rows) if rows else pd.DataFrame(columns=cols)
+        if rows:
+            df = self._stable_order(df)
         if samples:
             df = self._join_samples(df)
         return df
+
+    def _stable_order(self, df: Any) -> Any:
+        """Rows in one order whatever order the tasks finished in: samples as read (input
+        rows that never became samples last), then the one metric order, then backend."""
+        from unified.report.model import metric_order
+
+        position = {d["id"]: i for i, d in enumerate(self.iter_samples())}
+        metric_rank = {m: i for i, m in enumerate(metric_order(list(dict.fromkeys(df["metric"]))))}
+        keys = df.assign(_s=[len(position) if r else position.get(sid, len(position))
+                             for sid, r in zip(df["sample_id"], df["row_error"])],
+                         _m=df["metric"].map(metric_rank))
+        return keys.sort_values(["_s", "sample_id", "_m", "backend"], kind="stable").drop(
+            columns=["_s", "_m"]).reset_index(drop=True)
 
     def _join_samples(self, df: Any) -> Any:
         fields = ("user_input", "response", "reference")
