@@ -20,6 +20,7 @@ import pytest
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
 from judge_server import JudgeServer  # noqa: E402
+from support import import_in_clean_env  # noqa: E402
 
 from unified.adapters.ragas import JudgeRagasLLM  # noqa: E402  (before ragas: quiet)
 import ragas.metrics.collections as rc  # noqa: E402
@@ -49,23 +50,9 @@ def _key(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-not-a-secret")
 
 
-def _import_in_clean_env(module: str, extra: str = "") -> dict:
-    """Import ``module`` in a fresh interpreter whose environment has none of the quiet
-    switches (and contrary values where a user might have set them): conftest.py sets them
-    for this process, so checking os.environ here could never fail."""
-    import json as _json
-    env = {k: v for k, v in os.environ.items() if k not in QUIET_ENV}
-    env.update({"RAGAS_DO_NOT_TRACK": "false", "DEEPEVAL_TELEMETRY_OPT_OUT": "0"})
-    code = (f"import json, os, {module}\n{extra}\n"
-            f"print(json.dumps({{k: os.environ.get(k) for k in {sorted(QUIET_ENV)!r}}}))")
-    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr[-2000:]
-    return _json.loads(r.stdout.strip().splitlines()[-1])
-
-
 def test_telemetry_switches_are_set_after_import():
-    got = _import_in_clean_env("unified.adapters.ragas",
-                               "import ragas._analytics as a; assert a.do_not_track() is True")
+    got = import_in_clean_env("unified.adapters.ragas", list(QUIET_ENV),
+                              "import ragas._analytics as a; assert a.do_not_track() is True")
     assert got == QUIET_ENV
 
 

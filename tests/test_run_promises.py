@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from judge_server import JudgeServer
+from support import cli_env
 from unified.cli import app
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,12 +51,6 @@ def ir_rows(n: int = 4) -> list[dict]:
              "relevant_ids": ["a"]} for i in range(n)]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL", "UNIFIED_EMBEDDING"):
-        env.pop(k, None)
-    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
-    return env
 
 
 # ---------------------------------------------------------------- a score belongs to what produced it
@@ -212,7 +207,7 @@ def test_credentials_in_urls_never_reach_an_artefact(tmp_path):
 def _slow_run(out: Path, url: str, *extra: str) -> subprocess.Popen:
     return subprocess.Popen([str(CLI), "run", str(DATA), "--metrics", "faithfulness,context_relevancy",
                              "--base-url", url, "--model", "m", "--concurrency", "2", "--out", str(out),
-                             *extra], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             *extra], env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def _wait_for(pred, timeout: float = 30.0) -> bool:
@@ -233,7 +228,7 @@ def test_second_writer_exits_2_and_kill_9_releases_the_lock(tmp_path):
             assert _wait_for(lambda: (out / "scores.jsonl").exists() and (out / "scores.jsonl").stat().st_size)
             second = subprocess.run([str(CLI), "run", str(DATA), "--metrics", "faithfulness", "--out", str(out),
                                      "--base-url", srv.base_url, "--model", "m", "--quiet"],
-                                    env=_env(), capture_output=True, text=True, timeout=60)
+                                    env=cli_env(), capture_output=True, text=True, timeout=60)
             assert second.returncode == 2
             assert f"{out} is in use by pid {first.pid}" in second.stderr
             assert "Traceback" not in second.stderr
@@ -243,7 +238,7 @@ def test_second_writer_exits_2_and_kill_9_releases_the_lock(tmp_path):
         # kill -9 released the lock: a resume finishes with one line per task
         r = subprocess.run([str(CLI), "run", str(DATA), "--metrics", "faithfulness,context_relevancy",
                             "--base-url", srv.base_url, "--model", "m", "--out", str(out), "--quiet"],
-                           env=_env(), capture_output=True, text=True, timeout=300)
+                           env=cli_env(), capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     k = keys(out / "scores.jsonl")
     assert len(k) == len(set(k)) == 2 * len(DATA.read_text().splitlines())
@@ -288,7 +283,7 @@ def test_full_disk_is_one_line_and_keeps_what_was_written(small_disk):
             for i in range(400)]
     data = write_rows(small_disk.parent / "big.jsonl", rows)
     r = subprocess.run([str(CLI), "run", str(data), "--metrics", "mrr,precision@1", "--out", str(out),
-                        "--no-cache", "--quiet"], env=_env(), capture_output=True, text=True, timeout=120)
+                        "--no-cache", "--quiet"], env=cli_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     err = [x for x in r.stderr.splitlines() if x.strip()]
     assert any(x.startswith("error: cannot write") and "no space left" in x for x in err), r.stderr
@@ -307,7 +302,7 @@ def test_read_only_out_is_one_line(small_disk):
     rows[0]["retrieved_ids"] = ["b"]
     write_rows(data, rows)
     r = subprocess.run([str(CLI), "run", str(data), "--metrics", "mrr", "--out", str(out), "--no-cache",
-                        "--quiet"], env=_env(), capture_output=True, text=True, timeout=120)
+                        "--quiet"], env=cli_env(), capture_output=True, text=True, timeout=120)
     assert r.returncode == 2, r.stderr
     err = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(err) == 1 and "read-only file system" in err[0] and str(out) in err[0], r.stderr
@@ -348,7 +343,7 @@ def test_judge_killed_mid_run_every_task_ends_once_and_the_exit_code_says_so(tmp
     proc = subprocess.Popen([str(CLI), "run", str(DATA), "--metrics", "faithfulness,precision@3",
                              "--base-url", srv.base_url, "--model", "m", "--concurrency", "2",
                              "--max-retries", "1", "--out", str(out), "--quiet"],
-                            env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert _wait_for(lambda: (out / "scores.jsonl").exists() and
                          sum(d["metric"] == "faithfulness" for d in lines(out / "scores.jsonl")) >= 3)

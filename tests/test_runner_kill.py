@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 
 from judge_server import JudgeServer
+from support import cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
@@ -39,12 +40,6 @@ def _cmd(out: Path, url: str) -> list[str]:
             "--model", "loopback", "--concurrency", str(CONCURRENCY), "--quiet"]
 
 
-def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL", "UNIFIED_EMBEDDING"):
-        env.pop(k, None)
-    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
-    return env
 
 
 def _score_lines(path: Path) -> list[dict]:
@@ -77,7 +72,7 @@ def server():
 def cold(server, tmp_path_factory):
     out = tmp_path_factory.mktemp("cold")
     server.reset_counts()
-    subprocess.run(_cmd(out, server.base_url), env=_env(), check=True, capture_output=True, timeout=300)
+    subprocess.run(_cmd(out, server.base_url), env=cli_env(), check=True, capture_output=True, timeout=300)
     rows = _score_lines(out / "scores.jsonl")
     return {"calls": server.chat_count, "values": {(d["sample_id"], d["metric"]): d["value"] for d in rows},
             "n": len(rows)}
@@ -88,7 +83,7 @@ def test_kill_9_then_resume_is_exactly_once_and_not_rebilled(server, cold, tmp_p
     rng = random.Random(seed)
     out = tmp_path / "run"
     server.reset_counts()
-    proc = subprocess.Popen(_cmd(out, server.base_url), env=_env(), stdout=subprocess.DEVNULL,
+    proc = subprocess.Popen(_cmd(out, server.base_url), env=cli_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     target = rng.randint(1, cold["n"] - 2)
     _wait_lines(out / "scores.jsonl", target, proc)
@@ -99,7 +94,7 @@ def test_kill_9_then_resume_is_exactly_once_and_not_rebilled(server, cold, tmp_p
     before = len(_score_lines(out / "scores.jsonl"))
     assert 0 < before < cold["n"]
 
-    res = subprocess.run(_cmd(out, server.base_url), env=_env(), capture_output=True, text=True, timeout=300)
+    res = subprocess.run(_cmd(out, server.base_url), env=cli_env(), capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
     keys = [(d["sample_id"], d["metric"], d["backend"]) for d in rows]
@@ -113,7 +108,7 @@ def test_kill_9_then_resume_is_exactly_once_and_not_rebilled(server, cold, tmp_p
 
 def test_ctrl_c_stops_cleanly_and_resume_completes(server, cold, tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen(_cmd(out, server.base_url), env=_env(), stdout=subprocess.PIPE,
+    proc = subprocess.Popen(_cmd(out, server.base_url), env=cli_env(), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     _wait_lines(out / "scores.jsonl", 10, proc)
     assert proc.poll() is None
@@ -126,6 +121,6 @@ def test_ctrl_c_stops_cleanly_and_resume_completes(server, cold, tmp_path):
     assert f"of {cold['n']} scored; resume with: unified-eval run" in line and f"--out {out}" in line
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == n_done == len({(d["sample_id"], d["metric"]) for d in rows})
-    res = subprocess.run(_cmd(out, server.base_url), env=_env(), capture_output=True, text=True, timeout=300)
+    res = subprocess.run(_cmd(out, server.base_url), env=cli_env(), capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     assert len((out / "scores.jsonl").read_text().splitlines()) == cold["n"]

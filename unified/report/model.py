@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from unified.runfolder import iter_lines
 from unified.scores import Aggregate, Cost, RunningAggregates, Score
 
 COST_FIELDS = tuple(Cost.model_fields)
@@ -178,19 +179,7 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     return d if ok else None
 
 
-def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
-    """The JSON objects of a JSONL file, skipping blank, torn and non-object lines."""
-    if not path.exists():
-        return
-    with open(path, "rb") as f:
-        for raw in f:
-            if raw.strip():
-                try:
-                    d = json.loads(raw)
-                except ValueError:
-                    continue
-                if isinstance(d, dict):
-                    yield d
+iter_jsonl = iter_lines  # the one reader of a run folder's JSONL files (unified.runfolder)
 
 
 # ---------------------------------------------------------------- the one pass

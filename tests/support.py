@@ -1,0 +1,32 @@
+"""Helpers several test modules share (fixtures live in conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def cli_env() -> dict[str, str]:
+    """The environment for a `unified-eval` subprocess: no judge from this machine's
+    environment, a dummy key (the loopback judge ignores it)."""
+    env = dict(os.environ)
+    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL", "UNIFIED_EMBEDDING"):
+        env.pop(k, None)
+    env["OPENAI_API_KEY"] = "sk-test-not-a-real-key"
+    return env
+
+
+def import_in_clean_env(module: str, names: list[str], extra: str = "") -> dict:
+    """Import ``module`` in a fresh interpreter whose environment has none of ``names``
+    (and contrary values where a user might have set them: conftest.py sets the quiet
+    switches for this process, so checking os.environ here could never fail); returns
+    the values of ``names`` after the import."""
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    env.update({"RAGAS_DO_NOT_TRACK": "false", "DEEPEVAL_TELEMETRY_OPT_OUT": "0"})
+    code = (f"import json, os, {module}\n{extra}\n"
+            f"print(json.dumps({{k: os.environ.get(k) for k in {sorted(names)!r}}}))")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout.strip().splitlines()[-1])
