@@ -13,6 +13,7 @@ from typing import Any, Callable, ClassVar, Coroutine, Mapping, TypeVar
 
 from unified.adapters import Backend, missing_field_error
 from unified.adapters._quiet import quiet_frameworks
+from unified.redact import one_line  # noqa: F401  (scrubbed, then cut: re-exported for the adapters)
 from unified.judge.base import Judges
 from unified.metrics import MetricRef
 from unified.sample import Sample
@@ -35,12 +36,6 @@ def run_blocking(factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
     ctx = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(ctx.run, lambda: asyncio.run(factory())).result()
-
-
-def one_line(text: str, limit: int = 300) -> str:
-    """A framework's (often multi-line) error message as one line of at most ``limit``."""
-    line = " ".join(str(text).split())
-    return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
 class FrameworkBackend(Backend):

@@ -249,3 +249,20 @@ async def test_single_flight_waiter_survives_the_owner_being_cancelled(tmp_path)
     with pytest.raises(asyncio.CancelledError):
         await waiter
     assert isinstance(await owner, Rating)
+
+
+def test_embedding_keys_follow_what_decides_the_vectors(tmp_path):
+    """The cache key and the run fingerprint use one rule (Embedder.describe): another
+    endpoint or another `dimensions` is another vector, the same model name or not."""
+    from unified.judge import CachedEmbedder, EmbeddingConfig, OpenAIEmbedder
+
+    cache = JudgeCache(tmp_path / "c.sqlite")
+
+    def key(**kw):
+        cfg = EmbeddingConfig(kind="openai", base_url="http://127.0.0.1:9/v1", model="e", **kw)
+        return CachedEmbedder(OpenAIEmbedder(cfg), cache)._key("text")
+
+    assert key() == key()
+    assert key(dimensions=256) != key(dimensions=1536) != key()
+    other = EmbeddingConfig(kind="openai", base_url="http://127.0.0.1:10/v1", model="e")
+    assert CachedEmbedder(OpenAIEmbedder(other), cache)._key("text") != key()

@@ -336,3 +336,14 @@ def test_repeated_metric_or_backend_is_scored_once(tmp_path):
     evaluate(make_samples(5), "mrr,mrr", [b, b], judges=Judges(), out=tmp_path, quiet=True)
     t = triples(tmp_path / "scores.jsonl")
     assert len(t) == 5 and len(set(t)) == 5
+
+
+def test_two_input_errors_that_name_the_same_sample_get_one_line_each(tmp_path):
+    # a pipeline whose two questions with id "a" both fail: two tasks, two keys, two lines
+    errs = [RowError("pipeline", 1, None, "retrieval failed", sample_id="a"),
+            RowError("pipeline", 2, None, "retrieval failed", sample_id="a")]
+    evaluate(errs + make_samples(1), "mrr", [CountingBackend()], out=tmp_path, quiet=True)
+    rows = lines(tmp_path / "scores.jsonl")
+    keys = [(d["row_error"], d["sample_id"], d["metric"], d["backend"]) for d in rows]
+    assert len(keys) == len(set(keys)) == 3
+    assert {d["sample_id"] for d in rows if d["row_error"]} == {"a", "a#2"}

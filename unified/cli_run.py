@@ -218,6 +218,9 @@ def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
             setup = _setup(command, file, values)
             if setup is None:
                 return
+        if terminated:  # SIGTERM while plugins, judges and backends loaded: nothing scored yet
+            cli.err_console.print("interrupted by SIGTERM before the run started", highlight=False)
+            raise typer.Exit(EXIT_SIGTERM)
         try:
             with cli._user_errors():
                 report = _evaluate(command, setup, values)
@@ -246,7 +249,7 @@ def _sigterm_deferred() -> Iterator[list[int]]:
     try:
         yield got
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 @dataclass

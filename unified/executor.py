@@ -3,8 +3,11 @@ executor only scores.
 
 A ``TaskGroup`` is one sample, one backend and the metrics still to score on it, all in
 one ``backend.score`` call so a backend can share judge calls between them. Groups that
-need a judge and groups that do not are separate, with separate windows, so a slow or
-dead judge never holds back deterministic metrics.
+need a judge and groups that do not are separate, with separate windows, so groups in
+flight never wait on each other's slots. Groups are pulled in input order, so while every
+judge slot is taken the next groups wait to be pulled; a judge that stopped answering is
+cut off by its circuit breaker (about one timeout), after which its tasks fail at once
+and the rest flow again.
 
 ``LocalExecutor`` runs groups as asyncio tasks in this process: at most ``concurrency``
 judge-using groups and ``free_concurrency`` judge-free ones in flight (the memory window;

@@ -12,9 +12,10 @@ Two hashes travel on every score line (``Score.sample_hash``, ``Score.config_has
   settings, single/dual judge, structured-output mode) and the embedding model.
 
 A deterministic metric (``precision@3``) therefore keeps its scores when the judge
-changes; ``faithfulness`` does not. Base URLs and keys are never part of a fingerprint:
-the same model behind another gateway gives the same answers (the judge cache makes the
-same choice), and a fingerprint is written to disk.
+changes; ``faithfulness`` does not. A judge is its endpoint (the URL without credentials
+or query, ``unified.redact.endpoint_of``), model and sampling: model names are often
+placeholders ("local"), so another server is another judge, as in the judge cache's
+keys. Keys and a URL's credentials are never part of a fingerprint (it is written to disk).
 
 On resume a task counts as done only when its line carries both hashes of this run;
 ``diff_configs`` names what changed when a configuration differs.

@@ -233,7 +233,7 @@ def log_run(report: Any, tracking_uri: Any = True, *, summary: Mapping[str, Any]
     ``report.run_dir``; a file missing there is written from the Report). Raises
     ``MlflowUnavailable`` without the extra, ``MlflowLogError`` (one line, URI redacted)
     when MLflow fails."""
-    from unified.redact import one_line, redact_url
+    from unified.redact import one_line, redact_url, url_secrets
 
     require_mlflow()
     uri = resolve_tracking_uri(tracking_uri)
@@ -254,21 +254,8 @@ def log_run(report: Any, tracking_uri: Any = True, *, summary: Mapping[str, Any]
     except MlflowUnavailable:
         raise
     except Exception as e:  # MlflowException, OSError, a refused connection: one line, never a traceback
-        text = one_line(e, 300, secrets=_url_secrets(uri))
+        text = one_line(e, 300, secrets=url_secrets(uri))
         raise MlflowLogError(f"MLflow logging to {redact_url(uri)} failed: {text}", report) from None
-
-
-def _url_secrets(uri: str) -> list[str]:
-    """The credentials in ``uri`` (userinfo, secret-named query values): HTTP errors quote
-    the path and query without the scheme, where no URL pattern finds them."""
-    from urllib.parse import parse_qsl, urlsplit
-
-    from unified.redact import is_secret_name
-
-    parts = urlsplit(uri)
-    found = [parts.password, parts.username if parts.password else None]
-    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=False) if is_secret_name(k)]
-    return [x for x in found if x]
 
 
 def _send(uri: str, experiment: str, run_name: str, params: Mapping[str, str], metrics: Mapping[str, float],

@@ -75,6 +75,12 @@ def _os_error(path: Path, e: OSError, doing: str) -> RunFolderError:
     return RunFolderError(f"cannot {doing} {path}: {reason}")
 
 
+def _is_score_line(d: Mapping[str, Any]) -> bool:
+    """A line the run folder can key: a foreign or hand-edited line without the task's
+    fields is dropped on compaction rather than crash the run's end."""
+    return all(k in d for k in ("sample_id", "metric", "backend"))
+
+
 def line_key(d: Mapping[str, Any]) -> tuple[bool, str, str, str]:
     """The task key of a score line (see the module docstring)."""
     return (bool(d.get("row_error")), str(d["sample_id"]), str(d["metric"]), str(d["backend"]))
@@ -195,8 +201,9 @@ class ScanResult:
         return self.done.get(key, {}).get(shash, 0)
 
     def has_other(self, key: Key, shash: str) -> bool:
-        """True when the file holds lines of ``key`` made from other content."""
-        return any(h != shash for h in self.done.get(key, {}))
+        """True when the file holds lines of ``key`` made from other content (a line with
+        no fingerprint, ``""``, is not known to differ: it is counted as unfingerprinted)."""
+        return any(h not in (shash, "") for h in self.done.get(key, {}))
 
 
 class RunFolder:
@@ -347,11 +354,11 @@ class RunFolder:
         other pairs are kept as they are. Returns the number of lines dropped."""
         last: dict[tuple[bool, str, str, str], int] = {}
         for i, d in enumerate(iter_lines_indexed(self.scores)):
-            if d is not None:
+            if d is not None and _is_score_line(d):
                 last[line_key(d)] = i
 
         def keep(i: int, d: dict[str, Any] | None) -> bool:
-            if d is None or last.get(line_key(d)) != i:
+            if d is None or not _is_score_line(d) or last.get(line_key(d)) != i:
                 return False
             if f"{d['metric']}|{d['backend']}" not in pairs:
                 return True

@@ -233,6 +233,10 @@ class _Run:
         # an error that knows its sample (a pipeline question with an id) is filed under it,
         # in the row-error namespace: it never matches a real sample's line
         sid = getattr(err, "sample_id", None) or f"row:{getattr(err, 'row', '?')}"
+        n = 1
+        while (True, sid if n == 1 else f"{sid}#{n}") in self.seen:  # two errors of one id: two lines
+            n += 1
+        sid = sid if n == 1 else f"{sid}#{n}"
         key: Key = (True, sid)
         text = str(err)
         h = text_hash(text)
@@ -481,7 +485,8 @@ def _sigterm_cancels(run: _Run) -> Iterator[None]:
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # None: the handler before was installed from C; the default is the safe fallback
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 async def _run_once(run: _Run) -> "Report":
@@ -542,8 +547,10 @@ async def aevaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = 
             await asyncio.to_thread(log_run, report, opts.mlflow, summary=run.summary, folder=run.out)
         return report
     finally:
-        await run.aclose()
-        run.cleanup()
+        try:
+            await run.aclose()
+        finally:  # a second cancellation inside aclose must not leave the lock or a temp folder
+            run.cleanup()
 
 
 def evaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = ("native",),

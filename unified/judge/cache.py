@@ -2,18 +2,21 @@
 
 Chat key::
 
-    request_hash = sha256(canonical_json({endpoint, model, messages, schema, sampling params}))
+    request_hash = sha256(canonical_json({judge, messages, schema, sampling params}))
     key          = sha256(request_hash + ":" + occurrence)
 
 where ``occurrence`` is how many identical requests the running task has already sent
 (``TaskMeter.next_occurrence``). A metric that asks the same question three times on
 purpose (RAGAS answer relevancy) gets three entries: three calls cold, zero warm.
-``endpoint`` is the judge's URL without credentials or query (``redact.endpoint_of``):
-model names are often placeholders ("local"), and two servers answering to the same name
-are two judges whose answers must never stand in for each other. The API key is never
-part of a key and never touches the cache file.
+``judge`` is ``ChatJudge.describe()`` without its sampling (those come whole from
+``sampling_params``): its endpoint — the URL without credentials or query
+(``redact.endpoint_of``) — model and structured-output mode, the same identity a run
+fingerprint uses. Model names are often placeholders ("local"): two servers answering to
+the same name are two judges whose answers must never stand in for each other. The API
+key is never part of a key and never touches the cache file.
 
-Embedding key: ``sha256(canonical_json({endpoint, model, text}))``, one row per text,
+Embedding key: ``sha256(canonical_json({embedder, text}))`` with ``embedder`` =
+``Embedder.describe()`` (endpoint, model, dimensions), one row per text,
 vectors stored as little-endian float64 bytes so a warm run returns bit-identical vectors.
 
 Where: one file shared by every run (``default_cache_path()``: the platform's user cache
@@ -55,7 +58,7 @@ import time
 import warnings
 from array import array
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -63,6 +66,8 @@ from unified.judge.base import (CallRecord, ChatJudge, Embedder, JudgeCacheError
                                 current_meter, record_call)
 from unified.judge.structured import schema_json
 from unified.runfolder import CACHE_FILE
+
+R = TypeVar("R")
 
 APP_NAME = "unified-rag-eval"
 BUSY_TIMEOUT_S = 30.0
@@ -133,6 +138,26 @@ def _check_tables(conn: sqlite3.Connection) -> None:
             raise ValueError(f"it is not a judge cache (table {table!r} has columns {found})")
 
 
+@runtime_checkable
+class CacheStore(Protocol):
+    """What the cache wrappers (``CachedChatJudge``, ``CachedEmbedder``) call on a store;
+    ``JudgeCache`` (SQLite) is one. A store never raises from these: a failed lookup is a
+    miss and a failed write is dropped (after one warning), so a broken cache can cost
+    calls but never a score. A networked store for several machines implements them,
+    plus ``remote_factory()`` — a picklable zero-argument callable that opens the same
+    store in another process (``unified.ray_executor`` ships it to its actors)."""
+
+    def lookup_chat(self, key: str) -> tuple[str, int, int] | None: ...
+
+    def store_chat(self, key: str, model: str, answer: str) -> None: ...
+
+    def lookup_vectors(self, keys: Sequence[str]) -> dict[str, list[float]]: ...
+
+    def store_vectors(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class JudgeCache:
     """One SQLite file holding chat answers and embedding vectors."""
 
@@ -194,43 +219,32 @@ class JudgeCache:
         warnings.warn(f"judge cache {self.path}: cannot {action} ({exc}); {then}",
                       JudgeCacheWarning, stacklevel=2)
 
-    def lookup_chat(self, key: str) -> tuple[str, int, int] | None:
-        """``get_chat`` that warns once and misses instead of raising."""
+    def _guarded(self, action: str, fn: Callable[[], R], default: R) -> R:
+        """``fn()``, or ``default`` after one warning when SQLite fails: a cache that
+        cannot be read misses, one that cannot be written stops writing (the answers are
+        still returned; the run goes on uncached)."""
+        failed = "_write_failed" if action == "write" else "_read_failed"
+        if action == "write" and self._write_failed:
+            return default
         try:
-            return self.get_chat(key)
+            return fn()
         except sqlite3.Error as exc:
-            if not self._read_failed:
-                self._read_failed = True
-                self._warn("read", exc)
-            return None
+            if not getattr(self, failed):
+                setattr(self, failed, True)
+                self._warn(action, exc)
+            return default
+
+    def lookup_chat(self, key: str) -> tuple[str, int, int] | None:
+        return self._guarded("read", lambda: self.get_chat(key), None)
 
     def store_chat(self, key: str, model: str, answer: str) -> None:
-        """``put_chat`` that warns once and stops writing instead of raising."""
-        if self._write_failed:
-            return
-        try:
-            self.put_chat(key, model, answer, 0, 0)
-        except sqlite3.Error as exc:
-            self._write_failed = True
-            self._warn("write", exc)
+        self._guarded("write", lambda: self.put_chat(key, model, answer, 0, 0), None)
 
     def lookup_vectors(self, keys: Sequence[str]) -> dict[str, list[float]]:
-        try:
-            return self.get_vectors(keys)
-        except sqlite3.Error as exc:
-            if not self._read_failed:
-                self._read_failed = True
-                self._warn("read", exc)
-            return {}
+        return self._guarded("read", lambda: self.get_vectors(keys), {})
 
     def store_vectors(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None:
-        if self._write_failed:
-            return
-        try:
-            self.put_vectors(model, items)
-        except sqlite3.Error as exc:
-            self._write_failed = True
-            self._warn("write", exc)
+        self._guarded("write", lambda: self.put_vectors(model, items), None)
 
     # -- sync primitives (each one statement: short lock hold across processes)
     def get_chat(self, key: str) -> tuple[str, int, int] | None:
@@ -323,14 +337,15 @@ class CachedChatJudge(ChatJudge):
         self.cache = cache
         self.model = inner.model
         self._inflight: dict[str, asyncio.Future] = {}
+        # who answers, as the run fingerprint sees it (endpoint, model, structured-output
+        # mode): one rule for both; sampling comes unredacted from sampling_params below
+        self._judge = {k: v for k, v in inner.describe().items() if k != "sampling"}
 
     def _key(self, kind: str, messages: Messages, schema: type[BaseModel] | None,
              params: dict[str, Any]) -> str:
         sampling = getattr(self.inner, "sampling_params", lambda: {})()
-        endpoint = self.inner.describe().get("endpoint")
         request_hash = sha256(canonical_json({
-            "kind": kind, "model": self.inner.model, "messages": messages,
-            **({"endpoint": endpoint} if endpoint else {}),
+            "kind": kind, "judge": self._judge, "messages": messages,
             "schema": schema_json(schema) if schema is not None else None,
             "params": {**sampling, **params}}))
         occurrence = current_meter().next_occurrence(request_hash)
@@ -410,12 +425,11 @@ class CachedEmbedder(Embedder):
         self.inner = inner
         self.cache = cache
         self.model = inner.model
-        self._endpoint = inner.describe().get("endpoint")  # None for the in-process model
+        # what decides the vectors (endpoint, model, dimensions): the fingerprint's rule too
+        self._embedder = inner.describe()
 
     def _key(self, text: str) -> str:
-        endpoint = self._endpoint
-        return sha256(canonical_json({"model": self.inner.model, "text": text,
-                                      **({"endpoint": endpoint} if endpoint else {})}))
+        return sha256(canonical_json({"embedder": self._embedder, "text": text}))
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()

@@ -24,9 +24,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence, runtime_checkable
+from typing import Any, Callable, Sequence
 
 from unified.judge.base import Judges
+from unified.judge.cache import CacheStore  # the judge layer's protocol; re-exported here
 from unified.redact import one_line
 
 LOCAL_EMBEDDER = "unified.judge.local.LocalEmbedder"
@@ -38,25 +39,6 @@ class RayExecutorError(ValueError):
 
 
 # ---------------------------------------------------------------- the pluggable cache
-
-@runtime_checkable
-class CacheStore(Protocol):
-    """What the judge layer's cache wrappers (``CachedChatJudge``, ``CachedEmbedder``)
-    need from a store; ``unified.judge.cache.JudgeCache`` (SQLite) is one. A networked
-    store (Redis, a database) that implements these five methods, plus
-    ``remote_factory()`` returning a picklable zero-argument callable that opens the same
-    store in another process, is shared by every actor on every machine."""
-
-    def get_chat(self, key: str) -> tuple[str, int, int] | None: ...
-
-    def put_chat(self, key: str, model: str, answer: str, input_tokens: int, output_tokens: int) -> None: ...
-
-    def get_vectors(self, keys: Sequence[str]) -> dict[str, list[float]]: ...
-
-    def put_vectors(self, model: str, items: Sequence[tuple[str, Sequence[float]]]) -> None: ...
-
-    def close(self) -> None: ...
-
 
 @dataclass(frozen=True)
 class SQLiteCacheFactory:
