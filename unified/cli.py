@@ -19,7 +19,7 @@ from typing import Any, Iterator, Optional
 
 import typer  # noqa: E402
 
-from unified.runsummary import console_width  # noqa: E402
+from unified.console import console_width  # noqa: E402
 
 from unified import cli_run  # noqa: E402  (its flag table also gives validate/convert their help)
 from rich.console import Console  # noqa: E402

@@ -194,18 +194,9 @@ def exit_code(n_failed: int, gates_ok: bool, allow_errors: bool) -> int:
     return EXIT_OK
 
 
-def write_json(path: Path, data: Any) -> None:
-    path.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-
-
-def stderr_isatty() -> bool:
-    return sys.stderr.isatty()
-
-
 # ---------------------------------------------------------------- the flow
 
 DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval"}
-from unified.runfolder import MIGRATION_FILE  # noqa: E402
 
 
 def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
@@ -469,6 +460,7 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     if command in ("compare", "migrate"):  # the page shows what those files say
         from unified.runfolder import REPORT_FILE
         report.write_html(s.out / REPORT_FILE)
+    from unified.runfolder import MIGRATION_FILE
     extra = "".join(f", {name}" for name in (CROSSCHECK_FILE, MIGRATION_FILE) if (s.out / name).exists())
     cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
     summary = report.summary()
@@ -498,9 +490,9 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
     from unified import cli
     from unified.migrate import flips_exceed, format_migration, migration_report, migration_verdicts
 
-    samples = {sid: d for sid, d in report.samples().items()}
-    m = migration_report(list(report.iter_scores()), _as_samples(samples), s.backends[0], s.backends[1],
+    m = migration_report(list(report.iter_scores()), report.sample_objects(), s.backends[0], s.backends[1],
                          [r.name for r in s.refs], s.gates or None)
+    from unified.runfolder import MIGRATION_FILE, write_json
     write_json(s.out / MIGRATION_FILE, m)
     if not v.get("quiet"):
         cli.out_console.print(format_migration(m))
@@ -508,17 +500,6 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
         (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False,
                                                                                  soft_wrap=True)
     return not flips_exceed(m, int(v.get("max_flips") or 0))
-
-
-def _as_samples(dicts: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    from unified.sample import Sample
-    out = {}
-    for sid, d in dicts.items():
-        try:
-            out[sid] = Sample.model_validate(d)
-        except Exception:  # noqa: BLE001 — a sample that no longer validates only loses its question
-            continue
-    return out
 
 
 def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
@@ -537,6 +518,7 @@ def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
         cli.err_console.print("note: fewer than two backends produced scores; no crosscheck.json written",
                               highlight=False)
         return
+    from unified.runfolder import write_json
     write_json(s.out / CROSSCHECK_FILE, cc)
     if not quiet:
         from unified.crosscheck import format_crosscheck

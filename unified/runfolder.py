@@ -124,6 +124,17 @@ def repair_jsonl(path: Path) -> int:
         return size - keep
 
 
+def write_json(path: Path, data: Any) -> None:
+    """``path`` as indented JSON, whole or not at all (temp file, then rename: a kill
+    mid-write leaves the old file); a failure is a ``RunFolderError`` naming the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise _os_error(path, e, "write") from None
+
+
 def rewrite_jsonl(path: Path, keep: Callable[[int, dict[str, Any] | None], bool]) -> int:
     """Rewrite ``path`` keeping the lines for which ``keep(index, parsed_or_None)`` is true;
     atomic (temp file, fsync, rename). Returns the number of lines dropped."""
@@ -195,6 +206,7 @@ class ScanResult:
 
     done: dict[Key, dict[str, int]] = field(default_factory=dict)
     lines: int = 0
+    all_lines: int = 0  # of every pair, this run's or not
     unfingerprinted: int = 0
 
     def mask(self, key: Key, shash: str) -> int:
@@ -281,12 +293,7 @@ class RunFolder:
         return data if isinstance(data, dict) else {}
 
     def write_manifest(self, data: Mapping[str, Any]) -> None:
-        tmp = self.manifest_path.with_name(MANIFEST_FILE + ".tmp")
-        try:
-            tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-            os.replace(tmp, self.manifest_path)
-        except OSError as e:
-            raise _os_error(self.manifest_path, e, "write") from None
+        write_json(self.manifest_path, data)
 
     # ------------------------------------------------------------ resume
     def drop_errors(self) -> int:
@@ -316,6 +323,7 @@ class RunFolder:
         version wrote them) index under no hash, so their tasks are scored again."""
         res = ScanResult()
         for d in iter_lines(self.scores):
+            res.all_lines += 1
             try:
                 key: Key = (bool(d.get("row_error")), str(d["sample_id"]))
                 pair = f"{d['metric']}|{d['backend']}"

@@ -52,10 +52,9 @@ from unified.progress import Progress
 from unified.redact import scrub
 from unified.runfolder import (CACHE_FILE, REPORT_FILE, SAMPLES_FILE, SCORES_FILE,  # noqa: F401
                                SUMMARY_FILE, AppendLog, Key, RunConfigChanged, RunFolder,
-                               RunFolderBusy, RunFolderError, ScanResult, iter_lines, repair_jsonl)
+                               RunFolderBusy, RunFolderError, ScanResult, repair_jsonl, write_json)
 from unified.runplan import RunPlan, plan_run
-from unified.runsummary import (RunCounts, build_summary, failure_groups, print_failures, print_table,
-                                write_summary)
+from unified.runsummary import RunCounts, build_summary, failure_groups, print_failures, print_table
 from unified.sample import Sample
 from unified.scores import Score
 
@@ -125,7 +124,6 @@ class _Run:
         self.counts = RunCounts()
         self.seen: dict[Key, str] = {}
         self.scan = ScanResult()
-        self.prior_lines = 0
         self.complete = False
         self.interrupted: str | None = None
         self.backends: list[Any] = []
@@ -169,7 +167,6 @@ class _Run:
         if self.opts.retry_errors and (dropped := self.folder.drop_errors()):
             self.say(f"note: retrying {dropped} failed task(s) from {self.folder.scores}")
         self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
-        self.prior_lines = sum(1 for _ in iter_lines(self.folder.scores))
         if self.scan.lines:
             self.say(f"resuming {self.out}: {self.scan.lines} score(s) of this run already on disk")
         if self.scan.unfingerprinted:
@@ -264,10 +261,13 @@ class _Run:
             self.counts.samples_changed += 1
         todo = [p for p in self.plan.pairs if not done >> p.bit & 1]
         self.counts.tasks_skipped_done += len(self.plan.pairs) - len(todo)
-        if self.progress is not None:
+        if self.progress is not None and done:
+            finished: dict[str, int] = {}
             for p in self.plan.pairs:
                 if done >> p.bit & 1:
-                    self.progress.advance(p.backend.name, 1)
+                    finished[p.backend.name] = finished.get(p.backend.name, 0) + 1
+            for backend, n in finished.items():  # one update per backend, not per task
+                self.progress.advance(backend, n)
         if not todo:
             return
         assert self.sample_log is not None
@@ -330,7 +330,7 @@ class _Run:
         """Compact, write summary/report/manifest, say what failed; the Report."""
         from unified.report import Report
 
-        if self.prior_lines or self.counts.samples_changed:
+        if self.scan.all_lines or self.counts.samples_changed:
             pairs = set(self.plan.hashes)
             self.counts.lines_dropped = self.folder.compact(self.seen, pairs, complete=self.complete)
         manifest = self.folder.read_manifest()
@@ -347,7 +347,7 @@ class _Run:
         summary["unserved_metrics"] = self.plan.unserved(self.refs)
         self.summary = summary
         if not self.temp_out:
-            write_summary(self.folder.summary, summary)
+            write_json(self.folder.summary, summary)
             if self.opts.write_report:
                 report.write_html(self.folder.report)
         self._say_end(summary, groups, degraded)

@@ -42,10 +42,6 @@ class RunPlan:
     def bits(self) -> dict[str, int]:
         return {p.key: p.bit for p in self.pairs}
 
-    @property
-    def full_mask(self) -> int:
-        return (1 << len(self.pairs)) - 1
-
     def by_backend(self) -> dict[str, list[Pair]]:
         out: dict[str, list[Pair]] = {}
         for p in self.pairs:

@@ -10,7 +10,6 @@ this is busy time, larger than wall time).
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable, Mapping, TextIO
@@ -74,17 +73,6 @@ def build_summary(aggregates: list[Any], error_groups: list[dict[str, Any]], err
     }
 
 
-def write_summary(path: Any, summary: Mapping[str, Any]) -> None:
-    path.write_text(json.dumps(summary, indent=2, default=str), encoding="utf-8")
-
-
-def console_width(stream: TextIO) -> int | None:
-    """Rich's own width (the terminal's, or ``$COLUMNS`` when set); 160 for a pipe or a CI
-    log, which is not 80 columns wide and would cut names."""
-    import os
-    return None if stream.isatty() or os.environ.get("COLUMNS") else 160
-
-
 def print_table(aggregates: list[Any], wall_seconds: float | None = None,
                 task_seconds: float | None = None) -> None:
     """metric × backend: n, mean, pass rate, errors, judge/embedding calls, cache hits,
@@ -112,6 +100,7 @@ def print_table(aggregates: list[Any], wall_seconds: float | None = None,
         if usd:
             row.append("—" if getattr(c, "usd", None) is None else f"{c.usd:.4f}")
         t.add_row(*row, f"{c.seconds:.1f}")
+    from unified.console import console_width
     Console(width=console_width(sys.stdout)).print(t)
 
 

@@ -183,12 +183,6 @@ class RunningAggregates:
     def add(self, s: Score) -> None:
         self.add_value(s.metric, s.backend, s.value if s.ok else None, s.passed, s.cost)
 
-    def add_dict(self, d: dict[str, Any]) -> None:
-        """Add a Score given as its JSON dict (faster than building the model)."""
-        ok = d.get("error") is None and d.get("value") is not None
-        self.add_value(d["metric"], d["backend"], d.get("value") if ok else None, d.get("passed"),
-                       Cost(**(d.get("cost") or {})))
-
     def add_value(self, metric: str, backend: str, value: float | None, passed: bool | None,
                   cost: Cost | None = None) -> None:
         """One task's outcome: ``value`` None (or not finite) counts as an error."""

@@ -100,10 +100,7 @@ class Report:
 
     def run_summary(self) -> dict[str, Any]:
         if self.run_dir is not None and (self.run_dir / SUMMARY_FILE).exists():
-            try:
-                return json.loads((self.run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
-            except ValueError:  # a summary torn by a kill: the scores still tell the story
-                return {}
+            return json.loads((self.run_dir / SUMMARY_FILE).read_text(encoding="utf-8"))
         return {}
 
     def backends(self) -> list[str]:
@@ -257,16 +254,22 @@ class Report:
         if len(self.backends()) < 2:
             return None
         from unified.crosscheck import crosscheck
+
+        scores = (s for s in self.iter_scores() if not s.row_error)
+        return crosscheck(scores, self.sample_objects(), top_n=top_n)
+
+    def sample_objects(self) -> dict[str, Any]:
+        """Sample id -> ``Sample``; a sample that no longer validates (written by an older
+        version) is left out: it only loses its question in the cross-check's tables."""
         from unified.sample import Sample
 
-        samples = {}
+        out = {}
         for sid, d in self.samples().items():
             try:
-                samples[sid] = Sample.model_validate(d)
-            except Exception:  # a sample that no longer validates only loses its question
+                out[sid] = Sample.model_validate(d)
+            except Exception:  # noqa: BLE001
                 continue
-        scores = (s for s in self.iter_scores() if not s.row_error)
-        return crosscheck(scores, samples, top_n=top_n)
+        return out
 
     def write_html(self, path: str | Path, *, max_drilldown: int = 200) -> Path:
         """Write the self-contained HTML report (``unified.report.html``)."""
