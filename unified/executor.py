@@ -51,6 +51,12 @@ class TaskGroup:
     sample_hash: str
     needs_judge: bool = field(default=False)
 
+    def failures(self, why: str) -> list[Score]:
+        """One failure Score per pair, named and stamped as a scored one would be."""
+        return [Score.failure(p.metric.name, self.backend.name, self.sample.id, why,
+                              threshold=p.metric.spec.threshold, sample_hash=self.sample_hash,
+                              config_hash=p.config_hash) for p in self.pairs]
+
 
 OnDone = Callable[[TaskGroup, list[Score]], None]
 
@@ -109,19 +115,18 @@ async def score_group(group: TaskGroup) -> list[Score]:
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a backend bug must not stop the run
-            got = [Score.failure(r.name, backend.name, sample.id, f"{type(e).__name__}: {e}".strip(),
-                                 threshold=r.spec.threshold) for r in refs]
+            return group.failures(f"{type(e).__name__}: {e}".strip())
+    if not isinstance(got, list) or len(got) != len(refs) or not all(isinstance(s, Score) for s in got):
+        n = len(got) if hasattr(got, "__len__") else "?"
+        return group.failures(f"backend '{backend.name}' returned {type(got).__name__} of length {n} "
+                              f"for {len(refs)} metric(s)")
     scores = _checked(backend, sample, refs, got)
     scores = _attribute_cost(scores, meter)
     return [s.model_copy(update={"sample_hash": group.sample_hash, "config_hash": p.config_hash})
             for s, p in zip(scores, group.pairs)]
 
 
-def _checked(backend: Any, sample: Sample, refs: list[MetricRef], got: Any) -> list[Score]:
-    if not isinstance(got, list) or len(got) != len(refs) or not all(isinstance(s, Score) for s in got):
-        n = len(got) if hasattr(got, "__len__") else "?"
-        msg = f"backend '{backend.name}' returned {type(got).__name__} of length {n} for {len(refs)} metric(s)"
-        return [Score.failure(r.name, backend.name, sample.id, msg) for r in refs]
+def _checked(backend: Any, sample: Sample, refs: list[MetricRef], got: list[Score]) -> list[Score]:
     # the task key is (sample_id, metric-as-requested, backend): enforce it
     return [s if (s.metric, s.backend, s.sample_id) == (r.name, backend.name, sample.id)
             else s.model_copy(update={"metric": r.name, "backend": backend.name, "sample_id": sample.id})

@@ -2,9 +2,10 @@
 
 Two hashes travel on every score line (``Score.sample_hash``, ``Score.config_hash``):
 
-* ``sample_hash(sample)`` — sha256 of the canonical JSON of everything a metric may read:
-  every Sample field except ``metadata`` (labels and free notes never change a score) and
-  ``id`` (the id is the line's key, not its content), first 16 hex digits.
+* ``sample_hash(sample)`` — ``Sample.content_hash()``: sha256 of the canonical JSON of
+  everything a metric may read, every Sample field except ``metadata`` (labels and free
+  notes never change a score) and ``id`` (the id is the line's key, not its content),
+  first 16 hex digits.
 * ``config_hash(config)`` — sha256 of the canonical JSON of ``task_config(...)``: the
   backend, the metric as the user wrote it (canonical name, cutoff, bracket parameters),
   the backend's own settings that decide the answer (a framework's version), and — only
@@ -37,8 +38,9 @@ def _digest(obj: Any) -> str:
 
 
 def sample_hash(sample: Sample) -> str:
-    """Fingerprint of what a metric can read of ``sample`` (module docstring)."""
-    return _digest(sample.model_dump(mode="json", exclude={"id", "metadata"}, exclude_none=True))
+    """Fingerprint of what a metric can read of ``sample`` (module docstring): the one
+    content hash, ``Sample.content_hash`` (the same that names a sample given no id)."""
+    return sample.content_hash()
 
 
 def text_hash(text: str) -> str:

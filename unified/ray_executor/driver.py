@@ -37,7 +37,6 @@ from typing import Any, Iterable, Iterator, Sequence
 from unified.executor import OnDone, TaskGroup
 from unified.judge.base import record_call
 from unified.redact import one_line
-from unified.scores import Score
 from unified.ray_executor.recipes import RayExecutorError, RunRecipe, max_actors, run_recipe, share
 from unified.ray_executor.worker import ScoringWorker, WireGroup
 
@@ -125,9 +124,7 @@ class Block:
         for w in self.pending():
             g = self.groups[w.idx]
             self.received.add(w.idx)
-            on_done(g, [Score.failure(p.metric.name, g.backend.name, g.sample.id, why,
-                                      threshold=p.metric.spec.threshold, sample_hash=g.sample_hash,
-                                      config_hash=p.config_hash) for p in g.pairs])
+            on_done(g, g.failures(why))
             n += 1
         return n
 
