@@ -64,14 +64,13 @@ def deepeval_name(metric: str, details: Mapping[str, Any] | None = None) -> str:
 
 
 def raw01(d: Mapping[str, Any]) -> float | None:
-    """The task's number on its framework's 0–1 scale, or None when it failed. A value the
-    framework returned outside its own range is an error for us (no score), but it is what
-    the framework's own result shows, so it is given back here as it was."""
-    outside = (d.get("details") or {}).get("raw_out_of_range")
-    if (d.get("error") is not None or d.get("value") is None) and outside is None:
+    """The task's number on its framework's 0–1 scale, or None when it failed — a value
+    the framework returned outside its own range included (it is not a score; the number
+    stays in ``details.raw_out_of_range``)."""
+    if d.get("error") is not None or d.get("value") is None:
         return None
     rr = d.get("raw_range")
-    raw = d.get("raw") if outside is None else outside
+    raw = d.get("raw")
     if raw is not None and rr is not None and tuple(map(float, rr)) == (0.0, 1.0):
         return float(raw)
     return float(d["value"]) / 10.0
