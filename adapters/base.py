@@ -52,6 +52,13 @@ class Backend(ABC):
             return frozenset()
         return _KIND_NEEDS.get(ref.spec.kind, frozenset())
 
+    def param_error(self, ref: MetricRef) -> str | None:
+        """Why this backend cannot take ``ref``'s bracket parameters (one line), or None.
+        The run plan asks before any task runs, so a parameter a backend does not read is
+        one skipped pair with its reason, not one error per sample. Default: no check (a
+        backend that reads parameters late, e.g. from a framework's constructor)."""
+        return None
+
     def fingerprint_extra(self) -> dict[str, Any]:
         """Backend settings that decide its scores besides the metric and the judges
         (framework version, scoring options), for the run's config fingerprint. Never a

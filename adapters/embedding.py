@@ -155,6 +155,15 @@ class EmbeddingBackend(Backend):
         super().__init__(judges, **options)
         self._embedder: Embedder | None = None
 
+    def param_error(self, ref: MetricRef) -> str | None:
+        """An unknown bracket parameter or a bad variant (one line), or None."""
+        if ref.canonical not in DEFAULTS:
+            return None
+        problem = unknown_param_error(ref, _accepted(ref))
+        if not problem and ref.param("variant", "default") not in ("default", "sentence"):
+            problem = f"metric '{ref.name}': variant must be 'default' or 'sentence'"
+        return problem
+
     @staticmethod
     def pass_threshold(ref: MetricRef) -> float:
         """The pass bound on 0–10 this backend applies to ``ref``: the tuned bound of

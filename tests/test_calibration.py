@@ -152,3 +152,13 @@ def test_graded_labels_need_a_cut_on_an_unknown_scale():
     cut = crosscheck(scores, samples, label_cuts={"faithfulness": 4})["metrics"]["faithfulness"]["human"]
     assert cut["binarised_at"] == 4.0 and cut["backends"]["native"]["positives"] == 5
     assert cut["backends"]["native"]["auc"] == 1.0
+
+
+def test_no_best_threshold_when_the_scores_rank_against_the_labels():
+    from unified.calibration import best_threshold
+    from unified.stats import is_undefined
+
+    got = best_threshold([1, 2, 3, 7, 8, 9], [1, 1, 1, 0, 0, 0])  # higher score, worse answer
+    assert is_undefined(got) and "no threshold beats chance" in got.reason
+    t, ba = best_threshold([1, 2, 3, 7, 8, 9], [0, 0, 0, 1, 1, 1])
+    assert ba == 1.0 and 3 < t < 7

@@ -266,3 +266,28 @@ def test_embedding_keys_follow_what_decides_the_vectors(tmp_path):
     assert key(dimensions=256) != key(dimensions=1536) != key()
     other = EmbeddingConfig(kind="openai", base_url="http://127.0.0.1:10/v1", model="e")
     assert CachedEmbedder(OpenAIEmbedder(other), cache)._key("text") != key()
+
+
+async def test_an_answer_is_stored_before_the_next_request_is_sent(tmp_path):
+    """The kill -9 bound rests on this: with one call in flight, when request k is sent the
+    cache already holds the k-1 answers before it — no turn of the event loop between an
+    answer and its store, the circuit breaker's guard included (it once ran each call in a
+    task of its own, and the next request went out before the answer was stored)."""
+    path = tmp_path / "c.sqlite"
+    stored_at_send: list[int] = []
+    with JudgeServer() as srv:
+        cache = JudgeCache(path)
+        inner = OpenAIChatJudge(JudgeConfig(base_url=srv.base_url, model="m", concurrency=1, backoff_base=0.01))
+        send = inner._http.send
+
+        async def counting_send(request):
+            async def counted():
+                stored_at_send.append(cache.stats()["chat"])  # inside the slot: the request goes out now
+                return await request()
+            return await send(counted)
+
+        inner._http.send = counting_send
+        judge = CachedChatJudge(inner, cache)
+        with task_scope("native", "faithfulness", "s"):
+            await asyncio.gather(*(judge.ask([{"role": "user", "content": f"q{i}"}], Rating) for i in range(6)))
+    assert stored_at_send == [0, 1, 2, 3, 4, 5]

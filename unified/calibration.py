@@ -51,7 +51,9 @@ def best_threshold(scores: Sequence[float], labels: Sequence[float],
     verdicts as one of them, or passes/fails everything, which scores 0.5). Several maxima:
     the one nearest ``prefer`` (the backend's own threshold: the smallest change that does
     as well), then the lower. In-sample, so BA(t*) is optimistic; its interval comes from
-    ``calibrate``. Undefined when n < 3, the labels hold one class or the scores one value.
+    ``calibrate``. Undefined when n < 3, the labels hold one class or the scores one value —
+    and when no threshold beats chance (best BA ≤ 0.5, what passing or failing everything
+    scores): the scores then rank against the labels, and no cut of them is a calibration.
     """
     why = undefined_reason(scores, labels, ("scores", "labels"))
     if why:
@@ -64,6 +66,9 @@ def best_threshold(scores: Sequence[float], labels: Sequence[float],
     tpr = (len(pos) - np.searchsorted(pos, cuts, side="left")) / len(pos)
     tnr = np.searchsorted(neg, cuts, side="left") / len(neg)
     ba = (tpr + tnr) / 2.0
+    if ba.max() <= 0.5 + 1e-12:
+        return Undefined(f"no threshold beats chance (best balanced accuracy {ba.max():.3f}; passing "
+                         "or failing everything scores 0.5): the scores rank against the labels")
     top = cuts[ba >= ba.max() - 1e-12]
     t = float(top[np.argmin(np.abs(top - prefer))])  # argmin keeps the first: the lower
     return t, float(ba.max())

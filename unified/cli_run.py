@@ -284,6 +284,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     from unified.adapters import get_backend
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
     objs = [get_backend(b, judges, run_dir=out) for b in backends]
+    _check_parameters(refs, objs)
     return _Setup(file, refs, backends, objs, gates, out, judges, desc)
 
 
@@ -377,6 +378,18 @@ def _print_rows(rows: list[dict[str, Any]], title: str) -> None:
     for r in rows:
         t.add_row(*["—" if r.get(k) is None else str(r.get(k, "")) for k in keys])
     cli.out_console.print(t)
+
+
+def _check_parameters(refs: list[Any], backends: list[Any]) -> None:
+    """A bracket parameter that no chosen backend able to run the metric reads is a usage
+    error (a typo, a parameter of another backend), found before any judge is paid."""
+    from unified import cli
+
+    for r in refs:
+        able = [b for b in backends if b.implements(r)]
+        problems = [p for b in able if (p := b.param_error(r))]
+        if able and len(problems) == len(able):
+            raise cli.UserError(problems[0])
 
 
 def _check_gates_name_metrics(gates: dict[str, float], refs: list[Any]) -> None:

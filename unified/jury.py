@@ -111,6 +111,9 @@ def pool(metric: str, sample_id: str, members: Mapping[str, Score | Mapping[str,
                                "n_errors": len(errors), "errors": errors, "missing": missing}
     if sample_hash is None and any(s is not None and s.sample_hash for s in scores.values()):
         details["sample_hash_mismatch"] = True
+    if errors or missing:  # why fewer members than asked: their own causes, so they group
+        details["degraded_reason"] = "; ".join(
+            [f"member {b} failed: {e}" for b, e in errors.items()] + [f"member {b} has no line" for b in missing])
     common = dict(threshold=threshold, details=details, config_hash=config_hash,
                   sample_hash=sample_hash, degraded=bool(errors or missing))
     if not ok:

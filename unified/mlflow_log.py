@@ -9,7 +9,7 @@ What one MLflow run holds:
   sha256 over the sorted ``sample_id\\tsample_hash`` lines), ``dataset.rows``.
 * metrics — per (metric, backend): ``<metric>/<backend>/mean``, ``…/pass_rate`` (0–1),
   ``…/errors``, ``…/count``; per cross-checked pair: ``<metric>/<a>_vs_<b>/spearman`` and
-  ``…/kappa`` (Cohen's κ of the pass verdicts); ``run/seconds``, ``run/judge_calls``,
+  ``…/kappa`` (Cohen's κ of the pass verdicts); ``run/seconds``, ``run/judge_calls`` (LLM), ``run/embedding_calls``,
   ``run/cache_hits``, ``run/skipped_pairs`` (pairs that could not run; why: summary.json).
   A value that does not exist (no successful score, κ undefined) is not logged: MLflow
   never sees NaN.
@@ -174,7 +174,7 @@ def run_metrics(aggregates: list[Any], crosscheck: Mapping[str, Any] | None,
             pair = f"{p.get('a')}_vs_{p.get('b')}"
             out[keys.key(metric, pair, "spearman")] = p.get("spearman")
             out[keys.key(metric, pair, "kappa")] = p.get("cohen_kappa")
-    for name in ("seconds", "judge_calls", "cache_hits"):
+    for name in ("seconds", "judge_calls", "embedding_calls", "cache_hits"):
         out[f"run/{name}"] = timings.get(name)
     return {k: float(v) for k, v in out.items()
             if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)}

@@ -32,7 +32,8 @@ class Progress:
         self.totals = totals
         self.done = {b: 0 for b in totals}
         self.errors = {b: 0 for b in totals}
-        self.calls = {b: 0 for b in totals}
+        self.calls = {b: 0 for b in totals}  # LLM judge calls sent
+        self.embedding_calls = {b: 0 for b in totals}
         self.hits = {b: 0 for b in totals}
         self.started = time.monotonic()
         self._stream = stream or sys.stderr
@@ -64,6 +65,8 @@ class Progress:
         if b in self.calls:
             if rec.cached:
                 self.hits[b] += 1
+            elif rec.kind == "embedding":
+                self.embedding_calls[b] += 1
             else:
                 self.calls[b] += 1
 

@@ -59,7 +59,16 @@ def _judge_option(config: pytest.Config) -> dict[str, Any] | None:
         raise pytest.UsageError("--unified-judge-base-url needs --unified-judge-model (the judge model's name)")
     if not model:
         return None
-    return {"model": model, "base_url": url}
+    return _Redacted({"model": model, "base_url": url})
+
+
+class _Redacted(dict):  # type: ignore[type-arg]
+    """The judge option as a dict whose repr hides a URL's credentials: pytest prints the
+    arguments of the frames in a failing test's traceback."""
+
+    def __repr__(self) -> str:
+        from unified.redact import redact_config
+        return repr(redact_config(dict(self)))
 
 
 def pytest_configure(config: pytest.Config) -> None:

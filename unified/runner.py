@@ -368,8 +368,10 @@ class _Run:
 
     def _config(self) -> dict[str, Any]:
         from unified.fingerprint import describe_judges
+        ex = self.opts.executor
         return {"metrics": [r.name for r in self.refs], "backends": [b.name for b in self.backends],
-                "concurrency": self.opts.concurrency, "max_samples": self.opts.max_samples,
+                "groups_in_flight": self.opts.concurrency, "max_samples": self.opts.max_samples,
+                "executor": ex if isinstance(ex, str) or ex is None else type(ex).__name__,
                 "source": str(self.samples) if isinstance(self.samples, (str, Path)) else type(self.samples).__name__,
                 "judges": self.judge_desc or describe_judges(self.judges), **self.opts.run_config}
 
@@ -379,11 +381,12 @@ class _Run:
         total = seconds + sum(float(r.get("seconds") or 0) for r in manifest.get("invocations", [])
                               if r.get("started") != self.started)
         calls = sum(self.progress.calls.values()) if self.progress else 0
+        emb = sum(self.progress.embedding_calls.values()) if self.progress else 0
         hits = sum(self.progress.hits.values()) if self.progress else 0
         return {"started": self.started, "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                 "seconds": round(seconds, 3), "wall_seconds_total": round(total, 3),
                 "samples_per_s": round(self.counts.rows_scored / seconds, 2) if seconds > 0 else None,
-                "judge_calls": calls, "cache_hits": hits}
+                "judge_calls": calls, "embedding_calls": emb, "cache_hits": hits}
 
     def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]],
                  degraded: list[dict[str, Any]]) -> None:
@@ -440,8 +443,9 @@ class _Run:
             base = base + " --retry-errors" if base.startswith("unified-eval") else base.replace(
                 "out=", "retry_errors=True, out=")
         if "***" in base:  # a credential was removed from a URL: say how to pass it instead
-            base += ("  (credentials in the URL are not repeated here: put the full URL in "
-                     "UNIFIED_JUDGE_BASE_URL and drop --base-url)")
+            base += ("  (credentials in a URL are not repeated here: put the full URL in "
+                     "UNIFIED_JUDGE_BASE_URL / UNIFIED_JUDGE2_BASE_URL and drop --base-url / "
+                     "--judge2-base-url)")
         return base
 
     async def aclose(self) -> None:
@@ -573,14 +577,20 @@ def evaluate(samples: Any, metrics: Any, backends: Sequence[Any] | str = ("nativ
         where = Path(out) if out is not None else Path(".")
         return RunInterrupted(0, None, where, f"evaluate(..., out={str(where)!r})")
 
+    if _loop_running():
+        return _run_in_worker(coro, interrupted)
+    try:  # outside the except clause above: the run's own errors must not chain to "no loop"
+        return asyncio.run(coro())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise interrupted() from None
+
+
+def _loop_running() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        try:
-            return asyncio.run(coro())
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            raise interrupted() from None
-    return _run_in_worker(coro, interrupted)
+        return False
+    return True
 
 
 def _run_in_worker(coro: Callable[[], Any], interrupted: Callable[[], RunInterrupted]) -> Any:
@@ -610,7 +620,11 @@ def _run_in_worker(coro: Callable[[], Any], interrupted: Callable[[], RunInterru
         loop = result.get("loop")
         if loop is not None:
             loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks(loop)])
-        t.join()
+        while t.is_alive():  # a second Ctrl-C must not abandon the run before its folder is whole
+            try:
+                t.join()
+            except KeyboardInterrupt:
+                continue
         raise interrupted() from None
     if isinstance(result.get("error"), asyncio.CancelledError):
         raise interrupted()

@@ -86,6 +86,10 @@ def why_not(ref: MetricRef, backend: Any, judges: Any) -> str | None:
     """Why (``backend``, ``ref``) cannot run with ``judges``, or None."""
     if not backend.implements(ref):
         return NOT_IMPLEMENTED
+    param_error = getattr(backend, "param_error", None)
+    bad = param_error(ref) if callable(param_error) else None
+    if bad:
+        return bad
     needs = judge_requirements(backend, ref)
     if "chat" in needs and getattr(judges, "chat", None) is None:
         return NO_CHAT

@@ -87,13 +87,14 @@ def print_table(aggregates: list[Any], wall_seconds: float | None = None,
     t.caption = ("judge calls: LLM requests sent · embed calls: embedding requests · "
                  "busy-s: seconds summed over a metric's tasks (they overlap, so it exceeds wall time)")
     usd = any(getattr(a.cost, "usd", None) is not None for a in aggregates)
-    cols = ["metric", "backend", "n", "mean", "pass rate", "errors", "judge calls", "embed calls",
+    cols = ["metric", "backend", "scored", "mean", "pass rate", "errors", "judge calls", "embed calls",
             "cache hits", "tokens"] + (["USD"] if usd else []) + ["busy-s"]
     for col in cols:
         t.add_column(col, justify="left" if col in ("metric", "backend") else "right")
     for a in aggregates:
         c = a.cost
-        row = [a.metric, a.backend, str(a.count), "—" if a.mean is None else f"{a.mean:.2f}",
+        # the mean and pass rate are over the scored tasks only: n is those, errors the rest
+        row = [a.metric, a.backend, str(a.scored), "—" if a.mean is None else f"{a.mean:.2f}",
                "—" if a.pass_rate is None else f"{a.pass_rate:.0%}",
                f"[red]{a.errors}[/red]" if a.errors else "0", str(c.calls), str(c.embedding_calls),
                str(c.cache_hits), str(c.input_tokens + c.output_tokens)]

@@ -22,7 +22,7 @@ from unified.metrics import MetricRef, get_metric, UnknownMetricError
 from unified.sample import Sample
 from unified.scores import Score
 
-from unified.adapters import Backend
+from unified.adapters import Backend, unknown_param_error
 
 from .plan import SamplePlan
 from .table import NATIVE_METRICS, entry_for, metric_names
@@ -73,6 +73,11 @@ class NativeBackend(Backend):
         {"embedder"} for embeddings, nothing for retrieval and custom functions."""
         entry = entry_for(ref.spec)
         return entry.requirements() if entry is not None else frozenset()
+
+    def param_error(self, ref: MetricRef) -> str | None:
+        """A bracket parameter the metric's table entry does not read (one line), or None."""
+        entry = entry_for(ref.spec)
+        return unknown_param_error(ref, entry.accepted_params()) if entry is not None else None
 
     def fingerprint_extra(self) -> dict[str, Any]:
         """The backend options that change scores (those a metric or step reads, e.g.

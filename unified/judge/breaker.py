@@ -64,8 +64,9 @@ class CircuitBreaker:
         self.cause = ""
         self._opened_at = 0.0
         self._probing = False
-        # per event loop: an Event set when the circuit opens (waiters race against it)
-        self._signals: weakref.WeakKeyDictionary[Any, asyncio.Event] = weakref.WeakKeyDictionary()
+        # per event loop: the tasks inside ``guard`` now, cancelled when the circuit opens
+        self._guarded: weakref.WeakKeyDictionary[Any, set[asyncio.Task[Any]]] = weakref.WeakKeyDictionary()
+        self._ended: weakref.WeakSet[asyncio.Task[Any]] = weakref.WeakSet()  # ...by this breaker
 
     # ------------------------------------------------------------ state
     @property
@@ -118,9 +119,9 @@ class CircuitBreaker:
             if not tripped:
                 return
             self.state, self._probing, self._opened_at = "open", False, self._clock()
-            signals, self._signals = list(self._signals.items()), weakref.WeakKeyDictionary()
-        for loop, event in signals:
-            _set_in_loop(loop, event)
+            loops = list(self._guarded)
+        for loop in loops:
+            _in_loop(loop, lambda loop=loop: self._end_guarded(loop))
 
     def _answered_recently(self) -> bool:
         return self._last_answer is not None and self._clock() - self._last_answer < self.answer_window
@@ -133,51 +134,51 @@ class CircuitBreaker:
                 self.state, self._probing = "open", False
 
     # ------------------------------------------------------------ calls
-    def _signal(self) -> asyncio.Event:
-        loop = asyncio.get_running_loop()
+    def _end_guarded(self, loop: Any) -> None:
+        """In ``loop``: cancel every call still inside ``guard`` there. Run from the loop
+        itself, so a task still registered is suspended inside its call, and the
+        cancellation lands there (``guard`` turns it into ``JudgeUnavailableError``)."""
         with self._lock:
-            event = self._signals.get(loop)
-            if event is None:
-                event = self._signals[loop] = asyncio.Event()
-            return event
+            tasks = list(self._guarded.get(loop, ()))
+        for task in tasks:
+            if not task.done():
+                self._ended.add(task)
+                task.cancel()
 
     async def guard(self, call: Callable[[], Awaitable[R]]) -> R:
         """Run ``call()`` (one logical call with its retries) so that it fails at once with
         ``JudgeUnavailableError`` when the circuit opens — wherever it is waiting: for a
         concurrency slot, a rate-limit turn, a retry's backoff or a server that does
-        not answer."""
+        not answer.
+
+        The call runs in the caller's own task, not a task of its own: an answer returns
+        to the caller with no turn of the event loop in between, so the judge cache
+        stores it before any other request can start (the kill -9 bound: at most the
+        calls then on the wire are unpaid-for)."""
         if self._rejecting():
             raise self.error()
-        opened = self._signal()
-        inner = asyncio.ensure_future(call())
-        woken = asyncio.ensure_future(opened.wait())
+        loop, task = asyncio.get_running_loop(), asyncio.current_task()
+        assert task is not None
+        with self._lock:
+            self._guarded.setdefault(loop, set()).add(task)
         try:
-            await asyncio.wait((inner, woken), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # the caller was cancelled: take the request down with it
-            inner.cancel()
-            woken.cancel()
+            return await call()
+        except asyncio.CancelledError:
+            if task in self._ended:  # cancelled by this breaker...
+                self._ended.discard(task)
+                if task.uncancel() == 0:  # ...and by nobody else (a Ctrl-C at that moment wins)
+                    raise self.error() from None
             raise
-        woken.cancel()
-        if inner.done():  # it ended first (its own outcome, even if the circuit opened too)
-            return inner.result()
-        inner.cancel()  # the circuit opened while it waited
-        await asyncio.wait((inner,))  # let it unwind: frees its slot, closes the request
-        if inner.cancelled():
-            raise self.error()
-        return inner.result()  # it finished before the cancellation reached it
+        finally:
+            with self._lock:
+                self._guarded.get(loop, set()).discard(task)
 
 
-def _set_in_loop(loop: Any, event: asyncio.Event) -> None:
-    """``event.set()`` in the loop that owns it (events are not thread-safe)."""
+def _in_loop(loop: Any, fn: Callable[[], None]) -> None:
+    """``fn()`` soon, in ``loop`` (from any thread): never now, so the task that opened the
+    circuit leaves ``guard`` with its own error before the others are cancelled."""
     try:
-        running = asyncio.get_running_loop()
-    except RuntimeError:
-        running = None
-    if running is loop:
-        event.set()
-        return
-    try:
-        loop.call_soon_threadsafe(event.set)
+        loop.call_soon_threadsafe(fn)
     except RuntimeError:  # that loop is closed: nobody is waiting there any more
         pass
 

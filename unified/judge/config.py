@@ -33,6 +33,11 @@ def section_fields(cfg: BaseModel | None) -> dict[str, Any]:
     return fields
 
 
+def _redacted_args(args: Any) -> list[tuple[str | None, Any]]:
+    from unified.redact import redact_url
+    return [(k, redact_url(v) if k == "base_url" and isinstance(v, str) else v) for k, v in args]
+
+
 def check_base_url(url: str | None) -> str | None:
     """``url`` when it is an ``http(s)://host[:port]/...`` URL, else a ValueError that
     says what is wrong without repeating the URL (it may hold a key): a URL without a
@@ -108,6 +113,9 @@ class JudgeConfig(BaseModel):
     def _url(cls, v: str | None) -> str | None:
         return check_base_url(v)
 
+    def __repr_args__(self) -> Any:  # repr() and str() never show a URL's credentials
+        return _redacted_args(super().__repr_args__())
+
     @property
     def is_gguf(self) -> bool:
         """True for an in-process llama-cpp-python judge."""
@@ -158,6 +166,9 @@ class EmbeddingConfig(BaseModel):
     @classmethod
     def _url(cls, v: str | None) -> str | None:
         return check_base_url(v)
+
+    def __repr_args__(self) -> Any:  # repr() and str() never show a URL's credentials
+        return _redacted_args(super().__repr_args__())
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None

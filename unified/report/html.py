@@ -95,11 +95,11 @@ def nav(view: View, extra: list[tuple[str, str]] = ()) -> str:  # type: ignore[a
 
 def section_summary(view: View) -> str:
     priced = bool(view.money)
-    head = ["metric", "backend", "n", "mean", "median", "stdev", "pass rate", "errors"] + (["cost"] if priced else [])
+    head = ["metric", "backend", "scored", "mean", "median", "stdev", "pass rate", "errors"] + (["cost"] if priced else [])
     rows = []
-    for a in view.aggregates:
+    for a in view.aggregates:  # the statistics are over the scored tasks: that is their n
         err = f"<span class='err'>{a.errors}</span>" if a.errors else "0"
-        row = [e(a.metric), e(a.backend), str(a.count), num(a.mean), num(a.median), num(a.stdev),
+        row = [e(a.metric), e(a.backend), str(a.scored), num(a.mean), num(a.median), num(a.stdev),
                pct(a.pass_rate), err]
         if priced:
             row.append(usd(view.money.get((a.metric, a.backend), (None, 0))[0]))

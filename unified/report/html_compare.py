@@ -56,8 +56,8 @@ def section_thresholds(cc: Mapping[str, Any]) -> str:
 def section_people(cc: Mapping[str, Any]) -> str:
     """Per metric with human labels, per backend (and the jury): AUC, balanced accuracy,
     the best threshold, and the prediction-powered pass rate with its interval."""
-    head = ["metric", "backend", "n", "AUC", "balanced acc", "best threshold", "PPI pass rate",
-            "PPI 95% CI", "labelled / total"]
+    head = ["metric", "backend", "n", "AUC", "balanced acc (own threshold)", "best threshold", "BA there",
+            "PPI pass rate", "PPI 95% CI", "labelled / total", "notes"]
     rows = []
     for metric, m in (cc.get("metrics") or {}).items():
         human = m.get("human")
@@ -67,22 +67,22 @@ def section_people(cc: Mapping[str, Any]) -> str:
                   if not isinstance(ppi.get("ci_low"), str) and ppi.get("ci_low") is not None else "—")
             rows.append([e(metric), e(b), str(h.get("n", "")), _cell(h.get("auc")),
                          _cell(h.get("balanced_accuracy")), _cell(best.get("threshold")),
-                         _cell(ppi.get("estimate")), ci,
-                         f"{ppi.get('n_labelled', '—')} / {ppi.get('n_total', '—')}"])
+                         _cell(best.get("balanced_accuracy")), _cell(ppi.get("estimate")), ci,
+                         f"{ppi.get('n_labelled', '—')} / {ppi.get('n_total', '—')}",
+                         e("; ".join(h.get("notes", []))) if isinstance(h.get("notes"), list) else ""])
     if not rows:
         return ""
     return ("<section id='people'><h2>Agreement with people</h2><p class='note'>Against the human "
             "labels in the samples' metadata: ROC AUC and balanced accuracy, the threshold that "
             "maximises balanced accuracy (in-sample, so optimistic), and the prediction-powered "
             "estimate of the true pass rate from the labelled subset (Angelopoulos et al. 2023).</p>"
-            + table(head, rows, num_cols=range(2, 7)) + "</section>")
+            + table(head, rows, num_cols=range(2, 9)) + "</section>")
 
 
 def section_migration(m: Mapping[str, Any]) -> str:
-    """``unified.migrate.render_migration_html`` under the page's own heading."""
+    """``unified.migrate.render_migration_html``: its own section, heading and anchor."""
     from unified.migrate import render_migration_html
-    return (f"<section id='migration'><h2>Migrating {e(m.get('from', ''))} → {e(m.get('to', ''))}</h2>"
-            + render_migration_html(m) + "</section>")
+    return render_migration_html(m)
 
 
 def compare_sections(folder: Path | None) -> tuple[list[tuple[str, str]], list[str]]:
