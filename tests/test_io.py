@@ -426,3 +426,14 @@ def test_json_file_shapes(tmp_path):
     # one record on its own
     p.write_text('{"question": "alone?"}')
     assert [s.user_input for s in load_samples(p)[0]] == ["alone?"]
+
+
+def test_a_mapping_whose_field_no_row_has_is_said_once(tmp_path):
+    p = tmp_path / "d.jsonl"
+    p.write_text('{"Query": "q?"}\n{"Query": "r?"}\n')
+    reader = read_samples(p, "Qeury=user_input")
+    items = list(reader)
+    assert all(isinstance(i, RowError) for i in items)  # no user_input: the typo decides
+    assert "--map Qeury=user_input: no row has a field 'Qeury'" in reader.notes
+    reader = read_samples(p, "Query=user_input")
+    assert len([i for i in reader if not isinstance(i, RowError)]) == 2 and reader.notes == []

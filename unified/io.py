@@ -305,6 +305,7 @@ class SampleReader(Iterator[Any]):
         self._notes: dict[str, None] = {}
         self._unknown: set[str] = set()
         self._label_seen: set[str] = set()
+        self._mapped_seen: set[str] = set()
         if self._src.columns is not None and self._detect:
             self.layout = detect_layout(self._src.columns)
         self._pairs = self._generate()
@@ -313,7 +314,9 @@ class SampleReader(Iterator[Any]):
     def notes(self) -> list[str]:
         missing = [f"--label {m}={c}: no row has a column '{c}'" for m, c in self.labels.items()
                    if c not in self._label_seen and self.counts.rows]
-        return list(self._notes) + missing
+        unmapped = [f"--map {src}={dst}: no row has a field '{src}'" for src, dst in self.mapping.items()
+                    if src not in self._mapped_seen and self.counts.rows]
+        return list(self._notes) + missing + unmapped
 
     def __iter__(self) -> "SampleReader":
         return self
@@ -395,6 +398,8 @@ class SampleReader(Iterator[Any]):
         cleaned: dict[str, Any] = {}
         for key, value in raw.items():
             key = str(key)
+            if key in self.mapping:
+                self._mapped_seen.add(key)
             if key in self._label_columns:
                 continue
             if self._src.tabular and (is_missing(value) or (self._src.empty_is_missing and value == "")):

@@ -336,7 +336,7 @@ class _Run:
         manifest = self.folder.read_manifest()
         self._jury(self.opts.jury or manifest.get("jury"))
         report = Report.from_dir(self.out)
-        aggregates = report.summary()
+        aggregates = self._as_asked(report.summary())
         groups, degraded = failure_groups(report.iter_score_dicts())
         self.counts.score_lines = sum(a.count for a in aggregates)
         timings = self._timings(manifest)
@@ -352,6 +352,14 @@ class _Run:
                 report.write_html(self.folder.report)
         self._say_end(summary, groups, degraded)
         return report
+
+    def _as_asked(self, aggregates: list[Any]) -> list[Any]:
+        """Aggregates in the order the user asked: metrics as in --metrics, backends as in
+        --backends (anything else the folder holds after, as first written)."""
+        metrics = {r.name: i for i, r in enumerate(self.refs)}
+        backends = {b.name: i for i, b in enumerate(self.backends)}
+        return sorted(aggregates, key=lambda a: (metrics.get(a.metric, len(metrics)),
+                                                 backends.get(a.backend, len(backends))))
 
     def _jury(self, method: str | None) -> None:
         """Recompute the jury lines from the members' current lines (a member rescored in
