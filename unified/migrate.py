@@ -224,8 +224,10 @@ def _flips_table(metric: str, r: Mapping[str, Any], src: str, dst: str, max_list
     from rich.text import Text
 
     ft = Table(title=f"{metric} — samples that flip ({r['n_flips']})", title_justify="left")
+    # the bound the flips were counted at: translated, or the unchanged one when that is undefined
+    used = r["threshold_from"] if is_undefined(r["threshold_to"]) else r["threshold_to"]
     for col in ("sample", "direction", f"{src} (pass ≥ {r['threshold_from']:g})",
-                f"{dst} (pass ≥ {_num(r['threshold_to'])})"):
+                f"{dst} (pass ≥ {_num(used)})"):
         ft.add_column(col)
     cell = lambda side: Text(f"{_num(side['value'])} {(side['reason'] or '')[:reason_width]}")  # noqa: E731
     for f in r["flips"][:max_listed]:
