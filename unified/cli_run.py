@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-import json
 import signal
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional

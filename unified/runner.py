@@ -30,7 +30,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
-import os
 import shlex
 import shutil
 import signal

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterator
 
 from unified.adapters import missing_field_error, unknown_param_error
 from unified.judge.base import JudgeError, Judges, current_meter, task_scope
-from unified.metrics import MetricRef, get_metric
+from unified.metrics import MetricRef
 from unified.sample import Sample
 from unified.scores import Cost, Score
 
