@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -67,7 +67,28 @@ def _reject_literal_key(data: Any, section: str) -> Any:
     return data
 
 
-class JudgeConfig(BaseModel):
+class _EndpointConfig(BaseModel):
+    """What every endpoint section shares: no literal key, a checked URL, a redacted repr."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), hide_input_in_errors=True)
+    _section: ClassVar[str] = "endpoint"  # the config-file section named in errors
+    base_url: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_literal_key(cls, data: Any) -> Any:
+        return _reject_literal_key(data, cls._section)
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, v: str | None) -> str | None:
+        return check_base_url(v)
+
+    def __repr_args__(self) -> Any:  # repr() and str() never show a URL's credentials
+        return _redacted_args(super().__repr_args__())
+
+
+class JudgeConfig(_EndpointConfig):
     """An OpenAI-compatible chat judge (or a local ``.gguf`` file for llama-cpp-python).
 
     ``structured_output``: ``json_schema`` (OpenAI ``response_format``), ``llama_cpp``
@@ -80,9 +101,8 @@ class JudgeConfig(BaseModel):
     stops sending after ``breaker_failures`` connection failures or timeouts in a row.
     """
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=(), hide_input_in_errors=True)
+    _section: ClassVar[str] = "judge"
 
-    base_url: str | None = None
     model: str
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
@@ -102,19 +122,6 @@ class JudgeConfig(BaseModel):
     chat_format: str | None = None  # llama-cpp-python only; None -> the model's template
     n_ctx: int = 4096  # llama-cpp-python only
     extra: dict[str, Any] = Field(default_factory=dict)  # more sampling params, sent as-is
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_literal_key(cls, data: Any) -> Any:
-        return _reject_literal_key(data, "judge")
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, v: str | None) -> str | None:
-        return check_base_url(v)
-
-    def __repr_args__(self) -> Any:  # repr() and str() never show a URL's credentials
-        return _redacted_args(super().__repr_args__())
 
     @property
     def is_gguf(self) -> bool:
@@ -138,13 +145,12 @@ class JudgeConfig(BaseModel):
         return cls(**data)
 
 
-class EmbeddingConfig(BaseModel):
+class EmbeddingConfig(_EndpointConfig):
     """``local`` (the packaged all-MiniLM-L6-v2, offline) or an OpenAI-compatible endpoint."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=(), hide_input_in_errors=True)
+    _section: ClassVar[str] = "embedding"
 
     kind: Literal["local", "openai"] = "local"
-    base_url: str | None = None
     model: str = "all-MiniLM-L6-v2"
     api_key_env: str = "OPENAI_API_KEY"
     batch_size: int = Field(64, ge=1)
@@ -156,19 +162,6 @@ class EmbeddingConfig(BaseModel):
     breaker_failures: int = Field(5, ge=1)
     breaker_cooldown: float = Field(30.0, gt=0)
     dimensions: int | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_literal_key(cls, data: Any) -> Any:
-        return _reject_literal_key(data, "embedding")
-
-    @field_validator("base_url")
-    @classmethod
-    def _url(cls, v: str | None) -> str | None:
-        return check_base_url(v)
-
-    def __repr_args__(self) -> Any:  # repr() and str() never show a URL's credentials
-        return _redacted_args(super().__repr_args__())
 
     def api_key(self) -> str | None:
         return os.environ.get(self.api_key_env) or None
