@@ -8,8 +8,6 @@ import pytest
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges, load_run_config
 from unified.judge.cache import CachedEmbedder
 from unified.judge.embeddings import OpenAIEmbedder
-from unified.metrics import parse_metrics
-from unified.sample import Sample
 
 MARKER = "sk-test-MARKER-7f3a"
 

@@ -13,7 +13,6 @@ the cold run (the loopback server answers deterministically per prompt).
 from __future__ import annotations
 
 import json
-import os
 import random
 import signal
 import subprocess
