@@ -99,6 +99,10 @@ def test_from_dir_reads_run_folder(report, tmp_path):
                                "error": "JudgeTimeoutError: no answer"}]
     with pytest.raises(FileNotFoundError, match="not a run folder"):
         Report.from_dir(tmp_path / "nope")
+    for path in (tmp_path, str(tmp_path)):  # Report(DIR) reads the folder, not DIR's characters
+        assert Report(path).run_dir == tmp_path and len(Report(path).scores) == 32
+    with pytest.raises(FileNotFoundError, match="not a run folder"):
+        Report(str(tmp_path / "nope"))
 
 
 def test_html_is_self_contained_escaped_and_complete(report, tmp_path):

@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from judge_server import JudgeServer
 from support import cli_env
 from unified.cli import app
+from unified.report import Report
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
@@ -396,11 +397,16 @@ def test_scores_from_fewer_judges_than_asked_are_loud_and_retried(tmp_path, judg
     assert "4 task(s) scored by fewer judges than asked (degraded):" in r.output
     assert f"judge at http://127.0.0.1:{port}/v1 (model b) refused the connection" in r.output
     assert json.loads((out / "summary.json").read_text())["n_degraded"] == 4
+    page = (out / "report.html").read_text()
+    assert "4 degraded</a>" in page and "<h3 id='degraded'>Degraded (4)</h3>" in page
+    assert f"http://127.0.0.1:{port}/v1 (model b) refused the connection" in page.split("id='degraded'")[1]
+    assert "errors=0, degraded=4;" in repr(Report(out))
     with JudgeServer(port=port):
         r = invoke(*args, "--retry-errors")
     assert r.exit_code == 0, r.output
     rows = lines(out / "scores.jsonl")
     assert len(rows) == 4 and not any(d["degraded"] for d in rows)
+    assert "id='degraded'" not in (out / "report.html").read_text() and "degraded=" not in repr(Report(out))
 
 
 def test_a_metric_asked_for_and_never_scored_fails_the_run(tmp_path, monkeypatch):

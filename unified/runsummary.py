@@ -16,6 +16,7 @@ from typing import Any, Iterable, Mapping, TextIO
 
 from unified.errorgroups import group_errors  # noqa: F401  (re-exported: the one grouping rule)
 from unified.redact import one_line, redact_config
+from unified.scores import degraded_reason
 
 
 @dataclass
@@ -44,9 +45,9 @@ def failure_groups(score_dicts: Iterable[Mapping[str, Any]]) -> tuple[list[dict[
 
     def errors() -> Iterable[Mapping[str, Any]]:
         for d in score_dicts:
-            if d.get("degraded") and d.get("error") is None and d.get("value") is not None:
-                why = (d.get("details") or {}).get("degraded_reason") or d.get("reason") or "degraded"
-                degraded.append({**d, "error": str(why)})
+            why = degraded_reason(d)
+            if why is not None:
+                degraded.append({**d, "error": why})
             yield d
 
     groups = group_errors(errors())

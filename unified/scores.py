@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from typing import Any, Iterable
+from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, Field
 
@@ -118,6 +118,15 @@ class Score(BaseModel):
         return cls(metric=metric, backend=backend, sample_id=sample_id, value=value, raw=float(raw),
                    raw_range=raw_range, higher_is_better=higher_is_better, threshold=threshold,
                    passed=passed, **kw)
+
+
+def degraded_reason(line: Mapping[str, Any]) -> str | None:
+    """Why a score line's value is degraded (came from fewer judges than asked), or None
+    when it is not: a failed line is an error, not a degraded value."""
+    if not line.get("degraded") or line.get("error") is not None or line.get("value") is None:
+        return None
+    details = line.get("details") if isinstance(line.get("details"), dict) else {}
+    return str(details.get("degraded_reason") or line.get("reason") or "degraded")
 
 
 def normalize(raw: float | None, raw_range: tuple[float, float] = (0.0, 1.0), *,

@@ -9,6 +9,7 @@ also wrap Scores held in memory.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -18,12 +19,23 @@ from unified.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
 from unified.scores import Aggregate, Score
 
 
+def _run_folder(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    if not (p / SCORES_FILE).exists():
+        raise FileNotFoundError(f"{p} is not a run folder: it has no {SCORES_FILE}")
+    return p
+
+
 class Report:
-    """The results of a run: ``Report.from_dir(DIR)`` or ``Report(scores, samples)``."""
+    """The results of a run: ``Report.from_dir(DIR)`` (or ``Report(DIR)``) or ``Report(scores, samples)``."""
 
     def __init__(self, scores: Iterable[Score] | None = None,
                  samples: Iterable[Any] | Mapping[str, Any] | None = None, *,
                  run_dir: str | Path | None = None):
+        if isinstance(scores, (str, os.PathLike)):  # Report("runs/x"): a run folder, not scores
+            if run_dir is not None or samples is not None:
+                raise TypeError("Report(path) reads a run folder; give scores and samples, or a path alone")
+            scores, run_dir = None, _run_folder(scores)
         self.run_dir = Path(run_dir) if run_dir is not None else None
         self._scores = list(scores) if scores is not None else None
         self._samples_in = samples
@@ -31,10 +43,7 @@ class Report:
 
     @classmethod
     def from_dir(cls, path: str | Path) -> "Report":
-        p = Path(path)
-        if not (p / SCORES_FILE).exists():
-            raise FileNotFoundError(f"{p} is not a run folder: it has no {SCORES_FILE}")
-        return cls(run_dir=p)
+        return cls(run_dir=_run_folder(path))
 
     # ------------------------------------------------------------ the model
 

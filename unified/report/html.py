@@ -10,7 +10,8 @@ cost          per backend: judge and embedding calls, cache hits, tokens, retrie
 dist          per metric, one histogram panel per backend on a shared 0–10 axis
 agreement     (≥ 2 backends) Spearman heatmap, pair table with notes, scatter plots
 disagree      (≥ 2 backends) per metric the samples whose backends differ most
-errors        failed tasks grouped by cause, with counts and one example each
+errors        failed tasks grouped by cause, with counts and one example each; then
+              degraded tasks (a value from fewer judges than asked) the same way
 samples       per-sample drill-down (``#<sample-id>`` opens one)
 """
 
@@ -67,7 +68,9 @@ def total_money(view: View) -> tuple[float, int] | None:
 def header(view: View) -> str:
     m = view.model
     n_err = sum(a.errors for a in view.aggregates)
+    n_deg = sum(g["count"] for g in view.degraded_groups)
     bits = [f"{sum(a.count for a in view.aggregates)} scores", f"{n_err} errors",
+            *([f"<a class='err' href='#degraded'>{n_deg} degraded</a>"] if n_deg else []),
             f"backends: {e(', '.join(m.backends) or '—')}", f"metrics: {e(', '.join(m.metrics) or '—')}"]
     seconds = run_seconds(m.summary)
     if seconds is not None:
@@ -180,10 +183,27 @@ def _rho(pair: dict[str, Any] | None) -> float | str | None:
 
 
 def section_errors(view: View) -> str:
-    groups = view.error_groups
-    n = sum(g["count"] for g in groups)
-    if not groups:
-        return "<section id='errors'><h2>Errors (0)</h2><p class='ok'>no errors</p></section>"
+    """Failed tasks by cause, then degraded ones (a value, from fewer judges than asked:
+    not what the run was configured to compute, so it is shown as loudly as an error)."""
+    n = sum(g["count"] for g in view.error_groups)
+    parts = [f"<section id='errors'><h2>Errors ({n})</h2>"]
+    if view.error_groups:
+        parts.append(f"<p class='note'>{n} failed task(s) in {len(view.error_groups)} cause(s); the "
+                     "sample-specific parts of each message are masked to group them.</p>"
+                     + _group_table(view, view.error_groups))
+    else:
+        parts.append("<p class='ok'>no errors</p>")
+    if view.degraded_groups:
+        n_deg = sum(g["count"] for g in view.degraded_groups)
+        parts.append(f"<h3 id='degraded'>Degraded ({n_deg})</h3><p class='err'>{n_deg} task(s) have a "
+                     "value computed by fewer judges than were asked; they count as failed tasks "
+                     "for the exit code, and <code>--retry-errors</code> scores them again.</p>"
+                     + _group_table(view, view.degraded_groups))
+    return "".join(parts) + "</section>"
+
+
+def _group_table(view: View, groups: list[dict[str, Any]]) -> str:
+    """One row per cause: count, cause, where, and one example with its message."""
     shown = set(view.drill)
     rows = []
     for g in groups:
@@ -193,7 +213,4 @@ def section_errors(view: View) -> str:
         rows.append([str(g["count"]), f"<span class='err'>{e(g['cause'])}</span>",
                      e(", ".join(g["backends"])), e(", ".join(g["metrics"])),
                      f"{where}, {e(ex['metric'])} on {e(ex['backend'])}:<div class='note'>{e(ex['error'])}</div>"])
-    return (f"<section id='errors'><h2>Errors ({n})</h2><p class='note'>{n} failed task(s) in "
-            f"{len(groups)} cause(s); the sample-specific parts of each message are masked to "
-            "group them.</p>" + table(["tasks", "cause", "backends", "metrics", "example"], rows, num_cols=[0])
-            + "</section>")
+    return table(["tasks", "cause", "backends", "metrics", "example"], rows, num_cols=[0])

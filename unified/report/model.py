@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from unified.runfolder import iter_lines
-from unified.scores import Aggregate, Cost, RunningAggregates, Score
+from unified.scores import Aggregate, Cost, RunningAggregates, Score, degraded_reason
 
 COST_FIELDS = tuple(Cost.model_fields)
 
@@ -40,6 +40,7 @@ class Task:
     cost: tuple[Any, ...]
     usd: float | None
     pos: int
+    degraded: str | None = None  # why the value came from fewer judges than asked
 
     @property
     def ok(self) -> bool:
@@ -106,6 +107,13 @@ class RunModel:
             if not t.ok:
                 yield {"sample_id": sid, "metric": m, "backend": b,
                        "error": t.error or "no value", "row_error": row}
+
+    def degraded(self) -> Iterator[dict[str, Any]]:
+        """Degraded tasks (a value, from fewer judges than asked) in ``failed()``'s shape,
+        the reason as the error, so they group the same way."""
+        for m, b, sid, t, row in self.iter_tasks():
+            if t.ok and t.degraded is not None:
+                yield {"sample_id": sid, "metric": m, "backend": b, "error": t.degraded, "row_error": row}
 
 
 # ---------------------------------------------------------------- sources
@@ -198,7 +206,7 @@ def task_of(d: dict[str, Any], pos: int) -> Task:
     error = d.get("error")
     return Task(value=_number(d.get("value")), passed=d.get("passed") if isinstance(d.get("passed"), bool) else None,
                 error=str(error) if error is not None else None, threshold=_number(d.get("threshold")),
-                cost=values, usd=_number(cost.get("usd")), pos=pos)
+                cost=values, usd=_number(cost.get("usd")), pos=pos, degraded=degraded_reason(d))
 
 
 def build_model(source: ScoreSource, summary: dict[str, Any] | None = None,

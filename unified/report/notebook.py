@@ -14,21 +14,22 @@ if TYPE_CHECKING:
     from unified.report.core import Report
 
 
-def _counts(report: "Report") -> tuple[int, int, int]:
-    """(samples, tasks, failed tasks) from the model (no pass over samples.jsonl)."""
+def _counts(report: "Report") -> tuple[int, int, int, int]:
+    """(samples, tasks, failed tasks, degraded tasks) from the model (no pass over samples.jsonl)."""
     m = report.model()
     samples = {sid for per_b in m.tasks.values() for s in per_b.values() for sid in s}
-    failed = sum(1 for _ in m.failed())
-    return len(samples), m.n_tasks(), failed
+    return len(samples), m.n_tasks(), sum(1 for _ in m.failed()), sum(1 for _ in m.degraded())
 
 
 def report_repr(report: "Report") -> str:
-    """``Report(run_dir='runs/x', samples=28, metrics=3 × backends=2, scores=168, errors=4)``."""
+    """``Report(run_dir='runs/x', samples=28, metrics=3 × backends=2, scores=168, errors=4)``
+    (and ``degraded=N`` when some values came from fewer judges than asked)."""
     m = report.model()
-    samples, tasks, failed = _counts(report)
+    samples, tasks, failed, degraded = _counts(report)
     where = f"run_dir={str(report.run_dir)!r}" if report.run_dir is not None else "in memory"
     return (f"Report({where}, samples={samples}, metrics={len(m.metrics)} × backends={len(m.backends)}, "
-            f"scores={tasks}, errors={failed}; metrics: {', '.join(m.metrics) or '—'}; "
+            f"scores={tasks}, errors={failed}{f', degraded={degraded}' if degraded else ''}; "
+            f"metrics: {', '.join(m.metrics) or '—'}; "
             f"backends: {', '.join(m.backends) or '—'})")
 
 
@@ -46,7 +47,7 @@ def report_html(report: "Report") -> str:
     """The notebook view: a header line, the summary table with calls, tokens and money,
     and links to report.html, scores.jsonl, summary.json and crosscheck.json."""
     m = report.model()
-    samples, tasks, failed = _counts(report)
+    samples, tasks, failed, degraded = _counts(report)
     aggs = m.aggregates()
     priced = any(t.usd is not None for *_, t, _ in m.iter_tasks())
     money: dict[tuple[str, str], float] = {}
@@ -69,6 +70,8 @@ def report_html(report: "Report") -> str:
         links = "<div>" + " · ".join(f"<a href='{e(_href(report.run_dir / f))}' target='_blank'>{e(f)}</a>"
                                      for f in files) + "</div>"
     total = f" · cost {usd(sum(money.values()))}" if priced else ""
+    flag = f" · <b style='color:#b42318'>{degraded} degraded</b>" if degraded else ""
     return (f"<div class='unified-report'><b>Report</b> {where}: {samples} samples · {len(m.metrics)} metrics × "
-            f"{len(m.backends)} backends · {tasks} scores · {failed} errors{total}"
+            f"{len(m.backends)} backends · {tasks} scores · {failed} errors"
+            f"{flag}{total}"
             + table(head, rows, num_cols=range(2, len(head))) + links + "</div>")

@@ -1,5 +1,5 @@
 """Everything the HTML page shows, computed once from the report model: aggregates, money,
-pair statistics, disagreements, error groups and the drill-down's samples and lines.
+pair statistics, disagreements, error and degraded groups and the drill-down's samples and lines.
 
 Reads: the model (one pass over the score lines, already made), one pass over the samples
 for the drill-down's ids, and the few score lines the page shows in full, by position.
@@ -30,6 +30,7 @@ class View:
     pairs: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     disagreements: list[dict[str, Any]] = field(default_factory=list)
     error_groups: list[dict[str, Any]] = field(default_factory=list)
+    degraded_groups: list[dict[str, Any]] = field(default_factory=list)
     drill: list[str] = field(default_factory=list)
     samples: dict[str, dict[str, Any]] = field(default_factory=dict)
     n_samples: int = 0
@@ -88,6 +89,7 @@ def build_view(report: "Report", max_drilldown: int = 200) -> View:
             view.pairs[m] = analysis.pairs(model, m)
             view.disagreements += analysis.disagreements(model, m, DISAGREEMENTS_PER_METRIC)
     view.error_groups = group_errors(model.failed())
+    view.degraded_groups = group_errors(model.degraded())
     wanted = list(dict.fromkeys(r["sample_id"] for r in view.disagreements))
     view.drill, view.samples, view.n_samples = _pick_samples(report, model, wanted, max_drilldown)
     drill = set(view.drill)
