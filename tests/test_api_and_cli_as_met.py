@@ -150,6 +150,38 @@ def test_dry_run_prices_the_calls_and_says_what_a_run_would_skip(tmp_path, monke
     assert usd == pytest.approx((tokens_in * 0.15 + tokens_out * 0.60) / 1e6, abs=1e-6)
 
 
+def _dry_row(output: str, backend: str, metric: str) -> dict[str, str]:
+    lines = [line for line in output.splitlines() if "│" in line or "┃" in line]
+    head = [c.strip() for c in lines[0].replace("┃", "│").split("│") if c.strip()]
+    for line in lines[1:]:
+        cells = [c.strip() for c in line.split("│") if c.strip()]
+        if cells[:2] == [backend, metric]:
+            return dict(zip(head, cells))
+    raise AssertionError(f"no {backend}/{metric} row in:\n{output}")
+
+
+def test_dry_run_prices_judge_b_share_at_judge_b_price(monkeypatch):
+    """A dual-judge step asks each judge once; judge B's calls are priced at B's model."""
+    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL"):
+        monkeypatch.delenv(k, raising=False)
+    base = ["run", DATA, "--metrics", "faithfulness", "--backend", "native,ragas", "--dry-run",
+            "--base-url", "http://127.0.0.1:9/v1", "--model", "a", "--judge2-model", "b", "--price", "a=1/2"]
+    once = _dry_row(invoke(*base, "--single-judge").output, "native", "faithfulness")
+    r = invoke(*base, "--price", "b=10/20")
+    assert r.exit_code == 0, r.output
+    dual = _dry_row(r.output, "native", "faithfulness")
+    b_in, b_out = (int(dual[k]) - int(once[k]) for k in ("input_tokens", "output_tokens"))
+    assert int(dual["judge_b_calls"]) == int(dual["calls"]) - int(once["calls"]) > 0
+    a_in, a_out = int(dual["input_tokens"]) - b_in, int(dual["output_tokens"]) - b_out
+    assert float(dual["usd"]) == pytest.approx((a_in + 2 * a_out + 10 * b_in + 20 * b_out) / 1e6, abs=1e-6)
+    ragas = _dry_row(r.output, "ragas", "faithfulness")  # ragas judges with A alone
+    assert ragas["judge_b_calls"] == "0"
+    assert float(ragas["usd"]) == pytest.approx((int(ragas["input_tokens"]) + 2 * int(ragas["output_tokens"])) / 1e6, abs=1e-6)
+    r = invoke(*base)  # no price for b: unknown, and said
+    assert _dry_row(r.output, "native", "faithfulness")["usd"] == "—" and _dry_row(r.output, "ragas", "faithfulness")["usd"] != "—"
+    assert "no price for model 'b'" in r.output
+
+
 def test_to_pandas_rows_follow_the_input_not_the_finishing_order(tmp_path):
     import asyncio
     import random

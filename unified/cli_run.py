@@ -302,12 +302,20 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
     if not any(served.values()):
         raise cli.UserError("nothing to run: no requested metric is available on the chosen backends")
     samples, n_bad = _dry_samples(file, v)
-    rows = [row for b in backends if served[b]
-            for row in estimate_calls(b, samples, served[b], single_judge=bool(v.get("single_judge")))]
-    _price_rows(rows, _prices(v), getattr(judges.chat, "model", None))
+    single = bool(v.get("single_judge"))
+    rows: list[dict[str, Any]] = []
+    for b in (b for b in backends if served[b]):
+        est = estimate_calls(b, samples, served[b], single_judge=single)
+        once = est if single else estimate_calls(b, samples, served[b], single_judge=True)
+        rows += [_with_judge_b_share(r, o, show=judges.chat2 is not None) for r, o in zip(est, once)]
+    model_a = getattr(judges.chat, "model", None)
+    unpriced = _price_rows(rows, _prices(v), model_a, getattr(judges.chat2, "model", None) or model_a)
     _print_rows(rows, f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
     cli.out_console.print("a step that several metrics share is counted once, on the first metric that needs it",
                           highlight=False)
+    for model in unpriced:
+        cli.out_console.print(f"no price for model {model!r}: the cost of its calls is unknown (—); "
+                              f"add --price '{model}=IN/OUT' (USD per 1M tokens)", highlight=False, soft_wrap=True)
 
 
 def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, list[Any]]:
@@ -349,19 +357,38 @@ def _dry_samples(file: Path, v: dict[str, Any]) -> tuple[list[Any], int]:
     return samples, n_bad
 
 
-def _price_rows(rows: list[dict[str, Any]], prices: Any, model: str | None) -> None:
-    """Add ``usd`` to each row from its tokens at judge A's price (USD per 1M tokens);
-    rows of a backend that calls no LLM cost 0."""
-    if not prices:
-        return
-    price = prices.get(model) if model else None
+def _with_judge_b_share(row: dict[str, Any], once: dict[str, Any], *, show: bool) -> dict[str, Any]:
+    """``row`` with judge B's share kept aside for pricing (and shown as ``judge_b_calls``
+    when judge B is a model of its own): a dual-judge step asks judge A and judge B once
+    each and every other call goes to judge A, so B's share is exactly what judging once
+    (``single_judge``) saves, ``B = estimate(dual) − estimate(single)`` — 0 for backends
+    that judge once."""
+    if row.get("calls") is None:
+        return row
+    share = {k: row[k] - once[k] for k in ("calls", "input_tokens", "output_tokens")}
+    return {**row, **({"judge_b_calls": share["calls"]} if show else {}), "_judge_b": share}
+
+
+def _price_rows(rows: list[dict[str, Any]], prices: Any, model_a: str | None, model_b: str | None) -> list[str]:
+    """Add ``usd`` to each row (USD per 1M tokens): judge B's share of the tokens at judge
+    B's price, the rest at judge A's; rows of a backend that calls no LLM cost 0, and a
+    row with calls for a model the table has no price for costs ``—`` (unknown). Returns
+    the models that had calls and no price."""
+    unpriced: dict[str, None] = {}
     for r in rows:
+        share = r.pop("_judge_b", None) or {"input_tokens": 0, "output_tokens": 0}
+        if not prices:
+            continue
         if not r.get("calls"):
             r["usd"] = 0.0 if r.get("calls") == 0 else None
-        elif price is None:
-            r["usd"] = None
-        else:
-            r["usd"] = round((r["input_tokens"] * price[0] + r["output_tokens"] * price[1]) / 1e6, 6)
+            continue
+        b_in, b_out = share["input_tokens"], share["output_tokens"]
+        parts = [(model_a, r["input_tokens"] - b_in, r["output_tokens"] - b_out), (model_b, b_in, b_out)]
+        missing = [m or "?" for m, t_in, t_out in parts if (t_in or t_out) and (prices.get(m) if m else None) is None]
+        unpriced.update(dict.fromkeys(missing))
+        r["usd"] = None if missing else round(sum(
+            (t_in * prices[m][0] + t_out * prices[m][1]) / 1e6 for m, t_in, t_out in parts if t_in or t_out), 6)
+    return list(unpriced)
 
 
 def _print_rows(rows: list[dict[str, Any]], title: str) -> None:
