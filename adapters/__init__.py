@@ -18,21 +18,49 @@ tests: ``register_backend``, ``unregister_backend``, ``registered_backend`` (sco
 
 from __future__ import annotations
 
-from unified.adapters.base import (Backend, missing_field_error, missing_requirements,
-                                   unknown_param_error)
-from unified.adapters.registry import (BUILTIN_BACKENDS, BackendInfo, BackendUnavailableError,
-                                       backend_info, backend_names, default_threshold,
-                                       get_backend, get_backend_class, implemented_metrics,
-                                       implements, known_backends, register_backend,
-                                       registered_backend, threshold_for, unregister_backend)
-from unified.adapters.estimate import estimate_calls
+from unified.adapters.base import Backend, missing_field_error, missing_requirements, unknown_param_error
 from unified.adapters.catalog import describe_metric, metric_matrix, metric_table_markdown
+from unified.adapters.estimate import estimate_calls
+from unified.adapters.registry import (
+    BUILTIN_BACKENDS,
+    BackendInfo,
+    BackendUnavailableError,
+    backend_info,
+    backend_names,
+    default_threshold,
+    get_backend,
+    get_backend_class,
+    implemented_metrics,
+    implements,
+    known_backends,
+    register_backend,
+    registered_backend,
+    threshold_for,
+    unregister_backend,
+)
 
 __all__ = [
-    "Backend", "missing_field_error", "missing_requirements", "unknown_param_error",
-    "BUILTIN_BACKENDS", "BackendInfo", "BackendUnavailableError", "backend_info", "backend_names",
-    "default_threshold", "get_backend", "get_backend_class", "implemented_metrics", "implements",
-    "known_backends", "register_backend", "registered_backend", "threshold_for",
-    "unregister_backend", "estimate_calls", "describe_metric", "metric_matrix",
+    "Backend",
+    "missing_field_error",
+    "missing_requirements",
+    "unknown_param_error",
+    "BUILTIN_BACKENDS",
+    "BackendInfo",
+    "BackendUnavailableError",
+    "backend_info",
+    "backend_names",
+    "default_threshold",
+    "get_backend",
+    "get_backend_class",
+    "implemented_metrics",
+    "implements",
+    "known_backends",
+    "register_backend",
+    "registered_backend",
+    "threshold_for",
+    "unregister_backend",
+    "estimate_calls",
+    "describe_metric",
+    "metric_matrix",
     "metric_table_markdown",
 ]

@@ -13,9 +13,9 @@ from typing import Any, Callable, ClassVar, Coroutine, Mapping, TypeVar
 
 from unified.adapters import Backend, missing_field_error
 from unified.adapters._quiet import quiet_frameworks
-from unified.redact import one_line  # noqa: F401  (scrubbed, then cut: re-exported for the adapters)
 from unified.judge.base import Judges
 from unified.metrics import MetricRef
+from unified.redact import one_line
 from unified.sample import Sample
 from unified.scores import Score
 
@@ -68,15 +68,30 @@ class FrameworkBackend(Backend):
         """The failure Score for a metric this adapter does not map or a field the sample
         lacks; None when the framework can be called."""
         if ref.canonical not in self.table:
-            return Score.failure(ref.name, self.name, sample.id,
-                                 f"metric '{ref.canonical}' is not available on the {self.name} "
-                                 f"backend; {self.name} implements: {', '.join(sorted(self.table))}")
+            return Score.failure(
+                ref.name,
+                self.name,
+                sample.id,
+                f"metric '{ref.canonical}' is not available on the {self.name} "
+                f"backend; {self.name} implements: {', '.join(sorted(self.table))}",
+            )
         missing = missing_field_error(sample, ref)
         return Score.failure(ref.name, self.name, sample.id, missing) if missing else None
 
-    def _to_score(self, sample: Sample, ref: MetricRef, cls_name: str, raw: Any, unusable: str, *,
-                  raw_range: tuple[float, float], details: dict[str, Any], reason: Any = None,
-                  domain: tuple[float, float] | None = None, **kw: Any) -> Score:
+    def _to_score(
+        self,
+        sample: Sample,
+        ref: MetricRef,
+        cls_name: str,
+        raw: Any,
+        unusable: str,
+        *,
+        raw_range: tuple[float, float],
+        details: dict[str, Any],
+        reason: Any = None,
+        domain: tuple[float, float] | None = None,
+        **kw: Any,
+    ) -> Score:
         """The framework's raw number as a Score (0–10 via ``Score.from_raw``). A raw that
         is no finite number becomes a failure saying what the framework returned
         (``unusable``). So does one outside the framework's own range (RAGAS's ContextRecall
@@ -96,13 +111,22 @@ class FrameworkBackend(Backend):
             details["clipped_from"] = raw
         elif raw is not None and not lo <= raw <= hi:
             details["raw_out_of_range"] = raw
-            unusable = (f"returned {raw:g}, outside its own range [{lo:g}, {hi:g}] "
-                        "(a judge answer the metric does not allow); no score")
+            unusable = (
+                f"returned {raw:g}, outside its own range [{lo:g}, {hi:g}] "
+                "(a judge answer the metric does not allow); no score"
+            )
             raw = None
-        return Score.from_raw(ref.name, self.name, sample.id, raw, raw_range=raw_range,
-                              error=one_line(f"{self.name} {cls_name}: {unusable}"),
-                              reason=reason if isinstance(reason, str) else None,
-                              details=details, **kw)
+        return Score.from_raw(
+            ref.name,
+            self.name,
+            sample.id,
+            raw,
+            raw_range=raw_range,
+            error=one_line(f"{self.name} {cls_name}: {unusable}"),
+            reason=reason if isinstance(reason, str) else None,
+            details=details,
+            **kw,
+        )
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
         return list(await asyncio.gather(*(self._score_one(sample, ref) for ref in metrics)))

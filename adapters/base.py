@@ -13,8 +13,11 @@ if TYPE_CHECKING:
     from unified.judge.base import Judges
 
 #: what a metric of each kind needs from the Judges when the backend says nothing else
-_KIND_NEEDS: dict[str, frozenset[str]] = {"llm": frozenset({"chat"}), "embedding": frozenset({"embedder"}),
-                                          "deterministic": frozenset()}
+_KIND_NEEDS: dict[str, frozenset[str]] = {
+    "llm": frozenset({"chat"}),
+    "embedding": frozenset({"embedder"}),
+    "deterministic": frozenset(),
+}
 
 
 class Backend(ABC):
@@ -35,6 +38,7 @@ class Backend(ABC):
     def __init__(self, judges: "Judges | None" = None, **options: Any):
         if judges is None:
             from unified.judge.base import Judges
+
             judges = Judges()
         self.judges = judges
         self.options = options
@@ -66,8 +70,7 @@ class Backend(ABC):
         return {}
 
     @abstractmethod
-    async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
-        ...
+    async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]: ...
 
     async def aclose(self) -> None:
         return None
@@ -98,5 +101,6 @@ def unknown_param_error(metric: MetricRef, accepted: set[str] | frozenset[str]) 
     unknown = [k for k, _ in metric.params if k not in accepted]
     if not unknown:
         return None
-    return (f"metric '{metric.name}': unknown parameter '{unknown[0]}' "
-            f"(accepted: {', '.join(sorted(accepted)) or 'none'})")
+    return (
+        f"metric '{metric.name}': unknown parameter '{unknown[0]}' (accepted: {', '.join(sorted(accepted)) or 'none'})"
+    )

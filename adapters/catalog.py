@@ -10,10 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified.metrics import metric_label, MetricSpec, all_metrics, get_metric
-
-from unified.adapters.registry import (BUILTIN_BACKENDS, BackendUnavailableError, as_ref, backend_info,
-                                       backend_names, implemented_metrics, threshold_of)
+from unified.adapters.registry import (
+    BUILTIN_BACKENDS,
+    BackendUnavailableError,
+    as_ref,
+    backend_info,
+    backend_names,
+    implemented_metrics,
+    threshold_of,
+)
+from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
 
 #: alias keys of ``MetricSpec.aliases`` that name a framework (``ragas_short`` is RAGAS too)
 FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain")
@@ -71,11 +77,20 @@ def describe_metric(name: str) -> dict[str, Any]:
     spec = ref.spec
     impl = _implemented(backend_names())
     backends = [b for b, names in impl.items() if spec.name in names]
-    return {"name": spec.name, "label": label(spec), "kind": spec.kind, "description": spec.description,
-            "formula": _native_formula(spec.name) if "native" in backends else None,
-            "required": list(spec.required), "also_needs": _IDS_NEED if _needs_ids(spec) else None,
-            "takes_k": spec.takes_k, "custom": spec.custom, "backends": backends,
-            "thresholds": {b: threshold_of(backend_info(b), ref) for b in backends}, "aliases": aliases(spec)}
+    return {
+        "name": spec.name,
+        "label": label(spec),
+        "kind": spec.kind,
+        "description": spec.description,
+        "formula": _native_formula(spec.name) if "native" in backends else None,
+        "required": list(spec.required),
+        "also_needs": _IDS_NEED if _needs_ids(spec) else None,
+        "takes_k": spec.takes_k,
+        "custom": spec.custom,
+        "backends": backends,
+        "thresholds": {b: threshold_of(backend_info(b), ref) for b in backends},
+        "aliases": aliases(spec),
+    }
 
 
 def _needs_ids(spec: MetricSpec) -> bool:
@@ -93,12 +108,20 @@ def metric_matrix(backends: list[str] | None = None) -> dict[str, Any]:
     for spec in all_metrics():
         ref = as_ref(spec.name)
         has = {b: spec.name in impl[b] for b in names}
-        rows.append({"metric": spec.name, "label": label(spec), "kind": spec.kind,
-                     "required": ", ".join(spec.required) + (f" + {_IDS_NEED}" if _needs_ids(spec) else ""),
-                     "implemented": has,
-                     "thresholds": {b: threshold_of(info[b], ref) for b in names if has[b]}})
-    return {"backends": [{"name": i.name, "available": i.available, "hint": i.hint} for i in info.values()],
-            "rows": rows}
+        rows.append(
+            {
+                "metric": spec.name,
+                "label": label(spec),
+                "kind": spec.kind,
+                "required": ", ".join(spec.required) + (f" + {_IDS_NEED}" if _needs_ids(spec) else ""),
+                "implemented": has,
+                "thresholds": {b: threshold_of(info[b], ref) for b in names if has[b]},
+            }
+        )
+    return {
+        "backends": [{"name": i.name, "available": i.available, "hint": i.hint} for i in info.values()],
+        "rows": rows,
+    }
 
 
 def _pass_cell(spec: MetricSpec, thresholds: dict[str, float | None]) -> str:
@@ -122,7 +145,9 @@ def metric_table_markdown() -> str:
         ticks = " | ".join("✓" if row["implemented"][b] else "" for b in BUILTIN_BACKENDS)
         lines.append(f"| `{row['label']}` | {ticks} | {row['required']} | {_pass_cell(spec, row['thresholds'])} |")
     lines.append("")
-    lines.append("† relative to the best the sample allows: precision@k passes at "
-                 "≥ threshold · min(k, |relevant|)/k, recall@k at ≥ threshold · min(k, |relevant|)/|relevant| "
-                 "(see `unified-eval metrics precision@k`).")
+    lines.append(
+        "† relative to the best the sample allows: precision@k passes at "
+        "≥ threshold · min(k, |relevant|)/k, recall@k at ≥ threshold · min(k, |relevant|)/|relevant| "
+        "(see `unified-eval metrics precision@k`)."
+    )
     return "\n".join(lines) + "\n"

@@ -36,10 +36,10 @@ quiet_frameworks()  # before deepeval is imported: telemetry, dotenv and file sw
 # with DEEPEVAL_FILE_SYSTEM=READ_ONLY, deepeval prints a notice to *stdout* at import
 # ("configured for read only environment"): it would corrupt machine-readable CLI output
 with contextlib.redirect_stdout(io.StringIO()):
-    import deepeval  # noqa: E402
-    import deepeval.metrics as deepeval_metrics  # noqa: E402
-    from deepeval.models import DeepEvalBaseLLM  # noqa: E402
-    from deepeval.test_case import LLMTestCase, SingleTurnParams  # noqa: E402
+    import deepeval
+    import deepeval.metrics as deepeval_metrics
+    from deepeval.models import DeepEvalBaseLLM
+    from deepeval.test_case import LLMTestCase, SingleTurnParams
 from pydantic import BaseModel  # noqa: E402
 
 from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
@@ -92,12 +92,16 @@ class JudgeDeepEvalLLM(DeepEvalBaseLLM):
 
 # ---------------------------------------------------------------- the mapping table
 
+
 def _case(sample: Sample, *, context_from_retrieved: bool = False) -> LLMTestCase:
     """Sample -> LLMTestCase (deepeval's names; absent fields stay None so deepeval's own
     MissingTestCaseParamsError names them)."""
-    kw: dict[str, Any] = dict(input=sample.user_input, actual_output=sample.response,
-                              expected_output=sample.reference,
-                              retrieval_context=sample.retrieved_contexts)
+    kw: dict[str, Any] = dict(
+        input=sample.user_input,
+        actual_output=sample.response,
+        expected_output=sample.reference,
+        retrieval_context=sample.retrieved_contexts,
+    )
     if context_from_retrieved:
         kw["context"] = sample.retrieved_contexts
     return LLMTestCase(**kw)
@@ -107,7 +111,8 @@ CORRECTNESS_CRITERIA = (
     "Judge whether the actual output is factually correct and complete with respect to "
     "the expected output, for the given input. Penalise facts that contradict the "
     "expected output and facts of the expected output that are missing; do not penalise "
-    "different wording, or extra detail that does not contradict the expected output.")
+    "different wording, or extra detail that does not contradict the expected output."
+)
 
 
 @dataclass(frozen=True)
@@ -139,15 +144,25 @@ DEEPEVAL_METRICS: dict[str, DeepEvalMetric] = {
     # 4.3.1: score = share of contexts the response does not contradict (higher is
     # better; older releases scored the share of contradictions) -> no inversion here
     "hallucination": DeepEvalMetric(
-        "HallucinationMetric", _LLM_MODE,
+        "HallucinationMetric",
+        _LLM_MODE,
         case=lambda s: _case(s, context_from_retrieved=True),
-        note="deepeval reads `context`; it was filled from the sample's retrieved_contexts"),
+        note="deepeval reads `context`; it was filled from the sample's retrieved_contexts",
+    ),
     # GEval has no eval_mode parameter in 4.3.1: it always judges with the given model
     "answer_correctness": DeepEvalMetric(
-        "GEval", dict(name="Correctness", criteria=CORRECTNESS_CRITERIA,
-                      evaluation_params=[SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT,
-                                         SingleTurnParams.EXPECTED_OUTPUT]),
-        note="GEval with a correctness rubric (criteria in adapters/deepeval.py)"),
+        "GEval",
+        dict(
+            name="Correctness",
+            criteria=CORRECTNESS_CRITERIA,
+            evaluation_params=[
+                SingleTurnParams.INPUT,
+                SingleTurnParams.ACTUAL_OUTPUT,
+                SingleTurnParams.EXPECTED_OUTPUT,
+            ],
+        ),
+        note="GEval with a correctness rubric (criteria in adapters/deepeval.py)",
+    ),
 }
 
 
@@ -171,27 +186,26 @@ class DeepEvalBackend(FrameworkBackend):
     def fingerprint_extra(self) -> dict[str, Any]:
         return {"framework": "deepeval", "version": deepeval.__version__}
 
-    def new_metric(self, canonical: str, threshold: float = 0.5,
-                   params: tuple[tuple[str, Any], ...] = ()) -> Any:
+    def new_metric(self, canonical: str, threshold: float = 0.5, params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """A fresh deepeval metric object for ``canonical`` (one per test case)."""
         m = DEEPEVAL_METRICS[canonical]
-        kwargs = {**m.init, "model": self.model, "threshold": threshold, "async_mode": True,
-                  **dict(params)}
+        kwargs = {**m.init, "model": self.model, "threshold": threshold, "async_mode": True, **dict(params)}
         with warnings.catch_warnings():
             # HallucinationMetric's notice that 4.3 flipped its direction: the table above
             # already reads it as higher-is-better, so the notice would only be noise
-            warnings.filterwarnings("ignore", message=".*now scores in the same direction",
-                                    category=DeprecationWarning)
+            warnings.filterwarnings("ignore", message=".*now scores in the same direction", category=DeprecationWarning)
             return getattr(deepeval_metrics, m.cls)(**kwargs)
 
     async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         spec, m = ref.spec, DEEPEVAL_METRICS[ref.canonical]
-        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better,
-                      threshold=spec.threshold)
-        details: dict[str, Any] = {"framework": "deepeval", "deepeval_version": deepeval.__version__,
-                                   "deepeval_metric": m.cls}
+        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=spec.threshold)
+        details: dict[str, Any] = {
+            "framework": "deepeval",
+            "deepeval_version": deepeval.__version__,
+            "deepeval_metric": m.cls,
+        }
         if m.note:
             details["note"] = m.note
         async with self._limit():
@@ -200,11 +214,25 @@ class DeepEvalBackend(FrameworkBackend):
                     metric = self.new_metric(ref.canonical, spec.threshold / 10.0, ref.params)
                     raw = await metric.a_measure(m.case(sample), _show_indicator=False)
                 except Exception as e:  # deepeval's own message is what the user needs
-                    return Score.failure(ref.name, BACKEND, sample.id,
-                                         one_line(f"deepeval {m.cls}: {type(e).__name__}: {e}"),
-                                         details=details, cost=meter.cost(), **common)
+                    return Score.failure(
+                        ref.name,
+                        BACKEND,
+                        sample.id,
+                        one_line(f"deepeval {m.cls}: {type(e).__name__}: {e}"),
+                        details=details,
+                        cost=meter.cost(),
+                        **common,
+                    )
                 details["deepeval_success"] = getattr(metric, "success", None)
                 why = getattr(metric, "error", None) or f"returned {raw!r}"
-                return self._to_score(sample, ref, m.cls, raw, why, details=details,
-                                      reason=getattr(metric, "reason", None), cost=meter.cost(),
-                                      **common)
+                return self._to_score(
+                    sample,
+                    ref,
+                    m.cls,
+                    raw,
+                    why,
+                    details=details,
+                    reason=getattr(metric, "reason", None),
+                    cost=meter.cost(),
+                    **common,
+                )

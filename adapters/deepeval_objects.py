@@ -1,6 +1,6 @@
 """DeepEval objects <-> samples: ``LLMTestCase``, ``Golden``, ``EvaluationDataset``.
 
-In: ``records(obj)`` gives the ``(layout, record)`` pairs ``unified.io`` reads in the
+In: ``records(obj)`` gives the ``(layout, record)`` pairs ``unified.data.io`` reads in the
 ``deepeval`` layout: ``input``, ``actual_output``, ``expected_output``,
 ``retrieval_context``, ``context`` (DeepEval's *ideal* context: our
 ``reference_contexts``), ``name`` (our id when unique) and the metadata slot
@@ -20,7 +20,7 @@ import logging
 from typing import Any, Iterable
 
 from unified.adapters._quiet import quiet_frameworks
-from unified.convert import export_records
+from unified.data.convert import export_records
 from unified.sample import Sample, SampleError
 
 log = logging.getLogger(__name__)
@@ -29,8 +29,10 @@ _CONVERSATIONAL = ("ConversationalTestCase", "ConversationalGolden")
 
 def _case_record(tc: Any) -> tuple[str, dict[str, Any] | str]:
     if type(tc).__name__ in _CONVERSATIONAL:
-        return "deepeval", (f"a DeepEval {type(tc).__name__} is a conversation, which has no "
-                            f"single-turn reading; score its turns as LLMTestCases")
+        return "deepeval", (
+            f"a DeepEval {type(tc).__name__} is a conversation, which has no "
+            f"single-turn reading; score its turns as LLMTestCases"
+        )
     rec = tc.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
     # LLMTestCase calls the goldens' `additional_metadata` plain `metadata`
     if "metadata" in rec:
@@ -66,9 +68,9 @@ def to_deepeval_test_cases(samples: Iterable[Sample]) -> list[Any]:
 
 def from_deepeval_test_cases(cases: Iterable[Any]) -> list[Sample]:
     """Samples from ``LLMTestCase``s or ``Golden``s. Strict: raises ``SampleError``
-    naming the row and field of the first bad case (``unified.io.read_samples(cases)``
+    naming the row and field of the first bad case (``unified.data.io.read_samples(cases)``
     skips bad rows instead)."""
-    from unified.io import load_samples
+    from unified.data.io import load_samples
 
     good, bad = load_samples(list(cases))
     if bad:

@@ -182,6 +182,7 @@ class EmbeddingBackend(Backend):
             return self.judges.embedder
         if self._embedder is None:
             from unified.judge.local import LocalEmbedder
+
             self._embedder = LocalEmbedder()
         return self._embedder
 
@@ -195,8 +196,11 @@ class EmbeddingBackend(Backend):
 
     async def _score_one(self, sample: Sample, ref: MetricRef, vectors: "_SampleVectors") -> Score:
         fn = _METRICS.get(ref.canonical)
-        problem = (f"metric '{ref.canonical}' is not implemented by the embedding backend"
-                   if fn is None else _precheck(sample, ref))
+        problem = (
+            f"metric '{ref.canonical}' is not implemented by the embedding backend"
+            if fn is None
+            else _precheck(sample, ref)
+        )
         if problem:
             return Score.failure(ref.name, BACKEND, sample.id, problem, threshold=_threshold(ref))
         if ref.canonical == "bertscore":  # token vectors from the local model, not the embedder
@@ -269,11 +273,11 @@ async def _guarded(ref: MetricRef, sample: Sample, call: Callable[[], Any]) -> S
         out = call()
         return await out if inspect.isawaitable(out) else out
     except Exception as e:
-        return Score.failure(ref.name, BACKEND, sample.id, f"{type(e).__name__}: {e}",
-                             threshold=_threshold(ref))
+        return Score.failure(ref.name, BACKEND, sample.id, f"{type(e).__name__}: {e}", threshold=_threshold(ref))
 
 
 # ---------------------------------------------------------------- per-metric
+
 
 def _accepted(ref: MetricRef) -> set[str]:
     """Bracket parameters a metric reads: its DEFAULTS, the pass bound, and the
@@ -333,8 +337,16 @@ def _stack(texts: list[str], vec: Callable[[str], np.ndarray]) -> np.ndarray:
 
 
 def _score(ref: MetricRef, sample: Sample, raw: float, reason: str, details: dict[str, Any]) -> Score:
-    return Score.from_raw(ref.name, BACKEND, sample.id, raw, raw_range=(0.0, 1.0),
-                          threshold=_threshold(ref), reason=reason, details=details)
+    return Score.from_raw(
+        ref.name,
+        BACKEND,
+        sample.id,
+        raw,
+        raw_range=(0.0, 1.0),
+        threshold=_threshold(ref),
+        reason=reason,
+        details=details,
+    )
 
 
 def _no_context(ref: MetricRef, sample: Sample) -> Score:
@@ -352,17 +364,30 @@ def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarra
     vocabulary = Vocabulary(sample.retrieved_contexts or [])
     lexical = [unsupported_terms(r, vocabulary) for r in rs]
     raw, d = H.faithfulness(_stack(rs, vec), _stack(cs, vec), non, t, [u for u, _ in lexical], w)
-    per = [{"sentence": r, "best_match": cs[int(i)], "cosine": round(float(b), 4),
-            "non_answer": n, "unsupported_share": round(u, 4), "unsupported_terms": terms,
-            "support": round(float(sup), 4)}
-           for r, i, b, n, (u, terms), sup in zip(rs, d["idx"], d["best"], non, lexical, d["support"])]
+    per = [
+        {
+            "sentence": r,
+            "best_match": cs[int(i)],
+            "cosine": round(float(b), 4),
+            "non_answer": n,
+            "unsupported_share": round(u, 4),
+            "unsupported_terms": terms,
+            "support": round(float(sup), 4),
+        }
+        for r, i, b, n, (u, terms), sup in zip(rs, d["idx"], d["best"], non, lexical, d["support"])
+    ]
     # the reason states the soft formula actually scored, not a hard count
     n_non = sum(non)
     lex = f" · (1 − {w} · unsupported share)" if w else ""
-    return _score(ref, sample, raw, f"mean support {raw:.2f} over {len(rs)} response sentence(s), "
-                                    f"support = min(1, best context cosine / {t}){lex}"
-                                    + (f"; {n_non} non-answer sentence(s) count 0" if n_non else ""),
-                  {"t": t, "w": w, "sentences": per})
+    return _score(
+        ref,
+        sample,
+        raw,
+        f"mean support {raw:.2f} over {len(rs)} response sentence(s), "
+        f"support = min(1, best context cosine / {t}){lex}"
+        + (f"; {n_non} non-answer sentence(s) count 0" if n_non else ""),
+        {"t": t, "w": w, "sentences": per},
+    )
 
 
 def _answer_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
@@ -370,11 +395,15 @@ def _answer_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.nd
     aw, qw = content_words(sample.response), content_words(sample.user_input)
     novelty = len(aw - qw) / len(aw) if aw else 0.0
     non = [is_nonanswer(r) for r in rs]
-    raw, d = H.answer_relevancy(vec(sample.user_input), vec(sample.response or ""), novelty, non,
-                                _param(ref, "n"))
+    raw, d = H.answer_relevancy(vec(sample.user_input), vec(sample.response or ""), novelty, non, _param(ref, "n"))
     d = {k: round(float(v), 4) for k, v in d.items()}
-    return _score(ref, sample, raw, f"cos(question, response)={d['cosine']}, novelty={d['novelty']}, "
-                                    f"answered share={d['answered']}", d)
+    return _score(
+        ref,
+        sample,
+        raw,
+        f"cos(question, response)={d['cosine']}, novelty={d['novelty']}, answered share={d['answered']}",
+        d,
+    )
 
 
 def _stem_cover(question: str, context: str) -> float:
@@ -393,17 +422,27 @@ def _context_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.n
         t = _param(ref, "t_sentence") if ref.param("t") is None else float(ref.param("t"))
         raw, d = H.context_relevancy_sentences(q, _stack(flat, vec), t)
         n = int((d["similarity"] >= t).sum())
-        return _score(ref, sample, raw, f"{n}/{len(flat)} context sentences reach cosine {t} with the question",
-                      {"t": t, "variant": "sentence", "relevant_sentences": n, "sentences": len(flat)})
+        return _score(
+            ref,
+            sample,
+            raw,
+            f"{n}/{len(flat)} context sentences reach cosine {t} with the question",
+            {"t": t, "variant": "sentence", "relevant_sentences": n, "sentences": len(flat)},
+        )
     if not any(ctxs):
         return _no_context(ref, sample)
     t = _param(ref, "t")
     cover = [_stem_cover(sample.user_input, c) for c in sample.retrieved_contexts or []]
     raw, d = H.context_relevancy(q, [_stack(c, vec) for c in ctxs], cover, t)
     rel = [round(float(r), 4) for r in d["relevance"]]
-    return _score(ref, sample, raw, f"mean of min(1, relevance / {t}) = {raw:.2f}; "
-                                    f"{sum(r >= t for r in rel)}/{len(rel)} contexts reach relevance {t}",
-                  {"t": t, "relevance": rel, "question_term_coverage": [round(c, 4) for c in cover]})
+    return _score(
+        ref,
+        sample,
+        raw,
+        f"mean of min(1, relevance / {t}) = {raw:.2f}; "
+        f"{sum(r >= t for r in rel)}/{len(rel)} contexts reach relevance {t}",
+        {"t": t, "relevance": rel, "question_term_coverage": [round(c, 4) for c in cover]},
+    )
 
 
 def _context_recall(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
@@ -413,11 +452,17 @@ def _context_recall(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndar
         return _no_context(ref, sample)
     t = _param(ref, "t")
     raw, d = H.context_recall(_stack(refs, vec), _stack(cs, vec), t)
-    per = [{"sentence": r, "best_match": cs[int(i)], "cosine": round(float(b), 4)}
-           for r, i, b in zip(refs, d["idx"], d["best"])]
-    return _score(ref, sample, raw, f"mean coverage {raw:.2f} over {len(refs)} reference sentence(s), "
-                                    f"coverage = min(1, best context cosine / {t})",
-                  {"t": t, "sentences": per})
+    per = [
+        {"sentence": r, "best_match": cs[int(i)], "cosine": round(float(b), 4)}
+        for r, i, b in zip(refs, d["idx"], d["best"])
+    ]
+    return _score(
+        ref,
+        sample,
+        raw,
+        f"mean coverage {raw:.2f} over {len(refs)} reference sentence(s), coverage = min(1, best context cosine / {t})",
+        {"t": t, "sentences": per},
+    )
 
 
 def _context_precision(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
@@ -428,14 +473,20 @@ def _context_precision(ref: MetricRef, sample: Sample, vec: Callable[[str], np.n
     t = _param(ref, "t")
     raw, d = H.context_precision(_stack(refs, vec), [_stack(c, vec) for c in ctxs], t)
     useful = [bool(u) for u in d["useful"]]
-    return _score(ref, sample, raw, f"{sum(useful)}/{len(useful)} contexts useful (cosine ≥ {t} with the reference)",
-                  {"t": t, "useful": useful, "similarity": [round(float(x), 4) for x in d["similarity"]]})
+    return _score(
+        ref,
+        sample,
+        raw,
+        f"{sum(useful)}/{len(useful)} contexts useful (cosine ≥ {t} with the reference)",
+        {"t": t, "useful": useful, "similarity": [round(float(x), 4) for x in d["similarity"]]},
+    )
 
 
 def _semantic_similarity(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
     cos = float(vec(sample.response or "") @ vec(sample.reference or ""))
-    return _score(ref, sample, max(0.0, min(1.0, cos)), f"cos(response, reference)={cos:.4f}",
-                  {"cosine": round(cos, 4)})
+    return _score(
+        ref, sample, max(0.0, min(1.0, cos)), f"cos(response, reference)={cos:.4f}", {"cosine": round(cos, 4)}
+    )
 
 
 def token_embeddings(texts: list[str]) -> list[np.ndarray]:
@@ -445,8 +496,7 @@ def token_embeddings(texts: list[str]) -> list[np.ndarray]:
 
     model = get_sentence_model()
     with _bert_lock:  # one encode at a time: torch already uses every core
-        outs = model.encode(texts, output_value="token_embeddings", show_progress_bar=False,
-                            convert_to_numpy=False)
+        outs = model.encode(texts, output_value="token_embeddings", show_progress_bar=False, convert_to_numpy=False)
     vecs = []
     for o in outs:
         a = o.detach().cpu().numpy().astype(float)

@@ -32,9 +32,14 @@ def best_matches(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return sims[np.arange(len(a)), idx], idx
 
 
-def faithfulness(resp: np.ndarray, ctx: np.ndarray, nonanswer: Sequence[bool], t: float,
-                 unsupported: Sequence[float] | None = None,
-                 w: float = 0.0) -> tuple[float, dict[str, Any]]:
+def faithfulness(
+    resp: np.ndarray,
+    ctx: np.ndarray,
+    nonanswer: Sequence[bool],
+    t: float,
+    unsupported: Sequence[float] | None = None,
+    w: float = 0.0,
+) -> tuple[float, dict[str, Any]]:
     """support_i = 0 if response sentence i is a non-answer, else
     soft(best(r_i, C), t) · (1 − w · u_i);  raw = mean_i support_i.
 
@@ -49,8 +54,9 @@ def faithfulness(resp: np.ndarray, ctx: np.ndarray, nonanswer: Sequence[bool], t
     return float(support.mean()), {"best": best, "idx": idx, "support": support, "unsupported": u}
 
 
-def answer_relevancy(q: np.ndarray, resp: np.ndarray, novelty: float,
-                     nonanswer: Sequence[bool], n: float) -> tuple[float, dict[str, Any]]:
+def answer_relevancy(
+    q: np.ndarray, resp: np.ndarray, novelty: float, nonanswer: Sequence[bool], n: float
+) -> tuple[float, dict[str, Any]]:
     """raw = max(0, cos(q, r)) · soft(novelty, n) · (1 − share of non-answer sentences).
 
     novelty = share of the response's content words absent from the question: an answer
@@ -59,20 +65,21 @@ def answer_relevancy(q: np.ndarray, resp: np.ndarray, novelty: float,
     cos = float(q @ resp)
     answered = 1.0 - float(np.mean(np.asarray(nonanswer, dtype=float))) if len(nonanswer) else 1.0
     new = float(soft(novelty, n))
-    return (max(0.0, cos) * new * answered,
-            {"cosine": cos, "novelty": novelty, "novelty_factor": new, "answered": answered})
+    return (
+        max(0.0, cos) * new * answered,
+        {"cosine": cos, "novelty": novelty, "novelty_factor": new, "answered": answered},
+    )
 
 
-def context_relevancy(q: np.ndarray, ctx_sents: list[np.ndarray], coverage: Sequence[float],
-                      t: float) -> tuple[float, dict[str, Any]]:
+def context_relevancy(
+    q: np.ndarray, ctx_sents: list[np.ndarray], coverage: Sequence[float], t: float
+) -> tuple[float, dict[str, Any]]:
     """rel_k = ½·best(q, sentences of context k) + ½·coverage_k; raw = mean_k soft(rel_k, t)."""
-    rel = np.array([0.5 * float((s @ q).max()) + 0.5 * cov if len(s) else 0.0
-                    for s, cov in zip(ctx_sents, coverage)])
+    rel = np.array([0.5 * float((s @ q).max()) + 0.5 * cov if len(s) else 0.0 for s, cov in zip(ctx_sents, coverage)])
     return float(soft(rel, t).mean()), {"relevance": rel}
 
 
-def context_relevancy_sentences(q: np.ndarray, sents: np.ndarray,
-                                t: float) -> tuple[float, dict[str, Any]]:
+def context_relevancy_sentences(q: np.ndarray, sents: np.ndarray, t: float) -> tuple[float, dict[str, Any]]:
     """Embedchain's definition: raw = |{s : cos(q, s) ≥ t}| / |all context sentences|."""
     sims = sents @ q
     return float((sims >= t).mean()), {"similarity": sims}
@@ -84,8 +91,7 @@ def context_recall(ref: np.ndarray, ctx: np.ndarray, t: float) -> tuple[float, d
     return float(soft(best, t).mean()), {"best": best, "idx": idx}
 
 
-def context_precision(ref: np.ndarray, ctx_sents: list[np.ndarray],
-                      t: float) -> tuple[float, dict[str, Any]]:
+def context_precision(ref: np.ndarray, ctx_sents: list[np.ndarray], t: float) -> tuple[float, dict[str, Any]]:
     """v_k = 1 when max over (reference sentence, sentence of context k) cosine ≥ t;
     raw = Σ_k P@k · v_k / Σ_k v_k (average precision; 0 when no context is useful)."""
     sim = np.array([float((s @ ref.T).max()) if len(s) else 0.0 for s in ctx_sents])

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
+from unified.adapters.registry import backend_info, resolve
 from unified.metrics import MetricRef
 
-from unified.adapters.registry import backend_info, resolve
-
 PROMPT_OVERHEAD = 350  # instructions + few-shot examples of a typical judge prompt
-OUTPUT_TOKENS = 120    # a short JSON verdict list
+OUTPUT_TOKENS = 120  # a short JSON verdict list
 CHARS_PER_TOKEN = 4
 
 Calls = tuple[int, int]  # (chat calls, embedding calls) for one sample
@@ -32,8 +31,8 @@ Calls = tuple[int, int]  # (chat calls, embedding calls) for one sample
 #: metric -> (chat calls, extra chat calls per retrieved context, embedding calls)
 RAGAS_CALLS: dict[str, tuple[int, int, int]] = {
     "faithfulness": (2, 0, 0),
-    "answer_relevancy": (3, 0, 2),      # 3 identical prompts on purpose
-    "context_precision": (0, 1, 0),     # one verdict per context
+    "answer_relevancy": (3, 0, 2),  # 3 identical prompts on purpose
+    "context_precision": (0, 1, 0),  # one verdict per context
     "context_recall": (1, 0, 0),
     "context_relevancy": (2, 0, 0),
     "response_groundedness": (2, 0, 0),
@@ -43,16 +42,17 @@ RAGAS_CALLS: dict[str, tuple[int, int, int]] = {
 DEEPEVAL_CALLS: dict[str, tuple[int, int, int]] = {
     "faithfulness": (4, 0, 0),
     "answer_relevancy": (3, 0, 0),
-    "context_relevancy": (1, 1, 0),     # one verdict per context + the reason
+    "context_relevancy": (1, 1, 0),  # one verdict per context + the reason
     "context_precision": (2, 0, 0),
     "context_recall": (2, 0, 0),
     "hallucination": (2, 0, 0),
-    "answer_correctness": (2, 0, 0),    # GEval
+    "answer_correctness": (2, 0, 0),  # GEval
 }
 
 
-def _from_table(table: Mapping[str, tuple[int, int, int]], refs: Sequence[MetricRef],
-                sample: Any) -> list[Calls | None]:
+def _from_table(
+    table: Mapping[str, tuple[int, int, int]], refs: Sequence[MetricRef], sample: Any
+) -> list[Calls | None]:
     k = len(getattr(sample, "retrieved_contexts", None) or [])
     rows = (table.get(r.canonical) for r in refs)
     return [None if row is None else (row[0] + row[1] * k, row[2]) for row in rows]
@@ -94,16 +94,25 @@ def _chars(sample: Any, fields: Iterable[str]) -> int:
 
 
 def _row(backend: str, ref: MetricRef, n_samples: int) -> dict[str, Any]:
-    return {"backend": backend, "metric": ref.name, "samples": n_samples, "calls": 0, "embedding_calls": 0,
-            "input_tokens": 0, "output_tokens": 0, "tokens_estimated": True}
+    return {
+        "backend": backend,
+        "metric": ref.name,
+        "samples": n_samples,
+        "calls": 0,
+        "embedding_calls": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "tokens_estimated": True,
+    }
 
 
 def _no_estimate(row: dict[str, Any], note: str) -> None:
     row.update(calls=None, embedding_calls=None, input_tokens=None, output_tokens=None, note=note)
 
 
-def estimate_calls(backend: str, samples: Sequence[Any], metric_refs: Sequence[MetricRef], *,
-                   single_judge: bool = False) -> list[dict[str, Any]]:
+def estimate_calls(
+    backend: str, samples: Sequence[Any], metric_refs: Sequence[MetricRef], *, single_judge: bool = False
+) -> list[dict[str, Any]]:
     """One row per distinct metric of ``metric_refs`` (in order) for ``backend`` over
     ``samples``: ``backend, metric, samples, calls, embedding_calls, input_tokens,
     output_tokens, tokens_estimated`` (+ ``note``, every figure None, when the backend

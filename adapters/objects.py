@@ -1,9 +1,9 @@
 """Framework objects as sample records: a small registry of converters.
 
-``unified.io`` hands any object it does not know (not a dict, Sample, path, DataFrame or
+``unified.data.io`` hands any object it does not know (not a dict, Sample, path, DataFrame or
 dataset) to ``object_records``; the registry finds the converter by the object's module
 and class name — without importing the framework — and the converter module (which may
-import its framework) turns it into ``(layout, record)`` pairs that ``unified.io`` reads
+import its framework) turns it into ``(layout, record)`` pairs that ``unified.data.io`` reads
 like any row of that layout.
 
 A converter is ``"module:function"``; the function takes the object and returns a list of
@@ -39,11 +39,16 @@ class ObjectConverter:
 
 
 _CONVERTERS: list[ObjectConverter] = [
-    ObjectConverter("ragas", frozenset({"EvaluationDataset", "SingleTurnSample", "MultiTurnSample"}),
-                    "unified.adapters.ragas_objects:records"),
-    ObjectConverter("deepeval", frozenset({"EvaluationDataset", "LLMTestCase", "Golden",
-                                           "ConversationalTestCase", "ConversationalGolden"}),
-                    "unified.adapters.deepeval_objects:records"),
+    ObjectConverter(
+        "ragas",
+        frozenset({"EvaluationDataset", "SingleTurnSample", "MultiTurnSample"}),
+        "unified.adapters.ragas_objects:records",
+    ),
+    ObjectConverter(
+        "deepeval",
+        frozenset({"EvaluationDataset", "LLMTestCase", "Golden", "ConversationalTestCase", "ConversationalGolden"}),
+        "unified.adapters.deepeval_objects:records",
+    ),
 ]
 
 

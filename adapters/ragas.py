@@ -53,16 +53,19 @@ T = TypeVar("T", bound=BaseModel)
 # ResponseGroundedness, AnswerAccuracy) swallow exceptions and return NaN, and a bare
 # "NaN" would not tell the user that the judge was unreachable
 _last_judge_error: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar(
-    "ragas_last_judge_error", default=None)
+    "ragas_last_judge_error", default=None
+)
 # vectors fetched ahead for metrics that call the *sync* embed_text (SemanticSimilarity)
 _primed: contextvars.ContextVar[dict[str, list[list[float]]] | None] = contextvars.ContextVar(
-    "ragas_primed_vectors", default=None)
+    "ragas_primed_vectors", default=None
+)
 
 
 # the structured answers the judge gave inside one metric evaluation: ragas returns no
 # reason text, so these verdicts are what a reader can check the number against
 _answers: contextvars.ContextVar[list[dict[str, Any]] | None] = contextvars.ContextVar(
-    "ragas_judge_answers", default=None)
+    "ragas_judge_answers", default=None
+)
 MAX_VERDICTS = 50
 
 
@@ -102,8 +105,7 @@ class JudgeRagasLLM(InstructorBaseRagasLLM):
 
     async def agenerate(self, prompt: str, response_model: type[T]) -> T:
         try:
-            answer = await self.judges.require_chat().ask(
-                [{"role": "user", "content": prompt}], response_model)
+            answer = await self.judges.require_chat().ask([{"role": "user", "content": prompt}], response_model)
         except Exception as e:
             _note_error(e)
             raise
@@ -159,6 +161,7 @@ class JudgeRagasEmbedding(BaseRagasEmbedding):
 
 # ---------------------------------------------------------------- the mapping table
 
+
 def _fields(*names: str) -> Callable[[Sample], dict[str, Any]]:
     """ascore keyword arguments named exactly like Sample fields (ragas's modern names)."""
     return lambda s: {n: getattr(s, n) for n in names}
@@ -193,27 +196,31 @@ Q, RESP, C, REF = "user_input", "response", "retrieved_contexts", "reference"
 #: canonical metric -> ragas collections metric. The one table the backend obeys.
 RAGAS_METRICS: dict[str, RagasMetric] = {
     "faithfulness": RagasMetric("Faithfulness", _fields(Q, RESP, C)),
-    "answer_relevancy": RagasMetric("AnswerRelevancy", _fields(Q, RESP), uses=("llm", "embeddings"),
-                                    domain=COSINE),
+    "answer_relevancy": RagasMetric("AnswerRelevancy", _fields(Q, RESP), uses=("llm", "embeddings"), domain=COSINE),
     "context_relevancy": RagasMetric("ContextRelevance", _fields(Q, C)),
     "context_recall": RagasMetric("ContextRecall", _fields(Q, C, REF)),
     "context_precision": RagasMetric("ContextPrecisionWithReference", _fields(Q, REF, C)),
-    "answer_correctness": RagasMetric("AnswerCorrectness", _fields(Q, RESP, REF),
-                                      uses=("llm", "embeddings"), domain=COSINE),  # F1 and a cosine, weighted
+    "answer_correctness": RagasMetric(
+        "AnswerCorrectness", _fields(Q, RESP, REF), uses=("llm", "embeddings"), domain=COSINE
+    ),  # F1 and a cosine, weighted
     "response_groundedness": RagasMetric("ResponseGroundedness", _fields(RESP, C)),
     # ragas embeds reference then response, with the sync API; empty text becomes " "
     "semantic_similarity": RagasMetric(
-        "SemanticSimilarity", _fields(REF, RESP), uses=("embeddings",),
-        sync_embed=lambda s: [s.reference or " ", s.response or " "], domain=COSINE),
+        "SemanticSimilarity",
+        _fields(REF, RESP),
+        uses=("embeddings",),
+        sync_embed=lambda s: [s.reference or " ", s.response or " "],
+        domain=COSINE,
+    ),
     # further collections metrics whose inputs a Sample has
     "factual_correctness": RagasMetric("FactualCorrectness", _fields(RESP, REF)),
     "context_utilization": RagasMetric("ContextPrecisionWithoutReference", _fields(Q, RESP, C)),
     "context_entity_recall": RagasMetric("ContextEntityRecall", _fields(REF, C)),
     "answer_accuracy": RagasMetric("AnswerAccuracy", _fields(Q, RESP, REF)),
     # share of the response's claims that are wrong: lower is better, so it is inverted
-    "noise_sensitivity": RagasMetric("NoiseSensitivity", _fields(Q, RESP, REF, C),
-                                     higher_is_better=False),
+    "noise_sensitivity": RagasMetric("NoiseSensitivity", _fields(Q, RESP, REF, C), higher_is_better=False),
 }
+
 
 class RagasBackend(FrameworkBackend):
     """Run canonical metrics with ragas 0.4 collections metrics over our judge.
@@ -255,8 +262,11 @@ class RagasBackend(FrameworkBackend):
                 kwargs["embeddings"] = self.embeddings
             cls = getattr(ragas_collections, m.cls)
             # ragas constructors take **kwargs and drop unknown ones silently: check names
-            accepted = [p for p in inspect.signature(cls.__init__).parameters
-                        if p not in ("self", "kwargs", "llm", "embeddings")]
+            accepted = [
+                p
+                for p in inspect.signature(cls.__init__).parameters
+                if p not in ("self", "kwargs", "llm", "embeddings")
+            ]
             for name, _ in params:
                 if name not in accepted:
                     raise TypeError(f"unknown parameter '{name}' (accepted: {', '.join(accepted)})")
@@ -268,10 +278,8 @@ class RagasBackend(FrameworkBackend):
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         spec, m = ref.spec, RAGAS_METRICS[ref.canonical]
-        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better,
-                      threshold=spec.threshold)
-        details: dict[str, Any] = {"framework": "ragas", "ragas_version": ragas.__version__,
-                                   "ragas_metric": m.cls}
+        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=spec.threshold)
+        details: dict[str, Any] = {"framework": "ragas", "ragas_version": ragas.__version__, "ragas_metric": m.cls}
         async with self._limit():
             with task_scope(BACKEND, ref.name, sample.id) as meter:
                 errors: list[str] = []
@@ -285,9 +293,15 @@ class RagasBackend(FrameworkBackend):
                         await self.embeddings.prime(m.sync_embed(sample))
                     result = await metric.ascore(**m.fields(sample))
                 except Exception as e:  # ragas's own message is what the user needs
-                    return Score.failure(ref.name, BACKEND, sample.id,
-                                         one_line(f"ragas {m.cls}: {type(e).__name__}: {e}"),
-                                         details=details, cost=meter.cost(), **common)
+                    return Score.failure(
+                        ref.name,
+                        BACKEND,
+                        sample.id,
+                        one_line(f"ragas {m.cls}: {type(e).__name__}: {e}"),
+                        details=details,
+                        cost=meter.cost(),
+                        **common,
+                    )
                 finally:
                     _primed.reset(primed_token)
                     _answers.reset(answers_token)
@@ -300,6 +314,15 @@ class RagasBackend(FrameworkBackend):
                     why += f" after a judge error: {errors[-1]}"
                 elif isinstance(raw, float) and math.isnan(raw):
                     why += " (no usable judge verdicts, e.g. no statements or ratings)"
-                return self._to_score(sample, ref, m.cls, raw, why, details=details,
-                                      reason=getattr(result, "reason", None), cost=meter.cost(),
-                                      domain=m.domain, **common)
+                return self._to_score(
+                    sample,
+                    ref,
+                    m.cls,
+                    raw,
+                    why,
+                    details=details,
+                    reason=getattr(result, "reason", None),
+                    cost=meter.cost(),
+                    domain=m.domain,
+                    **common,
+                )

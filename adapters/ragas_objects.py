@@ -1,6 +1,6 @@
 """RAGAS objects <-> samples: ``EvaluationDataset`` / ``SingleTurnSample`` in and out.
 
-In: ``records(obj)`` gives the ``(layout, record)`` pairs ``unified.io`` reads (layout
+In: ``records(obj)`` gives the ``(layout, record)`` pairs ``unified.data.io`` reads (layout
 ``ragas``: ``user_input``, ``retrieved_contexts``, ``reference_contexts``,
 ``retrieved_context_ids``, ``reference_context_ids``, ``response``, ``reference``; other
 fields such as ``rubrics`` or ``persona_name`` land in metadata). A ``MultiTurnSample`` is
@@ -17,7 +17,7 @@ import logging
 from typing import Any, Iterable
 
 from unified.adapters._quiet import quiet_frameworks
-from unified.convert import export_records
+from unified.data.convert import export_records
 from unified.sample import Sample, SampleError
 
 log = logging.getLogger(__name__)
@@ -26,8 +26,10 @@ _NO_SLOT = ("id", "metadata")  # keys of our ragas files that SingleTurnSample h
 
 def _sample_record(s: Any) -> tuple[str, dict[str, Any] | str]:
     if type(s).__name__ == "MultiTurnSample":
-        return "ragas", ("a RAGAS MultiTurnSample is a conversation, which has no single-turn "
-                         "reading; score its turns as single-turn samples")
+        return "ragas", (
+            "a RAGAS MultiTurnSample is a conversation, which has no single-turn "
+            "reading; score its turns as single-turn samples"
+        )
     return "ragas", s.model_dump(mode="json", exclude_none=True)
 
 
@@ -52,15 +54,16 @@ def to_ragas_dataset(samples: Iterable[Sample]) -> Any:
     for k, n in lost.items():
         if n:
             log.warning(f"RAGAS SingleTurnSample has no '{k}' field; dropped ({n} rows)")
-    return EvaluationDataset(samples=[SingleTurnSample(**{k: v for k, v in r.items() if k not in _NO_SLOT})
-                                      for r in recs])
+    return EvaluationDataset(
+        samples=[SingleTurnSample(**{k: v for k, v in r.items() if k not in _NO_SLOT}) for r in recs]
+    )
 
 
 def from_ragas_dataset(ds: Any) -> list[Sample]:
     """Samples from a ragas ``EvaluationDataset`` (single-turn). Strict: raises
     ``SampleError`` naming the row and field of the first bad sample (use
-    ``unified.io.read_samples(ds)`` to skip bad rows instead)."""
-    from unified.io import load_samples
+    ``unified.data.io.read_samples(ds)`` to skip bad rows instead)."""
+    from unified.data.io import load_samples
 
     good, bad = load_samples(ds)
     if bad:

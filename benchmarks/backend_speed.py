@@ -38,25 +38,30 @@ from typing import Any, Awaitable, Callable
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-benchmark")
 
-from judge_server import JudgeServer  # noqa: E402
+from judge_server import JudgeServer
 
-from unified.adapters import get_backend  # noqa: E402
-from unified.judge import EmbeddingConfig, JudgeConfig, build_judges  # noqa: E402
-from unified.metrics import parse_metrics  # noqa: E402
-from unified.sample import Sample  # noqa: E402
+from unified.adapters import get_backend
+from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
+from unified.metrics import parse_metrics
+from unified.sample import Sample
 
 CORE = "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision"
 
 
 def make_samples(n: int, k: int = 3) -> list[Sample]:
-    return [Sample(user_input=f"What is fact number {i} about the city?",
-                   response=f"Fact {i}: the city has {i + 2} bridges and a river.",
-                   retrieved_contexts=[f"Passage {i}.{j}: the city has bridges." for j in range(k)],
-                   reference=f"The city has {i + 2} bridges.", id=f"s{i}") for i in range(n)]
+    return [
+        Sample(
+            user_input=f"What is fact number {i} about the city?",
+            response=f"Fact {i}: the city has {i + 2} bridges and a river.",
+            retrieved_contexts=[f"Passage {i}.{j}: the city has bridges." for j in range(k)],
+            reference=f"The city has {i + 2} bridges.",
+            id=f"s{i}",
+        )
+        for i in range(n)
+    ]
 
 
-async def bounded(samples: list[Sample], concurrency: int,
-                  fn: Callable[[Sample], Awaitable[Any]]) -> None:
+async def bounded(samples: list[Sample], concurrency: int, fn: Callable[[Sample], Awaitable[Any]]) -> None:
     sem = asyncio.Semaphore(concurrency)
 
     async def one(s: Sample) -> None:
@@ -66,8 +71,9 @@ async def bounded(samples: list[Sample], concurrency: int,
     await asyncio.gather(*(one(s) for s in samples))
 
 
-async def measure(srv: JudgeServer, repeats: int,
-                  runs: dict[str, Callable[[], Awaitable[None]]]) -> dict[str, tuple[float, int]]:
+async def measure(
+    srv: JudgeServer, repeats: int, runs: dict[str, Callable[[], Awaitable[None]]]
+) -> dict[str, tuple[float, int]]:
     """Median wall seconds and requests per run for each named run.
 
     One warm-up of every run first (imports, connection pools, lazy metric objects), then
@@ -106,8 +112,7 @@ async def amain(argv: list[str] | None = None) -> None:
     refs = parse_metrics(args.metrics)
     with JudgeServer(latency=args.latency) as srv:
         cfg = JudgeConfig(base_url=srv.base_url, model="fake", concurrency=64, max_retries=0)
-        emb = EmbeddingConfig(kind="openai", base_url=srv.base_url, model="fake-embed",
-                              concurrency=64, max_retries=0)
+        emb = EmbeddingConfig(kind="openai", base_url=srv.base_url, model="fake-embed", concurrency=64, max_retries=0)
 
         def judges():
             return build_judges(cfg, judge2=cfg, embedding=emb, cache=False)
@@ -120,14 +125,17 @@ async def amain(argv: list[str] | None = None) -> None:
         runs: dict[str, Callable[[], Awaitable[None]]] = {}
         try:
             from unified.adapters.ragas import RAGAS_METRICS
+
             runs["ragas backend"] = backend_run("ragas")
             rb = get_backend("ragas", judges())
             r_refs = [r for r in refs if rb.implements(r)]
 
             async def ragas_direct_one(s: Sample) -> None:
                 # the same ragas metric objects and LLM/embedding wrappers, no adapter
-                await asyncio.gather(*(rb.ragas_metric(r.canonical).ascore(
-                    **RAGAS_METRICS[r.canonical].fields(s)) for r in r_refs), return_exceptions=True)
+                await asyncio.gather(
+                    *(rb.ragas_metric(r.canonical).ascore(**RAGAS_METRICS[r.canonical].fields(s)) for r in r_refs),
+                    return_exceptions=True,
+                )
 
             runs["ragas direct"] = lambda: bounded(samples, args.concurrency, ragas_direct_one)
         except ImportError as e:
@@ -135,15 +143,22 @@ async def amain(argv: list[str] | None = None) -> None:
 
         try:
             from unified.adapters.deepeval import DEEPEVAL_METRICS
+
             runs["deepeval backend"] = backend_run("deepeval")
             db = get_backend("deepeval", judges())
             d_refs = [r for r in refs if db.implements(r)]
 
             async def deepeval_direct_one(s: Sample) -> None:
                 # a fresh deepeval metric per case with the same model wrapper, no adapter
-                await asyncio.gather(*(db.new_metric(r.canonical).a_measure(
-                    DEEPEVAL_METRICS[r.canonical].case(s), _show_indicator=False) for r in d_refs),
-                    return_exceptions=True)
+                await asyncio.gather(
+                    *(
+                        db.new_metric(r.canonical).a_measure(
+                            DEEPEVAL_METRICS[r.canonical].case(s), _show_indicator=False
+                        )
+                        for r in d_refs
+                    ),
+                    return_exceptions=True,
+                )
 
             runs["deepeval direct"] = lambda: bounded(samples, args.concurrency, deepeval_direct_one)
         except ImportError as e:
@@ -158,8 +173,10 @@ async def amain(argv: list[str] | None = None) -> None:
 
         results = await measure(srv, args.repeats, runs)
 
-    print(f"\n{args.samples} samples x [{args.metrics}], latency {args.latency * 1000:.0f} ms, "
-          f"{args.concurrency} samples in flight, cache off, median of {args.repeats}")
+    print(
+        f"\n{args.samples} samples x [{args.metrics}], latency {args.latency * 1000:.0f} ms, "
+        f"{args.concurrency} samples in flight, cache off, median of {args.repeats}"
+    )
     print(f"{'run':<18}{'seconds':>9}{'requests':>10}")
     for name, (sec, n) in results.items():
         print(f"{name:<18}{sec:>9.3f}{n:>10}")

@@ -21,9 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 # frameworks quiet and offline before anything imports them
-for _k, _v in {"RAGAS_DO_NOT_TRACK": "true", "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
-               "DEEPEVAL_DISABLE_DOTENV": "1", "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
-               "DEEPEVAL_FILE_SYSTEM": "READ_ONLY", "HF_HUB_OFFLINE": "1"}.items():
+for _k, _v in {
+    "RAGAS_DO_NOT_TRACK": "true",
+    "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
+    "DEEPEVAL_DISABLE_DOTENV": "1",
+    "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
+    "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
+    "HF_HUB_OFFLINE": "1",
+}.items():
     os.environ.setdefault(_k, _v)
 # the loopback server ignores keys; the OpenAI client only wants one to exist
 os.environ.setdefault("OPENAI_API_KEY", "loopback-no-key")
@@ -54,16 +59,22 @@ class Count:
 def make_sample(k: int) -> Sample:
     facts = [f"Fact {i}: the river Seine has feature number {i} on its way to the sea." for i in range(k)]
     facts[0] = "The Seine flows through Paris before reaching the English Channel at Le Havre."
-    return Sample(user_input="Which river flows through Paris, and where does it end?",
-                  response="The Seine flows through Paris and ends in the English Channel at Le Havre.",
-                  reference="The Seine; it flows into the English Channel at Le Havre.",
-                  retrieved_contexts=facts, id=f"bench-k{k}")
+    return Sample(
+        user_input="Which river flows through Paris, and where does it end?",
+        response="The Seine flows through Paris and ends in the English Channel at Le Havre.",
+        reference="The Seine; it flows into the English Channel at Le Havre.",
+        retrieved_contexts=facts,
+        id=f"bench-k{k}",
+    )
 
 
 async def measure(server: JudgeServer, backend_name: str, k: int, single: bool = False) -> Count:
-    judges = build_judges(JudgeConfig(base_url=server.base_url, model="loopback", max_retries=1),
-                          embedding=EmbeddingConfig(kind="openai", base_url=server.base_url, model="loopback-embed"),
-                          single_judge=single, cache=False)
+    judges = build_judges(
+        JudgeConfig(base_url=server.base_url, model="loopback", max_retries=1),
+        embedding=EmbeddingConfig(kind="openai", base_url=server.base_url, model="loopback-embed"),
+        single_judge=single,
+        cache=False,
+    )
     backend = get_backend(backend_name, judges)
     server.reset_counts()
     try:
@@ -81,17 +92,22 @@ def available(name: str) -> str | None:
     """None when backend ``name`` imports, else the reason it does not."""
     try:
         from unified.adapters import get_backend_class
+
         get_backend_class(name)
         return None
-    except Exception as e:  # noqa: BLE001 — any import failure means "not measurable here"
+    except Exception as e:
         return f"{type(e).__name__}: {e}".splitlines()[0][:80]
 
 
 async def main() -> None:
     rows: dict[str, dict[int, Count]] = {}
     with JudgeServer() as server:
-        for label, name, single in (("native (dual)", "native", False), ("native (single)", "native", True),
-                                    ("ragas", "ragas", False), ("deepeval", "deepeval", False)):
+        for label, name, single in (
+            ("native (dual)", "native", False),
+            ("native (single)", "native", True),
+            ("ragas", "ragas", False),
+            ("deepeval", "deepeval", False),
+        ):
             why = available(name)
             rows[label] = {}
             for k in KS:
@@ -99,7 +115,7 @@ async def main() -> None:
                     try:
                         rows[label][k] = await measure(server, name, k, single)
                         continue
-                    except Exception as e:  # noqa: BLE001
+                    except Exception as e:
                         why = f"{type(e).__name__}: {e}".splitlines()[0][:80]
                 code = FROM_CODE.get(name, {}).get(k)
                 rows[label][k] = Count(code, None, 0, False, f"from code, not measured ({why})")
@@ -113,8 +129,10 @@ async def main() -> None:
         notes = []
         for k in KS:
             c = per_k[k]
-            line += f"{'-' if c.chat is None else c.chat:>11}{'-' if c.embedding is None else c.embedding:>5}" \
-                    f"{c.errors if c.measured else '-':>5}"
+            line += (
+                f"{'-' if c.chat is None else c.chat:>11}{'-' if c.embedding is None else c.embedding:>5}"
+                f"{c.errors if c.measured else '-':>5}"
+            )
             if c.note:
                 notes.append(f"K={k}: {c.note}")
         print(line + ("  " + "; ".join(dict.fromkeys(notes)) if notes else ""))
@@ -128,8 +146,10 @@ async def main() -> None:
     for k in KS:
         n = rows["native (dual)"][k].chat
         s = rows["native (single)"][k].chat
-        print(f"goal at K={k}: dual {n} <= 9: {'yes' if n is not None and n <= 9 else 'NO'}; "
-              f"single {s} <= 5: {'yes' if s is not None and s <= 5 else 'NO'}")
+        print(
+            f"goal at K={k}: dual {n} <= 9: {'yes' if n is not None and n <= 9 else 'NO'}; "
+            f"single {s} <= 5: {'yes' if s is not None and s <= 5 else 'NO'}"
+        )
 
 
 if __name__ == "__main__":

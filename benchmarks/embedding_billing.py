@@ -30,7 +30,7 @@ from typing import Sequence
 
 from unified.adapters import get_backend
 from unified.adapters.embedding import texts_for
-from unified.io import load_samples
+from unified.data.io import load_samples
 from unified.judge.base import Embedder, Judges
 from unified.judge.local import LocalEmbedder
 from unified.metrics import parse_metrics
@@ -92,26 +92,35 @@ async def measure(samples: list) -> None:
     for scores in per_metric:
         for sc in scores:
             billed[sc.metric] += sc.cost.embedding_calls
-    drift = max(abs(a.value - b.value) for xs, ys in zip(per_metric, single) for a, b in zip(xs, ys)
-                if a.value is not None and b.value is not None)
+    drift = max(
+        abs(a.value - b.value)
+        for xs, ys in zip(per_metric, single)
+        for a, b in zip(xs, ys)
+        if a.value is not None and b.value is not None
+    )
     print(f"{len(samples)} samples, metrics {METRICS}")
     for m in names:
         print(f"  {m:22s} embedder calls billed: {billed[m]}")
-    print(f"  total embedder calls {counting.calls} (one-call-per-sample: {len(samples)}); "
-          f"texts sent {counting.texts} (one call per sample: {sent_once})")
+    print(
+        f"  total embedder calls {counting.calls} (one-call-per-sample: {len(samples)}); "
+        f"texts sent {counting.texts} (one call per sample: {sent_once})"
+    )
     print(f"  max |Δ value| per-metric vs one call: {drift:.2e} on 0–10")
     print(f"  time per-metric / one call per sample: {t_split / t_single:.2f}")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=str(REPO / "examples/data/rag_examples.jsonl"),
-                    help="a sample file (any format unified-eval reads)")
+    ap.add_argument(
+        "--data",
+        default=str(REPO / "examples/data/rag_examples.jsonl"),
+        help="a sample file (any format unified-eval reads)",
+    )
     ap.add_argument("--limit", type=int, default=0, help="first N samples only")
     args = ap.parse_args(argv)
     samples, _ = load_samples(args.data)
     if args.limit:
-        samples = samples[:args.limit]
+        samples = samples[: args.limit]
     asyncio.run(measure(samples))
     return 0
 

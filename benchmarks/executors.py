@@ -47,7 +47,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from judge_overhead import Verdicts, start_server  # noqa: E402
 
 from unified.judge import JudgeConfig, OpenAIChatJudge, task_scope  # noqa: E402
-from unified.runner import evaluate  # noqa: E402
+from unified.run.runner import evaluate  # noqa: E402
 
 
 def write_samples(path: Path, n: int) -> None:
@@ -63,8 +63,17 @@ def run_once(data: Path, url: str, c: int, executor: Any) -> dict[str, float]:
     judge = JudgeConfig(base_url=url, model="bench", concurrency=c, max_retries=0, timeout=60)
     with tempfile.TemporaryDirectory(prefix="bench-exec-") as out:
         cpu, t0 = time.process_time(), time.perf_counter()
-        evaluate(str(data), "faithfulness", judge=judge, out=out, cache=False, quiet=True, concurrency=c,
-                 executor=executor, write_report=False)
+        evaluate(
+            str(data),
+            "faithfulness",
+            judge=judge,
+            out=out,
+            cache=False,
+            quiet=True,
+            concurrency=c,
+            executor=executor,
+            write_report=False,
+        )
         seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu
         summary = json.loads((Path(out) / "summary.json").read_text())
     calls = summary["timings"]["judge_calls"]
@@ -75,6 +84,7 @@ def run_once(data: Path, url: str, c: int, executor: Any) -> dict[str, float]:
 async def client_cost(url: str, c: int, n: int, ours: bool) -> tuple[float, float]:
     """(CPU µs per call, calls/s) of ``n`` calls at concurrency ``c``."""
     import openai
+
     from unified.judge.openai_client import schema_json
 
     sem = asyncio.Semaphore(c)
@@ -89,8 +99,9 @@ async def client_cost(url: str, c: int, n: int, ours: bool) -> tuple[float, floa
                 await judge.ask(messages, Verdicts)
         else:
             async with sem:
-                await bare.chat.completions.create(model="bench", messages=messages, response_format=rf,
-                                                   temperature=0.0, max_tokens=2048)
+                await bare.chat.completions.create(
+                    model="bench", messages=messages, response_format=rf, temperature=0.0, max_tokens=2048
+                )
 
     await asyncio.gather(*(one(-i - 1) for i in range(c)))  # warm the pools
     cpu, t0 = time.process_time(), time.perf_counter()
@@ -102,26 +113,32 @@ async def client_cost(url: str, c: int, n: int, ours: bool) -> tuple[float, floa
 
 
 def part1(data: Path, url: str, levels: list[int]) -> None:
-    from unified.ray_executor import RayExecutor, connect
+    from unified.integrations.ray_executor import RayExecutor, connect
 
     t0 = time.perf_counter()
     ray, started = connect(num_cpus=os.cpu_count())
     print(f"Ray started in {time.perf_counter() - t0:.1f}s (once; a run that starts its own pays this too)")
-    print(f"\n{'c':>4} {'executor':<8} {'actors':>6} {'calls':>6} {'seconds':>8} {'calls/s':>8} {'vs local':>8} "
-          f"{'start s':>7} {'steady/s':>8} {'vs local':>8} {'driver µs':>9} {'actors µs':>9}")
+    print(
+        f"\n{'c':>4} {'executor':<8} {'actors':>6} {'calls':>6} {'seconds':>8} {'calls/s':>8} {'vs local':>8} "
+        f"{'start s':>7} {'steady/s':>8} {'vs local':>8} {'driver µs':>9} {'actors µs':>9}"
+    )
     for c in levels:
         local = run_once(data, url, c, "local")
-        print(f"{c:>4} {'local':<8} {'-':>6} {local['calls']:>6} {local['seconds']:>8.2f} {local['rate']:>8.1f} "
-              f"{1:>8.2f} {'-':>7} {local['rate']:>8.1f} {1:>8.2f} {local['cpu_us']:>9.0f} {'-':>9}")
+        print(
+            f"{c:>4} {'local':<8} {'-':>6} {local['calls']:>6} {local['seconds']:>8.2f} {local['rate']:>8.1f} "
+            f"{1:>8.2f} {'-':>7} {local['rate']:>8.1f} {1:>8.2f} {local['cpu_us']:>9.0f} {'-':>9}"
+        )
         for n in range(1, (os.cpu_count() or 1) + 1):
             ex = RayExecutor(num_actors=n)
             r = run_once(data, url, c, ex)
             start = ex.stats["start_ms"] / 1000
             steady = r["calls"] / (r["seconds"] - start)
             actors_us = (ex.stats.get("actor_cpu_ms") or 0) * 1000 / r["calls"]
-            print(f"{c:>4} {'ray':<8} {n:>6} {r['calls']:>6} {r['seconds']:>8.2f} {r['rate']:>8.1f} "
-                  f"{r['rate'] / local['rate']:>8.2f} {start:>7.2f} {steady:>8.1f} {steady / local['rate']:>8.2f} "
-                  f"{r['cpu_us']:>9.0f} {actors_us:>9.0f}")
+            print(
+                f"{c:>4} {'ray':<8} {n:>6} {r['calls']:>6} {r['seconds']:>8.2f} {r['rate']:>8.1f} "
+                f"{r['rate'] / local['rate']:>8.2f} {start:>7.2f} {steady:>8.1f} {steady / local['rate']:>8.2f} "
+                f"{r['cpu_us']:>9.0f} {actors_us:>9.0f}"
+            )
     if started:
         ray.shutdown()
 
@@ -144,8 +161,10 @@ def main() -> None:
     levels = [int(x) for x in args.concurrency.split(",")]
     proc, url = start_server(args.latency)
     try:
-        print(f"loopback server {url}, latency {args.latency * 1000:.0f} ms, cache off, "
-              f"{args.samples} samples x faithfulness (native), {os.cpu_count()} cores")
+        print(
+            f"loopback server {url}, latency {args.latency * 1000:.0f} ms, cache off, "
+            f"{args.samples} samples x faithfulness (native), {os.cpu_count()} cores"
+        )
         with tempfile.TemporaryDirectory(prefix="bench-data-") as tmp:
             data = Path(tmp) / "samples.jsonl"
             write_samples(data, args.samples)

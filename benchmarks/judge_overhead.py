@@ -36,8 +36,11 @@ class Verdicts(BaseModel):
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen, str]:
-    proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "judge_server.py"), "--port", "0",
-                             "--latency", str(latency)], stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests" / "judge_server.py"), "--port", "0", "--latency", str(latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     url = proc.stdout.readline().strip() if proc.stdout else ""
     if not url.startswith("http"):
         proc.terminate()
@@ -46,8 +49,9 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
 
 
 async def measure(url: str, concurrency: int, calls: int) -> float:
-    judge = OpenAIChatJudge(JudgeConfig(base_url=url, model="bench", concurrency=concurrency,
-                                        max_retries=0, timeout=30))
+    judge = OpenAIChatJudge(
+        JudgeConfig(base_url=url, model="bench", concurrency=concurrency, max_retries=0, timeout=30)
+    )
 
     async def one(i: int) -> None:
         with task_scope("bench", "overhead", str(i)):

@@ -33,11 +33,18 @@ from typing import Any, Iterator
 from unified.sample import Sample, SampleError
 
 ARES_IN_DOMAIN = "ares/LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl"
-LABEL_TO_METRIC = {"faithfulness": "faithfulness", "context_relevance": "context_relevancy",
-                   "answer_relevance": "answer_relevancy", "context_relevancy": "context_relevancy",
-                   "answer_relevancy": "answer_relevancy"}
-_TSV_LABELS = {"Context_Relevance_Label": "context_relevancy", "Answer_Relevance_Label": "answer_relevancy",
-               "Answer_Faithfulness_Label": "faithfulness"}
+LABEL_TO_METRIC = {
+    "faithfulness": "faithfulness",
+    "context_relevance": "context_relevancy",
+    "answer_relevance": "answer_relevancy",
+    "context_relevancy": "context_relevancy",
+    "answer_relevancy": "answer_relevancy",
+}
+_TSV_LABELS = {
+    "Context_Relevance_Label": "context_relevancy",
+    "Answer_Relevance_Label": "answer_relevancy",
+    "Answer_Faithfulness_Label": "faithfulness",
+}
 _DINGO_LABELS = {"1": 0, "2": 1, "3": 0}  # see the module docstring
 GRADED_CUT = 0.5  # a TruLens expected_score ≥ this counts as relevant
 
@@ -47,8 +54,9 @@ class LabelledRow:
     annotator's where given, and its group: ``tune``/``test`` for the in-domain set's
     halves, else the unseen set's name."""
 
-    def __init__(self, sample: Sample, labels: dict[str, int], second: dict[str, int] | None = None,
-                 group: str | None = None):
+    def __init__(
+        self, sample: Sample, labels: dict[str, int], second: dict[str, int] | None = None, group: str | None = None
+    ):
         self.sample, self.labels, self.second = sample, labels, second or {}
         self.group = group or half_of(sample.id)
 
@@ -102,10 +110,14 @@ def load_ares_tsv(path: Path, group: str) -> list[LabelledRow]:
     rows = []
     with open(path, encoding="utf-8", newline="") as f:
         for n, rec in enumerate(csv.DictReader(f, delimiter="\t"), start=2):
-            labels = {m: int(v == "[[Yes]]") for col, m in _TSV_LABELS.items()
-                      if (v := (rec.get(col) or "").strip()) in ("[[Yes]]", "[[No]]")}
-            sample = Sample(id=f"{group}:{n}", user_input=rec["Query"], response=rec["Answer"],
-                            retrieved_contexts=[rec["Document"]])
+            labels = {
+                m: int(v == "[[Yes]]")
+                for col, m in _TSV_LABELS.items()
+                if (v := (rec.get(col) or "").strip()) in ("[[Yes]]", "[[No]]")
+            }
+            sample = Sample(
+                id=f"{group}:{n}", user_input=rec["Query"], response=rec["Answer"], retrieved_contexts=[rec["Document"]]
+            )
             rows.append(LabelledRow(sample, labels, group=group))
     return rows
 
@@ -129,8 +141,12 @@ def load_dingo_hallucination(path: Path, group: str) -> list[LabelledRow]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             rec = json.loads(line)
-            sample = Sample(id=f"{group}:{rec['data_id']}", user_input=rec["prompt"], response=rec["content"],
-                            retrieved_contexts=list(rec["context"]))
+            sample = Sample(
+                id=f"{group}:{rec['data_id']}",
+                user_input=rec["prompt"],
+                response=rec["content"],
+                retrieved_contexts=list(rec["context"]),
+            )
             rows.append(LabelledRow(sample, {"faithfulness": _DINGO_LABELS[str(rec["data_id"])]}, group=group))
     return rows
 
@@ -139,10 +155,8 @@ def _unseen(root: Path) -> Iterator[tuple[Path, Any]]:
     i = root / "interop"
     yield i / "ares/nq_few_shot_prompt_for_judge_scoring.tsv", lambda p: load_ares_tsv(p, "nq")
     yield i / "ares/fever_few_shot_prompt_for_judge_scoring.tsv", lambda p: load_ares_tsv(p, "fever")
-    yield (i / "trulens/context_relevance_golden_set.json",
-           lambda p: load_trulens(p, "context_relevancy", "trulens"))
-    yield (i / "trulens/answer_relevance_golden_set.json",
-           lambda p: load_trulens(p, "answer_relevancy", "trulens"))
+    yield (i / "trulens/context_relevance_golden_set.json", lambda p: load_trulens(p, "context_relevancy", "trulens"))
+    yield (i / "trulens/answer_relevance_golden_set.json", lambda p: load_trulens(p, "answer_relevancy", "trulens"))
     yield i / "dingo/hallucination_test.jsonl", lambda p: load_dingo_hallucination(p, "dingo")
 
 

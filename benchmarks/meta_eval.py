@@ -56,13 +56,17 @@ from urllib.parse import urlparse
 
 import numpy as np
 
-for _k, _v in {"RAGAS_DO_NOT_TRACK": "true", "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
-               "DEEPEVAL_DISABLE_DOTENV": "1", "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
-               "DEEPEVAL_FILE_SYSTEM": "READ_ONLY"}.items():
+for _k, _v in {
+    "RAGAS_DO_NOT_TRACK": "true",
+    "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
+    "DEEPEVAL_DISABLE_DOTENV": "1",
+    "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
+    "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
+}.items():
     os.environ.setdefault(_k, _v)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from labelled_sets import LabelledRow, find_sets, load_labelled  # noqa: E402,F401
+from labelled_sets import LabelledRow, find_sets, load_labelled  # noqa: E402
 
 from unified.judge.base import Embedder, Judges  # noqa: E402
 from unified.metrics import MetricRef, parse_metric  # noqa: E402
@@ -100,8 +104,9 @@ def load_data(path: Path) -> tuple[list[LabelledRow], list[str]]:
     if path.is_dir():
         rows, read = find_sets(path)
         if not rows:
-            raise SystemExit(f"{path}: no labelled set found in this folder "
-                             "(see benchmarks/labelled_sets.py for the files it reads)")
+            raise SystemExit(
+                f"{path}: no labelled set found in this folder (see benchmarks/labelled_sets.py for the files it reads)"
+            )
         return rows, read
     return load_labelled(path), [str(path)]
 
@@ -129,8 +134,9 @@ class MemoEmbedder(Embedder):
 
     def save(self, path: Path) -> None:
         texts = list(self.memo)
-        np.savez_compressed(path, texts=np.array(json.dumps(texts)),
-                            vectors=np.array([self.memo[t] for t in texts], dtype=np.float32))
+        np.savez_compressed(
+            path, texts=np.array(json.dumps(texts)), vectors=np.array([self.memo[t] for t in texts], dtype=np.float32)
+        )
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
@@ -141,12 +147,14 @@ class MemoEmbedder(Embedder):
 
 # ---------------------------------------------------------------- statistics
 
+
 def _stats():
     try:  # the project's own implementations, when present
-        from unified.crosscheck import auc, balanced_accuracy, bootstrap_ci
+        from unified.analysis.crosscheck import auc, balanced_accuracy, bootstrap_ci
+
         return auc, balanced_accuracy, bootstrap_ci
     except ImportError as e:  # pragma: no cover - crosscheck ships with the package
-        raise SystemExit(f"unified.crosscheck is needed for the statistics: {e}")
+        raise SystemExit(f"unified.analysis.crosscheck is needed for the statistics: {e}")
 
 
 def _num(x: Any) -> float | None:
@@ -157,21 +165,29 @@ def _ci(ci: Any) -> list[float] | None:
     return None if isinstance(ci, str) else [float(ci[0]), float(ci[1])]
 
 
-def evaluate_half(values: list[float | None], labels: list[int], threshold: float,
-                  n_boot: int, seed: int) -> dict[str, Any]:
+def evaluate_half(
+    values: list[float | None], labels: list[int], threshold: float, n_boot: int, seed: int
+) -> dict[str, Any]:
     """n, negatives, failed (None values), AUC with its bootstrap CI and the balanced
     accuracy of value ≥ threshold, over the rows of one group."""
     auc, bacc, boot = _stats()
     keep = [(v, y) for v, y in zip(values, labels) if v is not None]
     v = np.array([k[0] for k in keep], dtype=float)
     y = np.array([k[1] for k in keep], dtype=int)
-    return {"n": len(keep), "negatives": int((y == 0).sum()), "failed": len(values) - len(keep),
-            "auc": _num(auc(v, y)), "auc_ci": _ci(boot(auc, v, y, n=n_boot, seed=seed)),
-            "balanced_accuracy": _num(bacc(v >= threshold, y)), "threshold": threshold}
+    return {
+        "n": len(keep),
+        "negatives": int((y == 0).sum()),
+        "failed": len(values) - len(keep),
+        "auc": _num(auc(v, y)),
+        "auc_ci": _ci(boot(auc, v, y, n=n_boot, seed=seed)),
+        "balanced_accuracy": _num(bacc(v >= threshold, y)),
+        "threshold": threshold,
+    }
 
 
-def paired_auc_difference(a: list[float | None], b: list[float | None], labels: list[int],
-                          n_boot: int, seed: int) -> dict[str, Any]:
+def paired_auc_difference(
+    a: list[float | None], b: list[float | None], labels: list[int], n_boot: int, seed: int
+) -> dict[str, Any]:
     """AUC(a) − AUC(b) on the rows both scored, with a paired percentile bootstrap CI
     (the same resampled rows for both)."""
     auc, _, boot = _stats()
@@ -182,24 +198,26 @@ def paired_auc_difference(a: list[float | None], b: list[float | None], labels: 
         s, t = auc(p, lab), auc(q, lab)
         return s if isinstance(s, str) else t if isinstance(t, str) else s - t
 
-    return {"n": len(keep), "delta_auc": _num(diff(xa, xb, y)),
-            "ci": _ci(boot(diff, xa, xb, y, n=n_boot, seed=seed))}
+    return {"n": len(keep), "delta_auc": _num(diff(xa, xb, y)), "ci": _ci(boot(diff, xa, xb, y, n=n_boot, seed=seed))}
 
 
 def best_threshold(values: list[float | None], labels: list[int]) -> float:
     _, bacc, _ = _stats()
     pairs = [(v, y) for v, y in zip(values, labels) if v is not None]
-    v = np.array([p[0] for p in pairs]); y = np.array([p[1] for p in pairs])
+    v = np.array([p[0] for p in pairs])
+    y = np.array([p[1] for p in pairs])
     scored = [(_num(bacc(v >= t, y)) or 0.0, -abs(t - 5.0), t) for t in THRESHOLD_GRID]
     return max(scored)[2]
 
 
 def human_ceiling(rows: list[LabelledRow], metric: str) -> dict[str, Any] | None:
-    from unified.crosscheck import cohen_kappa
+    from unified.analysis.crosscheck import cohen_kappa
+
     pairs = [(r.labels[metric], r.second[metric]) for r in rows if metric in r.second and metric in r.labels]
     if len(pairs) < 3:
         return None
-    a = np.array([p[0] for p in pairs], dtype=bool); b = np.array([p[1] for p in pairs], dtype=bool)
+    a = np.array([p[0] for p in pairs], dtype=bool)
+    b = np.array([p[1] for p in pairs], dtype=bool)
     return {"n": len(pairs), "agreement": float((a == b).mean()), "kappa": _num(cohen_kappa(a, b))}
 
 
@@ -208,8 +226,9 @@ def human_ceiling(rows: list[LabelledRow], metric: str) -> dict[str, Any] | None
 FIRST_ERRORS: dict[str, str] = {}  # metric key -> first failure seen, shown under the table
 
 
-async def score_all(backend: Any, rows: list[LabelledRow], refs: dict[str, MetricRef],
-                    concurrency: int = 4) -> dict[str, list[float | None]]:
+async def score_all(
+    backend: Any, rows: list[LabelledRow], refs: dict[str, MetricRef], concurrency: int = 4
+) -> dict[str, list[float | None]]:
     """0–10 value per metric key per row (None for a failed score or no label)."""
     sem = asyncio.Semaphore(concurrency)
     out: dict[str, list[float | None]] = {m: [None] * len(rows) for m in refs}
@@ -249,6 +268,7 @@ def embedding_params(metrics: list[str], lexical_w: float | None) -> dict[str, d
     """The embedding backend's defaults per metric key, plus the side-by-side keys:
     faithfulness with similarity alone, context relevancy's sentence variant."""
     from unified.adapters.embedding import DEFAULTS
+
     params: dict[str, dict[str, Any]] = {}
     for m in metrics:
         params[m] = {k: v for k, v in DEFAULTS[m].items() if k in ("t", "n", "w", "threshold")}
@@ -264,6 +284,7 @@ def embedding_params(metrics: list[str], lexical_w: float | None) -> dict[str, d
 def _embedding_backend(judges: Judges, cache: str | None) -> tuple[Any, MemoEmbedder]:
     from unified.adapters import get_backend
     from unified.judge.local import LocalEmbedder
+
     memo = MemoEmbedder(judges.embedder or LocalEmbedder())
     if cache and Path(cache).exists():
         memo.load(Path(cache))
@@ -272,44 +293,65 @@ def _embedding_backend(judges: Judges, cache: str | None) -> tuple[Any, MemoEmbe
 
 def _describe(rows: list[LabelledRow], read: list[str], groups: dict[str, list[int]]) -> list[str]:
     metrics = sorted({m for r in rows for m in r.labels})
-    out = [f"{len(rows)} labelled rows from {', '.join(read)}",
-           "groups: " + ", ".join(f"{g} {len(ix)}" for g, ix in groups.items())
-           + " (tune/test: the in-domain set split by sha256(id); the others: unseen, never tuned on)"]
+    out = [
+        f"{len(rows)} labelled rows from {', '.join(read)}",
+        "groups: "
+        + ", ".join(f"{g} {len(ix)}" for g, ix in groups.items())
+        + " (tune/test: the in-domain set split by sha256(id); the others: unseen, never tuned on)",
+    ]
     for m in metrics:
         ceil = human_ceiling(rows, m)
-        out.append(f"  human-vs-human ceiling for {m}: " + (
-            f"agreement {ceil['agreement']:.2f}, kappa {ceil['kappa']}" if ceil else
-            "not available (one annotator per row in this set)"))
+        out.append(
+            f"  human-vs-human ceiling for {m}: "
+            + (
+                f"agreement {ceil['agreement']:.2f}, kappa {ceil['kappa']}"
+                if ceil
+                else "not available (one annotator per row in this set)"
+            )
+        )
     return out
 
 
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     rows, read = load_data(Path(args.data))
     if args.limit:
-        rows = rows[:args.limit]
+        rows = rows[: args.limit]
     metrics = sorted({m for r in rows for m in r.labels})
     if not rows or not metrics:
         raise SystemExit(f"{args.data}: no rows with usable labels (faithfulness, context_relevance, answer_relevance)")
     groups = groups_of(rows)
     print("\n".join(_describe(rows, read, groups)))
     judges, loopback = _judges(args)
-    results: dict[str, Any] = {"data": read, "rows": len(rows),
-                               "groups": {g: len(ix) for g, ix in groups.items()}, "backends": {}, "deltas": {}}
+    results: dict[str, Any] = {
+        "data": read,
+        "rows": len(rows),
+        "groups": {g: len(ix) for g, ix in groups.items()},
+        "backends": {},
+        "deltas": {},
+    }
     for bname in [b.strip() for b in args.backends.split(",") if b.strip()]:
         per_metric, deltas = await run_backend(bname, args, rows, groups, metrics, judges)
         if bname != "embedding" and loopback:
-            print(f"[{bname}] NOTE: the judge is on loopback ({args.base_url or os.environ.get('UNIFIED_JUDGE_BASE_URL')}); "
-                  "if it is the test suite's fake server its answers are synthesised, so these figures only "
-                  "prove the plumbing, not judgment quality.")
+            print(
+                f"[{bname}] NOTE: the judge is on loopback ({args.base_url or os.environ.get('UNIFIED_JUDGE_BASE_URL')}); "
+                "if it is the test suite's fake server its answers are synthesised, so these figures only "
+                "prove the plumbing, not judgment quality."
+            )
         results["backends"][bname], results["deltas"][bname] = per_metric, deltas
     return results
 
 
-async def run_backend(bname: str, args: argparse.Namespace, rows: list[LabelledRow],
-                      groups: dict[str, list[int]], metrics: list[str], judges: Judges
-                      ) -> tuple[dict[str, Any], dict[str, Any]]:
+async def run_backend(
+    bname: str,
+    args: argparse.Namespace,
+    rows: list[LabelledRow],
+    groups: dict[str, list[int]],
+    metrics: list[str],
+    judges: Judges,
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """Score every row with one backend, tune when asked, evaluate and print each group."""
     from unified.adapters import get_backend
+
     embedding = bname == "embedding"
     if embedding:
         backend, memo = _embedding_backend(judges, args.embedding_cache)
@@ -318,8 +360,7 @@ async def run_backend(bname: str, args: argparse.Namespace, rows: list[LabelledR
         backend, params = get_backend(bname, judges), {m: {} for m in metrics}
     t0 = time.perf_counter()
     keys = list(params)
-    values = await score_all(backend, rows, {m: _ref(m, _scoring_params(params[m])) for m in keys},
-                             args.concurrency)
+    values = await score_all(backend, rows, {m: _ref(m, _scoring_params(params[m])) for m in keys}, args.concurrency)
     print(f"\n[{bname}] scored {len(rows)} rows in {time.perf_counter() - t0:.1f}s")
     if embedding and args.embedding_cache:
         memo.save(Path(args.embedding_cache))
@@ -332,19 +373,20 @@ async def run_backend(bname: str, args: argparse.Namespace, rows: list[LabelledR
         for g, ix in groups.items():
             lab = [(values[m][i], label(rows[i], m)) for i in ix if label(rows[i], m) is not None]
             if lab:
-                per_metric[m][g] = evaluate_half([x[0] for x in lab], [x[1] for x in lab], thr,
-                                                 args.n_boot, args.seed)
+                per_metric[m][g] = evaluate_half([x[0] for x in lab], [x[1] for x in lab], thr, args.n_boot, args.seed)
     deltas = compare_keys(values, rows, groups, args.n_boot, args.seed)
     print_table(bname, per_metric, groups)
     print_deltas(deltas)
     if embedding and args.tune and args.usefulness_data:
-        per_metric["context_usefulness"] = await tune_usefulness(backend, Path(args.usefulness_data),
-                                                                 args.n_boot, args.seed)
+        per_metric["context_usefulness"] = await tune_usefulness(
+            backend, Path(args.usefulness_data), args.n_boot, args.seed
+        )
     return per_metric, deltas
 
 
-def compare_keys(values: dict[str, list[float | None]], rows: list[LabelledRow],
-                 groups: dict[str, list[int]], n_boot: int, seed: int) -> dict[str, Any]:
+def compare_keys(
+    values: dict[str, list[float | None]], rows: list[LabelledRow], groups: dict[str, list[int]], n_boot: int, seed: int
+) -> dict[str, Any]:
     """Paired AUC differences for the ``COMPARE`` pairs scored, per group."""
     out: dict[str, Any] = {}
     for a, b in COMPARE.items():
@@ -354,8 +396,13 @@ def compare_keys(values: dict[str, list[float | None]], rows: list[LabelledRow],
         for g, ix in groups.items():
             ix = [i for i in ix if label(rows[i], a) is not None]
             if ix:
-                per[g] = paired_auc_difference([values[a][i] for i in ix], [values[b][i] for i in ix],
-                                               [label(rows[i], a) for i in ix], n_boot, seed)
+                per[g] = paired_auc_difference(
+                    [values[a][i] for i in ix],
+                    [values[b][i] for i in ix],
+                    [label(rows[i], a) for i in ix],
+                    n_boot,
+                    seed,
+                )
         out[f"{a} - {b}"] = per
     return out
 
@@ -384,17 +431,32 @@ async def tune_usefulness(backend: Any, path: Path, n_boot: int, seed: int) -> d
     grid = [round(x, 2) for x in np.arange(0.30, 0.96, 0.05)]
     bas = {t: _num(balanced_accuracy(v >= t, y)) or 0.0 for t in grid}
     t_best = max(grid, key=lambda t: (bas[t], -t))
-    out = {"data": str(path), "contexts": len(v), "useful": int(y.sum()), "auc": _num(auc(v, y)),
-           "auc_ci": _ci(bootstrap_ci(auc, v, y, n=n_boot, seed=seed)),
-           "t": t_best, "balanced_accuracy": bas[t_best]}
-    print(f"\ncontext usefulness (context_precision's cut) on {path.name}: {len(v)} contexts, "
-          f"{int(y.sum())} relevant by id; AUC {out['auc']:.3f}; best t = {t_best} "
-          f"(balanced accuracy {bas[t_best]:.3f}; the whole set is used: it has no tune/test split)")
+    out = {
+        "data": str(path),
+        "contexts": len(v),
+        "useful": int(y.sum()),
+        "auc": _num(auc(v, y)),
+        "auc_ci": _ci(bootstrap_ci(auc, v, y, n=n_boot, seed=seed)),
+        "t": t_best,
+        "balanced_accuracy": bas[t_best],
+    }
+    print(
+        f"\ncontext usefulness (context_precision's cut) on {path.name}: {len(v)} contexts, "
+        f"{int(y.sum())} relevant by id; AUC {out['auc']:.3f}; best t = {t_best} "
+        f"(balanced accuracy {bas[t_best]:.3f}; the whole set is used: it has no tune/test split)"
+    )
     return out
 
 
-async def _grid_search(backend: Any, sub: list[LabelledRow], m: str, key: str, grid: Sequence[float],
-                       params: dict[str, Any], concurrency: int) -> float:
+async def _grid_search(
+    backend: Any,
+    sub: list[LabelledRow],
+    m: str,
+    key: str,
+    grid: Sequence[float],
+    params: dict[str, Any],
+    concurrency: int,
+) -> float:
     """The grid value of parameter ``key`` of metric key ``m`` with the best AUC on ``sub``
     (the other parameters as in ``params``; ties: the value closest to the current one)."""
     auc = _stats()[0]
@@ -414,9 +476,15 @@ async def _grid_search(backend: Any, sub: list[LabelledRow], m: str, key: str, g
     return best[2]
 
 
-async def tune(backend: Any, rows: list[LabelledRow], metrics: list[str], tune_ix: list[int],
-               params: dict[str, dict[str, Any]], values: dict[str, list[float | None]],
-               concurrency: int) -> tuple[dict[str, list[float | None]], dict[str, dict[str, Any]]]:
+async def tune(
+    backend: Any,
+    rows: list[LabelledRow],
+    metrics: list[str],
+    tune_ix: list[int],
+    params: dict[str, dict[str, Any]],
+    values: dict[str, list[float | None]],
+    concurrency: int,
+) -> tuple[dict[str, list[float | None]], dict[str, dict[str, Any]]]:
     """Search on the TUNE half only: each parameter of ``TUNE_GRID`` in order by AUC
     (a parameter fixed in the key's brackets is not searched), then the pass bound by
     balanced accuracy; returns every row's values and the parameters."""
@@ -436,6 +504,7 @@ async def tune(backend: Any, rows: list[LabelledRow], metrics: list[str], tune_i
 
 # ---------------------------------------------------------------- output
 
+
 def _f(x: Any, d: int = 3) -> str:
     return "n/a" if x is None else f"{x:.{d}f}"
 
@@ -446,8 +515,10 @@ def _ci_text(ci: list[float] | None, signed: bool = False) -> str:
 
 
 def print_table(backend: str, per_metric: dict[str, Any], groups: dict[str, list[int]]) -> None:
-    print(f"{'metric':36s} {'group':7s} {'n':>4s} {'neg':>4s} {'AUC':>6s} {'95% CI':>15s} {'bal.acc':>8s} "
-          f"{'@thr':>5s}  params")
+    print(
+        f"{'metric':36s} {'group':7s} {'n':>4s} {'neg':>4s} {'AUC':>6s} {'95% CI':>15s} {'bal.acc':>8s} "
+        f"{'@thr':>5s}  params"
+    )
     for m, r in per_metric.items():
         ps = ", ".join(f"{k}={v}" for k, v in r["params"].items() if k != "threshold")
         for g in groups:
@@ -455,8 +526,10 @@ def print_table(backend: str, per_metric: dict[str, Any], groups: dict[str, list
                 continue
             e = r[g]
             extra = "" if not e["failed"] else f"  ({e['failed']} failed)"
-            print(f"{m:36s} {g:7s} {e['n']:4d} {e['negatives']:4d} {_f(e['auc']):>6s} {_ci_text(e['auc_ci']):>15s} "
-                  f"{_f(e['balanced_accuracy']):>8s} {e['threshold']:5.1f}  {ps}{extra}")
+            print(
+                f"{m:36s} {g:7s} {e['n']:4d} {e['negatives']:4d} {_f(e['auc']):>6s} {_ci_text(e['auc_ci']):>15s} "
+                f"{_f(e['balanced_accuracy']):>8s} {e['threshold']:5.1f}  {ps}{extra}"
+            )
     for m in per_metric:
         if m in FIRST_ERRORS:
             print(f"  first failure of {m}: {FIRST_ERRORS[m][:200]}")
@@ -477,6 +550,7 @@ def _judges(args: argparse.Namespace) -> tuple[Judges, bool]:
     if not (base_url and model):
         return Judges(), False
     from unified.judge import JudgeConfig, build_judges  # type: ignore[attr-defined]
+
     judges = build_judges(judge=JudgeConfig(base_url=base_url, model=model), embedding="local")
     host = urlparse(base_url).hostname or ""
     return judges, host in ("127.0.0.1", "localhost", "::1")
@@ -484,14 +558,21 @@ def _judges(args: argparse.Namespace) -> tuple[Judges, bool]:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--data", default=None,
-                    help="the shared data folder (ares/ and interop/ inside) or one labelled JSONL; "
-                         f"default: {DEFAULT_DATA} when it exists")
+    ap.add_argument(
+        "--data",
+        default=None,
+        help="the shared data folder (ares/ and interop/ inside) or one labelled JSONL; "
+        f"default: {DEFAULT_DATA} when it exists",
+    )
     ap.add_argument("--backends", default="embedding", help="comma list: embedding,native,ragas,deepeval")
     ap.add_argument("--tune", action="store_true", help="grid-search embedding parameters on the tune half")
-    ap.add_argument("--lexical-w", type=float, default=None,
-                    help="faithfulness's lexical weight w for the embedding backend (default: the backend's; "
-                         "with --tune: the start of its search)")
+    ap.add_argument(
+        "--lexical-w",
+        type=float,
+        default=None,
+        help="faithfulness's lexical weight w for the embedding backend (default: the backend's; "
+        "with --tune: the start of its search)",
+    )
     ap.add_argument("--base-url", default=None, help="OpenAI-compatible judge URL (LLM backends)")
     ap.add_argument("--model", default=None, help="judge model name (LLM backends)")
     ap.add_argument("--n-boot", type=int, default=1000, help="bootstrap resamples for the 95%% CI")
@@ -499,12 +580,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--limit", type=int, default=0, help="first N rows only (smoke runs)")
     ap.add_argument("--concurrency", type=int, default=4, help="samples scored at once")
     ap.add_argument("--json", default=None, help="also write the figures to this JSON file")
-    ap.add_argument("--usefulness-data", default=str(REPO / "examples/data/rag_examples.jsonl"),
-                    help="with --tune: a JSONL with reference, retrieved_ids and relevant_ids to choose "
-                         "context_precision's per-context cut ('' to skip)")
-    ap.add_argument("--embedding-cache", default=None,
-                    help="npz file of embedding vectors, read if present and written after scoring "
-                         "(re-runs of the embedding backend then skip the model)")
+    ap.add_argument(
+        "--usefulness-data",
+        default=str(REPO / "examples/data/rag_examples.jsonl"),
+        help="with --tune: a JSONL with reference, retrieved_ids and relevant_ids to choose "
+        "context_precision's per-context cut ('' to skip)",
+    )
+    ap.add_argument(
+        "--embedding-cache",
+        default=None,
+        help="npz file of embedding vectors, read if present and written after scoring "
+        "(re-runs of the embedding backend then skip the model)",
+    )
     return ap.parse_args(argv)
 
 
@@ -514,9 +601,12 @@ def main(argv: list[str] | None = None) -> int:
     args.data = str(DEFAULT_DATA if default else Path(args.data))
     if not Path(args.data).exists():
         where = "the default, ../shared/data next to the repository" if default else "given with --data"
-        print(f"meta_eval: no labelled data at {args.data} ({where}). This benchmark needs human-labelled "
-              "RAG data that is not part of the repository: pass --data with the shared data folder "
-              "(ares/ and interop/ inside) or with a JSONL whose rows carry a `labels` object.", file=sys.stderr)
+        print(
+            f"meta_eval: no labelled data at {args.data} ({where}). This benchmark needs human-labelled "
+            "RAG data that is not part of the repository: pass --data with the shared data folder "
+            "(ares/ and interop/ inside) or with a JSONL whose rows carry a `labels` object.",
+            file=sys.stderr,
+        )
         return 2
     results = asyncio.run(run(args))
     if args.json:

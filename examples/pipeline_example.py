@@ -21,12 +21,11 @@ from pathlib import Path
 
 from rank_bm25 import BM25Okapi
 
-from unified.pipeline import build_samples
+from unified.run.pipeline import build_samples
 from unified.text import split_sentences
 
 DATA = Path(__file__).resolve().parent / "data"
-METRICS = ("precision,recall,mrr,ndcg,faithfulness,answer_relevancy,context_relevancy,"
-           "context_precision,context_recall")
+METRICS = "precision,recall,mrr,ndcg,faithfulness,answer_relevancy,context_relevancy,context_precision,context_recall"
 
 
 def _tokens(text: str) -> list[str]:
@@ -37,8 +36,7 @@ class BM25Retriever:
     """BM25 (Okapi, rank_bm25 defaults k1=1.5, b=0.75) over title + text of each document."""
 
     def __init__(self, corpus_path: Path = DATA / "corpus.jsonl", k: int = 3):
-        self.docs = [json.loads(line) for line in corpus_path.read_text(encoding="utf-8").splitlines()
-                     if line.strip()]
+        self.docs = [json.loads(line) for line in corpus_path.read_text(encoding="utf-8").splitlines() if line.strip()]
         self.bm25 = BM25Okapi([_tokens(d["title"] + " " + d["text"]) for d in self.docs])
         self.k = k
 
@@ -61,19 +59,23 @@ def load_questions(path: Path = DATA / "questions.jsonl") -> list[dict]:
 
 
 async def run(out: Path, quiet: bool = False):
-    from unified.runner import aevaluate
+    from unified.run.runner import aevaluate
 
     rows = load_questions()
     questions = [r["user_input"] for r in rows]
     samples = []
     for k in (3, 5):
         samples += await build_samples(
-            questions, BM25Retriever(k=k), template_generator,
+            questions,
+            BM25Retriever(k=k),
+            template_generator,
             references=[r.get("reference") for r in rows],
             relevant_ids=[r.get("relevant_ids") for r in rows],
-            ids=[f"top{k}:{r['id']}" for r in rows])
-    report = await aevaluate(samples, METRICS, ("native", "embedding"), out=out, resume=False,
-                             progress=False, quiet=True)
+            ids=[f"top{k}:{r['id']}" for r in rows],
+        )
+    report = await aevaluate(
+        samples, METRICS, ("native", "embedding"), out=out, resume=False, progress=False, quiet=True
+    )
     table = compare(report)
     if not quiet:
         print(f"{'metric':20s} {'backend':10s} {'top-3':>7s} {'top-5':>7s}")

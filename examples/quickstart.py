@@ -1,8 +1,9 @@
 """Quickstart: load samples, score the deterministic retrieval metrics (no judge needed)."""
+
 from pathlib import Path
 
 from unified.adapters.native.retrieval import score_retrieval
-from unified.io import load_samples
+from unified.data.io import load_samples
 from unified.metrics import parse_metric
 from unified.scores import aggregate
 
@@ -14,6 +15,6 @@ for name in ["precision@3", "recall@3", "mrr", "ndcg@3", "hit_rate@1"]:
 
 # The same through the runner, with LLM metrics (needs a judge: --base-url/--model or
 # UNIFIED_JUDGE_BASE_URL / UNIFIED_JUDGE_MODEL):
-# from unified.runner import evaluate
+# from unified.run.runner import evaluate
 # report = evaluate(samples, metrics=["faithfulness", "precision@3", "ndcg@10"],
 #                   backends=["native"], out="runs/quick")

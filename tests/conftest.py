@@ -17,10 +17,15 @@ from pathlib import Path
 import pytest
 
 # frameworks must be quiet and offline before anything imports them
-for _k, _v in {"RAGAS_DO_NOT_TRACK": "true", "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
-               "DEEPEVAL_DISABLE_DOTENV": "1", "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
-               "DEEPEVAL_FILE_SYSTEM": "READ_ONLY", "HF_HUB_OFFLINE": "1",
-               "TRANSFORMERS_OFFLINE": "1"}.items():
+for _k, _v in {
+    "RAGAS_DO_NOT_TRACK": "true",
+    "DEEPEVAL_TELEMETRY_OPT_OUT": "1",
+    "DEEPEVAL_DISABLE_DOTENV": "1",
+    "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
+    "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}.items():
     os.environ.setdefault(_k, _v)
 
 # the shared judge cache lives in the user cache folder: a session of its own (module-scoped

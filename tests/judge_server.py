@@ -54,11 +54,30 @@ _ALL_KINDS = FAULT_KINDS + EXTRA_FAULT_KINDS
 # faults that make sense for an embeddings request (it has no content or finish_reason)
 _EMBEDDING_FAULTS = ("429", "500", "hang", "401")
 
-_WORDS = ("paris", "river", "the", "capital", "answer", "context", "is", "green", "model",
-          "statement", "city", "of", "supported", "data", "france", "claim", "yes", "short")
+_WORDS = (
+    "paris",
+    "river",
+    "the",
+    "capital",
+    "answer",
+    "context",
+    "is",
+    "green",
+    "model",
+    "statement",
+    "city",
+    "of",
+    "supported",
+    "data",
+    "france",
+    "claim",
+    "yes",
+    "short",
+)
 
 
 # ---------------------------------------------------------------- schema synthesis
+
 
 def _resolve_ref(ref: str, root: dict) -> dict:
     """Follow a local ``#/$defs/Name`` (or ``#/definitions/Name``) pointer."""
@@ -135,6 +154,7 @@ def synthesize(schema: dict, rng: random.Random, root: dict | None = None, depth
         hi = (lo + 2) if hi is None else hi  # unbounded: small values
         if typ == "integer":
             import math
+
             return rng.randint(math.ceil(lo), math.floor(hi))
         return round(rng.uniform(lo, hi), 3)
     if typ == "boolean":
@@ -145,8 +165,7 @@ def synthesize(schema: dict, rng: random.Random, root: dict | None = None, depth
 
 
 def _looks_like_schema(obj: Any) -> bool:
-    return isinstance(obj, dict) and ("properties" in obj or "$defs" in obj
-                                      or obj.get("type") in ("object", "array"))
+    return isinstance(obj, dict) and ("properties" in obj or "$defs" in obj or obj.get("type") in ("object", "array"))
 
 
 def find_schema_in_text(text: str) -> dict | None:
@@ -229,14 +248,23 @@ def embedding_vector(text: str, dim: int = 384, seed: int = 0) -> np.ndarray:
 
 # ---------------------------------------------------------------- server
 
+
 class JudgeServer:
     """OpenAI-compatible loopback server on 127.0.0.1 in a background thread."""
 
-    def __init__(self, latency: float = 0.0, fault_rate: float = 0.0,
-                 faults: Iterable[str] = FAULT_KINDS, seed: int = 0, hang_seconds: float = 30.0,
-                 port: int = 0, dim: int = 384,
-                 answer_fn: Callable[[dict], dict | str | None] | None = None,
-                 reject_json_schema: bool = False, fault_message: str | None = None):
+    def __init__(
+        self,
+        latency: float = 0.0,
+        fault_rate: float = 0.0,
+        faults: Iterable[str] = FAULT_KINDS,
+        seed: int = 0,
+        hang_seconds: float = 30.0,
+        port: int = 0,
+        dim: int = 384,
+        answer_fn: Callable[[dict], dict | str | None] | None = None,
+        reject_json_schema: bool = False,
+        fault_message: str | None = None,
+    ):
         bad = set(faults) - set(_ALL_KINDS)
         if bad:
             raise ValueError(f"unknown fault kinds {sorted(bad)}; choose from {_ALL_KINDS}")
@@ -302,8 +330,7 @@ class JudgeServer:
             if self._forced:
                 fault = self._forced.popleft()
             elif self.fault_rate > 0 and self._rng.random() < self.fault_rate:
-                allowed = self.faults if kind == "chat" else \
-                    tuple(f for f in self.faults if f in _EMBEDDING_FAULTS)
+                allowed = self.faults if kind == "chat" else tuple(f for f in self.faults if f in _EMBEDDING_FAULTS)
                 fault = self._rng.choice(allowed) if allowed else None
             if fault is not None:
                 self.fault_count += 1
@@ -315,15 +342,23 @@ class JudgeServer:
         if fault == "429":
             return web.json_response(
                 {"error": {"message": text or "rate limit reached (loopback)", "type": "rate_limit"}},
-                status=429, headers={"Retry-After": "0.05"})
+                status=429,
+                headers={"Retry-After": "0.05"},
+            )
         if fault == "401":
             return web.json_response(
-                {"error": {"message": text or "Incorrect API key provided (loopback)",
-                           "type": "invalid_request_error"}}, status=401)
+                {
+                    "error": {
+                        "message": text or "Incorrect API key provided (loopback)",
+                        "type": "invalid_request_error",
+                    }
+                },
+                status=401,
+            )
         if fault == "500":
             return web.json_response(
-                {"error": {"message": text or "internal error (loopback)", "type": "server_error"}},
-                status=500)
+                {"error": {"message": text or "internal error (loopback)", "type": "server_error"}}, status=500
+            )
         if fault == "hang":
             assert self._stopping is not None
             try:  # wakes early when the server stops, so shutdown never waits on it
@@ -361,8 +396,9 @@ class JudgeServer:
         if fault in ("429", "500", "hang", "401"):
             return await self._http_fault(fault)  # type: ignore[return-value]
         if self.reject_json_schema and (body.get("response_format") or {}).get("type") == "json_schema":
-            return web.json_response({"error": {"message": "Unsupported response_format type",
-                                                "type": "server_error"}}, status=500)
+            return web.json_response(
+                {"error": {"message": "Unsupported response_format type", "type": "server_error"}}, status=500
+            )
 
         text = _text_of(body)
         rng = random.Random(_seed_for(text, self.seed))
@@ -385,16 +421,22 @@ class JudgeServer:
 
         prompt_tokens = max(1, len(text) // 4)
         completion_tokens = max(1, len(content) // 4)
-        return web.json_response({
-            "id": f"chatcmpl-{hashlib.sha1(text.encode()).hexdigest()[:12]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", "loopback"),
-            "choices": [{"index": 0, "finish_reason": finish,
-                         "message": {"role": "assistant", "content": content}}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                      "total_tokens": prompt_tokens + completion_tokens},
-        })
+        return web.json_response(
+            {
+                "id": f"chatcmpl-{hashlib.sha1(text.encode()).hexdigest()[:12]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": body.get("model", "loopback"),
+                "choices": [
+                    {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
+            }
+        )
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body, fault = await self._receive(request, "embedding")
@@ -403,8 +445,7 @@ class JudgeServer:
         if fault in _EMBEDDING_FAULTS:
             return await self._http_fault(fault)  # type: ignore[return-value]
         if fault is not None:  # nonjson / length forced on an embeddings call: broken body
-            return web.Response(text="<html>bad gateway</html>", status=200,
-                                content_type="application/json")
+            return web.Response(text="<html>bad gateway</html>", status=200, content_type="application/json")
         inputs = body.get("input", [])
         inputs = [inputs] if isinstance(inputs, str) else list(inputs)
         dim = int(body.get("dimensions") or self.dim)
@@ -417,13 +458,17 @@ class JudgeServer:
                 emb = vec.tolist()
             data.append({"object": "embedding", "index": i, "embedding": emb})
         tokens = sum(max(1, len(str(t)) // 4) for t in inputs)
-        return web.json_response({"object": "list", "data": data,
-                                  "model": body.get("model", "loopback-embed"),
-                                  "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "model": body.get("model", "loopback-embed"),
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
 
     async def _models(self, request: web.Request) -> web.Response:
-        return web.json_response({"object": "list",
-                                  "data": [{"id": "loopback", "object": "model"}]})
+        return web.json_response({"object": "list", "data": [{"id": "loopback", "object": "model"}]})
 
     # -- lifecycle
     async def _start_async(self, sock: socket.socket) -> None:
@@ -542,8 +587,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--fault-rate", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
-    with JudgeServer(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed,
-                     port=args.port) as srv:
+    with JudgeServer(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, port=args.port) as srv:
         print(srv.base_url, flush=True)
         try:
             while True:

@@ -1,4 +1,4 @@
-"""Real run folders for the report tests, made by ``unified.runner.evaluate``: a two-backend
+"""Real run folders for the report tests, made by ``unified.run.runner.evaluate``: a two-backend
 retrieval run (no judge needed) and a native / ragas / deepeval compare against the
 loopback judge with awkward sample ids and samples that lack a field."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from unified.adapters import Backend
 from unified.judge.base import Judges
 from unified.report import Report
-from unified.runner import evaluate
+from unified.run.runner import evaluate
 from unified.scores import Score
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,10 +29,18 @@ class LastRelevant(Backend):
     async def score(self, sample, metrics):
         rel = set(sample.relevant_ids or [])
         ranks = [i + 1 for i, d in enumerate(sample.retrieved_ids or []) if d in rel]
-        return [Score.from_raw(m.name, self.name, sample.id, 1.0 / ranks[-1] if ranks else 0.0,
-                               threshold=5.0, reason=f"last relevant rank {ranks[-1] if ranks else None}",
-                               details={"judge_a": {"rating": 2}, "judge_b": {"rating": 1}})
-                for m in metrics]
+        return [
+            Score.from_raw(
+                m.name,
+                self.name,
+                sample.id,
+                1.0 / ranks[-1] if ranks else 0.0,
+                threshold=5.0,
+                reason=f"last relevant rank {ranks[-1] if ranks else None}",
+                details={"judge_a": {"rating": 2}, "judge_b": {"rating": 1}},
+            )
+            for m in metrics
+        ]
 
 
 def rows(n: int | None = None) -> list[dict]:
@@ -48,8 +56,7 @@ def two_backend_run(out: Path) -> Report:
     path = out / "data.jsonl"
     out.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(json.dumps(r) + "\n" for r in data))
-    return evaluate(path, "mrr,precision@3", ["native", LastRelevant()], judges=Judges(),
-                    out=out / "run", quiet=True)
+    return evaluate(path, "mrr,precision@3", ["native", LastRelevant()], judges=Judges(), out=out / "run", quiet=True)
 
 
 def three_backend_data(path: Path, n: int = 8) -> Path:
@@ -70,8 +77,11 @@ def three_backend_run(out: Path, base_url: str) -> Report:
 
     out.mkdir(parents=True, exist_ok=True)
     data = three_backend_data(out / "data.jsonl")
-    judges = build_judges(JudgeConfig(base_url=base_url, model="fake", max_retries=0),
-                          embedding=EmbeddingConfig(kind="openai", base_url=base_url, model="fake-embed",
-                                                    max_retries=0), cache_path=out / "cache.sqlite")
-    return evaluate(data, "faithfulness,context_recall", ["native", "ragas", "deepeval"], judges=judges,
-                    out=out / "run", quiet=True)
+    judges = build_judges(
+        JudgeConfig(base_url=base_url, model="fake", max_retries=0),
+        embedding=EmbeddingConfig(kind="openai", base_url=base_url, model="fake-embed", max_retries=0),
+        cache_path=out / "cache.sqlite",
+    )
+    return evaluate(
+        data, "faithfulness,context_recall", ["native", "ragas", "deepeval"], judges=judges, out=out / "run", quiet=True
+    )

@@ -25,8 +25,7 @@ def import_in_clean_env(module: str, names: list[str], extra: str = "") -> dict:
     the values of ``names`` after the import."""
     env = {k: v for k, v in os.environ.items() if k not in names}
     env.update({"RAGAS_DO_NOT_TRACK": "false", "DEEPEVAL_TELEMETRY_OPT_OUT": "0"})
-    code = (f"import json, os, {module}\n{extra}\n"
-            f"print(json.dumps({{k: os.environ.get(k) for k in {sorted(names)!r}}}))")
+    code = f"import json, os, {module}\n{extra}\nprint(json.dumps({{k: os.environ.get(k) for k in {sorted(names)!r}}}))"
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from unified.cli import app
+from unified.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
@@ -25,11 +25,12 @@ def invoke(*args, env=None):
 
 def readme_python_block() -> str:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = text[text.index("## Python API in ten lines"):]
+    section = text[text.index("## Python API in ten lines") :]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 
 # ---------------------------------------------------------------- the notebook
+
 
 async def test_the_readme_ten_lines_run_inside_a_running_event_loop(tmp_path, monkeypatch, judge_server):
     """Jupyter runs every cell inside an event loop; the README's lines must work there
@@ -39,7 +40,7 @@ async def test_the_readme_ten_lines_run_inside_a_running_event_loop(tmp_path, mo
     code = code.replace('"runs/quick', f'"{tmp_path}/quick')
     assert len(code.strip().splitlines()) <= 10
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)  # noqa: S102 — the README's own lines
+    exec(compile(code, "README.md", "exec"), scope)
     report = scope["report"]
     rows = report.to_pandas(samples=True)
     assert set(rows["metric"]) == {"precision@3", "ndcg@5", "faithfulness", "context_recall"}
@@ -53,12 +54,14 @@ def test_judge_from_python_uses_the_shared_cache_across_folders(tmp_path, judge_
     from unified import evaluate
 
     judge = {"base_url": judge_server.base_url, "model": "loopback"}
-    first = evaluate(DATA, "faithfulness", ["native"], judge=judge, out=tmp_path / "a", quiet=True,
-                     max_samples=3, single_judge=True)
+    first = evaluate(
+        DATA, "faithfulness", ["native"], judge=judge, out=tmp_path / "a", quiet=True, max_samples=3, single_judge=True
+    )
     paid = judge_server.chat_count
     assert paid > 0 and all(s.ok for s in first.scores)
-    second = evaluate(DATA, "faithfulness", ["native"], judge=judge, out=tmp_path / "b", quiet=True,
-                      max_samples=3, single_judge=True)
+    second = evaluate(
+        DATA, "faithfulness", ["native"], judge=judge, out=tmp_path / "b", quiet=True, max_samples=3, single_judge=True
+    )
     assert judge_server.chat_count == paid  # a new folder, 0 calls: the cache outlives run folders
     assert {s.sample_id: s.value for s in second.scores} == {s.sample_id: s.value for s in first.scores}
     assert sum(s.cost.cache_hits for s in second.scores) == paid
@@ -66,27 +69,49 @@ def test_judge_from_python_uses_the_shared_cache_across_folders(tmp_path, judge_
 
 # ---------------------------------------------------------------- one vocabulary
 
+
 def test_run_takes_backends_and_compare_takes_backend(tmp_path):
     r = invoke("run", DATA, "--metrics", "mrr", "--backends", "native", "--out", tmp_path / "r", "--quiet")
     assert r.exit_code == 0, r.output
-    r = invoke("compare", DATA, "--metrics", "mrr", "--backend", "native,embedding", "--out", tmp_path / "c",
-               "--quiet")
+    r = invoke("compare", DATA, "--metrics", "mrr", "--backend", "native,embedding", "--out", tmp_path / "c", "--quiet")
     assert r.exit_code == 0, r.output
     # only native implements mrr: said, and no crosscheck.json pretending to compare
     assert "no crosscheck.json written" in r.output and not (tmp_path / "c" / "crosscheck.json").exists()
 
 
 def test_compare_dry_run_calls_nothing(tmp_path, judge_server):
-    r = invoke("compare", DATA, "--metrics", "faithfulness,mrr", "--backends", "native,ragas", "--dry-run",
-               "--base-url", judge_server.base_url, "--model", "m", "--out", tmp_path / "o")
+    r = invoke(
+        "compare",
+        DATA,
+        "--metrics",
+        "faithfulness,mrr",
+        "--backends",
+        "native,ragas",
+        "--dry-run",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "m",
+        "--out",
+        tmp_path / "o",
+    )
     assert r.exit_code == 0, r.output
     assert "dry run: 28 samples" in r.output and "ragas" in r.output
     assert judge_server.chat_count == 0 and not (tmp_path / "o").exists()
 
 
 def test_compare_says_when_a_metric_has_fewer_than_two_backends(tmp_path):
-    r = invoke("compare", DATA, "--metrics", "mrr,semantic_similarity", "--backends", "native,embedding",
-               "--out", tmp_path / "o", "--quiet")
+    r = invoke(
+        "compare",
+        DATA,
+        "--metrics",
+        "mrr,semantic_similarity",
+        "--backends",
+        "native,embedding",
+        "--out",
+        tmp_path / "o",
+        "--quiet",
+    )
     assert r.exit_code == 0, r.output
     assert "only native scored mrr: nothing to compare it with" in r.output
     cc = json.loads((tmp_path / "o" / "crosscheck.json").read_text())
@@ -94,14 +119,16 @@ def test_compare_says_when_a_metric_has_fewer_than_two_backends(tmp_path):
     assert [(p["a"], p["b"]) for p in cc["metrics"]["semantic_similarity"]["pairs"]] == [("embedding", "native")]
 
 
-@pytest.mark.parametrize("command", ["run", "compare", "migrate", "validate", "convert", "report", "diff",
-                                     "metrics", "cache"])
+@pytest.mark.parametrize(
+    "command", ["run", "compare", "migrate", "validate", "convert", "report", "diff", "metrics", "cache"]
+)
 def test_every_option_has_help_readable_at_80_columns(command):
     r = invoke(command, "--help", env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})
     assert r.exit_code == 0, r.output
     assert "…" not in r.output, r.output  # nothing cut
     assert all(len(line) <= 80 for line in r.output.splitlines())
     from typer.main import get_command
+
     cmd = get_command(app).commands[command]  # type: ignore[attr-defined]
     for sub in getattr(cmd, "commands", {None: cmd}).values():
         for p in sub.params:
@@ -127,10 +154,12 @@ def test_metric_matrix_lists_each_metric_once():
 
 
 def test_validate_imports_no_llm_client_and_is_quick():
-    code = ("import sys, time; t = time.perf_counter()\n"
-            "from typer.testing import CliRunner; from unified.cli import app\n"
-            f"r = CliRunner().invoke(app, ['validate', {str(DATA)!r}, '--metrics', 'faithfulness'])\n"
-            "print(r.exit_code, 'openai' in sys.modules, 'ragas' in sys.modules, 'torch' in sys.modules)")
+    code = (
+        "import sys, time; t = time.perf_counter()\n"
+        "from typer.testing import CliRunner; from unified.cli.app import app\n"
+        f"r = CliRunner().invoke(app, ['validate', {str(DATA)!r}, '--metrics', 'faithfulness'])\n"
+        "print(r.exit_code, 'openai' in sys.modules, 'ragas' in sys.modules, 'torch' in sys.modules)"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.stdout.split() == ["0", "False", "False", "False"], r.stderr[-2000:]
 
@@ -141,8 +170,19 @@ def test_dry_run_prices_the_calls_and_says_what_a_run_would_skip(tmp_path, monke
     r = invoke("run", DATA, "--metrics", "faithfulness,mrr", "--dry-run")
     assert r.exit_code == 0 and "skipping faithfulness (native): no LLM judge configured" in r.output
     assert "native │ faithfulness" not in r.output.replace("  ", " ")
-    r = invoke("run", DATA, "--metrics", "faithfulness", "--dry-run", "--base-url", "http://127.0.0.1:9/v1",
-               "--model", "gpt-4o-mini", "--price", "gpt-4o-mini=0.15/0.60")
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness",
+        "--dry-run",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "gpt-4o-mini",
+        "--price",
+        "gpt-4o-mini=0.15/0.60",
+    )
     assert r.exit_code == 0, r.output
     row = next(line for line in r.output.splitlines() if "faithfulness" in line and "│" in line)
     cells = [c.strip() for c in row.split("│") if c.strip()]
@@ -164,8 +204,23 @@ def test_dry_run_prices_judge_b_share_at_judge_b_price(monkeypatch):
     """A dual-judge step asks each judge once; judge B's calls are priced at B's model."""
     for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL"):
         monkeypatch.delenv(k, raising=False)
-    base = ["run", DATA, "--metrics", "faithfulness", "--backend", "native,ragas", "--dry-run",
-            "--base-url", "http://127.0.0.1:9/v1", "--model", "a", "--judge2-model", "b", "--price", "a=1/2"]
+    base = [
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness",
+        "--backend",
+        "native,ragas",
+        "--dry-run",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "a",
+        "--judge2-model",
+        "b",
+        "--price",
+        "a=1/2",
+    ]
     once = _dry_row(invoke(*base, "--single-judge").output, "native", "faithfulness")
     r = invoke(*base, "--price", "b=10/20")
     assert r.exit_code == 0, r.output
@@ -176,9 +231,14 @@ def test_dry_run_prices_judge_b_share_at_judge_b_price(monkeypatch):
     assert float(dual["usd"]) == pytest.approx((a_in + 2 * a_out + 10 * b_in + 20 * b_out) / 1e6, abs=1e-6)
     ragas = _dry_row(r.output, "ragas", "faithfulness")  # ragas judges with A alone
     assert ragas["judge_b_calls"] == "0"
-    assert float(ragas["usd"]) == pytest.approx((int(ragas["input_tokens"]) + 2 * int(ragas["output_tokens"])) / 1e6, abs=1e-6)
+    assert float(ragas["usd"]) == pytest.approx(
+        (int(ragas["input_tokens"]) + 2 * int(ragas["output_tokens"])) / 1e6, abs=1e-6
+    )
     r = invoke(*base)  # no price for b: unknown, and said
-    assert _dry_row(r.output, "native", "faithfulness")["usd"] == "—" and _dry_row(r.output, "ragas", "faithfulness")["usd"] != "—"
+    assert (
+        _dry_row(r.output, "native", "faithfulness")["usd"] == "—"
+        and _dry_row(r.output, "ragas", "faithfulness")["usd"] != "—"
+    )
     assert "no price for model 'b'" in r.output
 
 

@@ -12,10 +12,24 @@ from pathlib import Path
 
 import pytest
 
-from unified.adapters import (BUILTIN_BACKENDS, Backend, backend_info, backend_names, describe_metric,
-                              estimate_calls, get_backend, get_backend_class, implemented_metrics,
-                              known_backends, metric_matrix, missing_requirements, register_backend,
-                              registered_backend, threshold_for, unregister_backend)
+from unified.adapters import (
+    BUILTIN_BACKENDS,
+    Backend,
+    backend_info,
+    backend_names,
+    describe_metric,
+    estimate_calls,
+    get_backend,
+    get_backend_class,
+    implemented_metrics,
+    known_backends,
+    metric_matrix,
+    missing_requirements,
+    register_backend,
+    registered_backend,
+    threshold_for,
+    unregister_backend,
+)
 from unified.adapters.native import NativeBackend
 from unified.judge.base import Judges
 from unified.metrics import parse_metric, parse_metrics
@@ -38,6 +52,7 @@ class Twin(Backend):
 
 # ---------------------------------------------------------------- static facts
 
+
 @pytest.mark.parametrize("name", ["native", "embedding", "ragas", "deepeval"])
 def test_static_metric_sets_are_the_adapters_own_tables(name):
     pkg = CLASSES.get(name)
@@ -47,18 +62,30 @@ def test_static_metric_sets_are_the_adapters_own_tables(name):
 
 
 def test_listing_and_estimating_import_no_framework_and_no_model():
-    code = ("import sys\n"
-            "from unified.adapters import describe_metric, metric_matrix, estimate_calls, threshold_for\n"
-            "from unified.metrics import parse_metrics\nfrom unified.sample import Sample\n"
-            "m = metric_matrix(); d = describe_metric('faithfulness')\n"
-            "s = [Sample(user_input='q?', response='r', retrieved_contexts=['c'])]\n"
-            "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in ('ragas', 'deepeval', 'native')]\n"
-            "print(len(m['rows']), sorted(d['backends']), rows[0][0]['calls'],"
-            " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers')])")
+    code = (
+        "import sys\n"
+        "from unified.adapters import describe_metric, metric_matrix, estimate_calls, threshold_for\n"
+        "from unified.metrics import parse_metrics\nfrom unified.sample import Sample\n"
+        "m = metric_matrix(); d = describe_metric('faithfulness')\n"
+        "s = [Sample(user_input='q?', response='r', retrieved_contexts=['c'])]\n"
+        "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in ('ragas', 'deepeval', 'native')]\n"
+        "print(len(m['rows']), sorted(d['backends']), rows[0][0]['calls'],"
+        " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers')])"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stderr
-    assert res.stdout.split() == ["22", "['deepeval',", "'embedding',", "'native',", "'ragas']", "2",
-                                  "False", "False", "False", "False"]
+    assert res.stdout.split() == [
+        "22",
+        "['deepeval',",
+        "'embedding',",
+        "'native',",
+        "'ragas']",
+        "2",
+        "False",
+        "False",
+        "False",
+        "False",
+    ]
 
 
 def test_backend_info_carries_what_the_core_needs():
@@ -73,6 +100,7 @@ def test_backend_info_carries_what_the_core_needs():
 
 
 # ---------------------------------------------------------------- registration
+
 
 def test_registered_backend_is_scoped_and_usable():
     with registered_backend("twin", f"{__name__}:Twin", metrics={"mrr", "MRR"}, uses_judges=False) as info:
@@ -113,7 +141,8 @@ def test_entry_point_backends_keep_working(tmp_path, monkeypatch):
         "from unified.adapters import Backend\nfrom unified.scores import Score\n"
         "class TwinEP(Backend):\n    name = 'twin_ep'\n    metrics = frozenset({'hit_rate_at_k'})\n"
         "    async def score(self, sample, metrics):\n"
-        "        return [Score.from_raw(m.name, self.name, sample.id, 1.0) for m in metrics]\n")
+        "        return [Score.from_raw(m.name, self.name, sample.id, 1.0) for m in metrics]\n"
+    )
     dist = tmp_path / "twin_ep-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: twin-ep\nVersion: 0.1\n")
@@ -139,18 +168,22 @@ def test_no_metric_is_listed_twice_even_when_a_backend_uses_framework_names():
 
 # ---------------------------------------------------------------- pass bounds
 
-@pytest.mark.parametrize("backend, metric, expected", [
-    ("native", "answer_relevancy", 5.0),
-    ("embedding", "answer_relevancy", 4.0),           # tuned on ARES (adapters/embedding.py)
-    ("embedding", "context_relevancy", 7.0),
-    ("embedding", "context_relevancy[variant=sentence]", 0.5),
-    ("embedding", "context_recall", 5.0),             # no tuned bound: the registry's
-    ("embedding", "faithfulness[threshold=8]", 8.0),
-    ("ragas", "faithfulness", 7.0),
-    ("deepeval", "hallucination", 5.0),
-    ("native", "precision@3", 5.0),                   # scaled per sample by the best achievable
-    ("ragas", "mrr", None),                           # not implemented there
-])
+
+@pytest.mark.parametrize(
+    "backend, metric, expected",
+    [
+        ("native", "answer_relevancy", 5.0),
+        ("embedding", "answer_relevancy", 4.0),  # tuned on ARES (adapters/embedding.py)
+        ("embedding", "context_relevancy", 7.0),
+        ("embedding", "context_relevancy[variant=sentence]", 0.5),
+        ("embedding", "context_recall", 5.0),  # no tuned bound: the registry's
+        ("embedding", "faithfulness[threshold=8]", 8.0),
+        ("ragas", "faithfulness", 7.0),
+        ("deepeval", "hallucination", 5.0),
+        ("native", "precision@3", 5.0),  # scaled per sample by the best achievable
+        ("ragas", "mrr", None),  # not implemented there
+    ],
+)
 def test_threshold_for(backend, metric, expected):
     assert threshold_for(backend, metric) == expected
 
@@ -158,17 +191,31 @@ def test_threshold_for(backend, metric, expected):
 def test_threshold_for_is_what_the_embedding_backend_applies():
     from unified.adapters.embedding import _threshold  # numpy only; the model loads on first use
 
-    for name in ("faithfulness", "answer_relevancy", "context_relevancy", "context_precision",
-                 "semantic_similarity", "bertscore", "context_relevancy[variant=sentence]"):
+    for name in (
+        "faithfulness",
+        "answer_relevancy",
+        "context_relevancy",
+        "context_precision",
+        "semantic_similarity",
+        "bertscore",
+        "context_relevancy[variant=sentence]",
+    ):
         assert threshold_for("embedding", name) == _threshold(parse_metric(name))
 
 
 # ---------------------------------------------------------------- judge requirements and fingerprints
 
-@pytest.mark.parametrize("metric, needs", [
-    ("faithfulness", {"chat"}), ("answer_relevancy", {"chat", "embedder"}),
-    ("semantic_similarity", {"embedder"}), ("mrr@3", set()), ("hallucination", {"chat"}),
-])
+
+@pytest.mark.parametrize(
+    "metric, needs",
+    [
+        ("faithfulness", {"chat"}),
+        ("answer_relevancy", {"chat", "embedder"}),
+        ("semantic_similarity", {"embedder"}),
+        ("mrr@3", set()),
+        ("hallucination", {"chat"}),
+    ],
+)
 def test_native_requirements_come_from_its_table(metric, needs):
     assert NativeBackend().requirements(parse_metric(metric)) == needs
 
@@ -182,6 +229,7 @@ def test_requirements_of_the_other_backends():
     assert rb.fingerprint_extra() == {"framework": "ragas", "version": ragas.__version__}
     if HAS["deepeval"]:
         import deepeval
+
         db = get_backend("deepeval")
         assert db.requirements(parse_metric("faithfulness")) == {"chat"}
         assert db.fingerprint_extra() == {"framework": "deepeval", "version": deepeval.__version__}
@@ -201,17 +249,29 @@ def test_missing_requirements_and_native_fingerprint():
 
 # ---------------------------------------------------------------- call estimates
 
+
 def _samples(n: int = 2, k: int = 3) -> list[Sample]:
-    return [Sample(user_input="q" * 40, response="r" * 40, retrieved_contexts=["c" * 400] * k,
-                   reference="x" * 40, retrieved_ids=["1"], relevant_ids=["1"], id=f"s{i}")
-            for i in range(n)]
+    return [
+        Sample(
+            user_input="q" * 40,
+            response="r" * 40,
+            retrieved_contexts=["c" * 400] * k,
+            reference="x" * 40,
+            retrieved_ids=["1"],
+            relevant_ids=["1"],
+            id=f"s{i}",
+        )
+        for i in range(n)
+    ]
 
 
 def test_framework_estimates_follow_their_tables():
     rows = {r["metric"]: r for r in estimate_calls("ragas", _samples(1, 7), parse_metrics("context_precision"))}
     assert rows["context_precision"]["calls"] == 7  # one verdict per context
-    rows = {r["metric"]: r for r in estimate_calls("deepeval", _samples(1, 3),
-                                                    parse_metrics("context_relevancy,faithfulness"))}
+    rows = {
+        r["metric"]: r
+        for r in estimate_calls("deepeval", _samples(1, 3), parse_metrics("context_relevancy,faithfulness"))
+    }
     assert rows["context_relevancy"]["calls"] == 4 and rows["faithfulness"]["calls"] == 4
     f = rows["faithfulness"]
     assert f["input_tokens"] > f["calls"] * 300 and f["output_tokens"] == 4 * 120
@@ -221,11 +281,18 @@ def test_framework_estimates_follow_their_tables():
 
 
 def test_native_estimate_bills_shared_steps_to_the_first_metric():
-    refs = parse_metrics("faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,"
-                         "precision@3,faithfulness")
+    refs = parse_metrics(
+        "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,precision@3,faithfulness"
+    )
     rows = estimate_calls("native", _samples(2), refs)
-    assert [r["metric"] for r in rows] == ["faithfulness", "answer_relevancy", "context_relevancy",
-                                           "context_recall", "context_precision", "precision@3"]  # deduplicated
+    assert [r["metric"] for r in rows] == [
+        "faithfulness",
+        "answer_relevancy",
+        "context_relevancy",
+        "context_recall",
+        "context_precision",
+        "precision@3",
+    ]  # deduplicated
     assert [r["calls"] for r in rows] == [2 * 3, 2 * 2, 2 * 2, 2 * 1, 0, 0]
     assert sum(r["calls"] for r in rows) == 2 * 8 and sum(r["embedding_calls"] for r in rows) == 2
     single = estimate_calls("native", _samples(2), refs, single_judge=True)
@@ -250,8 +317,14 @@ async def test_native_estimate_of_each_metric_alone_matches_its_plan(single):
             return {"questions": ["q?"], "noncommittal": False}
         if name == "WholeRating":
             return {"reason": "ok", "rating": 1}
-        return fill_keys(schema, lambda k: 1 if k.endswith("relevance") else
-                         ("yes" if k.endswith("useful") or name.startswith("Comparison") else "supported"))
+        return fill_keys(
+            schema,
+            lambda k: (
+                1
+                if k.endswith("relevance")
+                else ("yes" if k.endswith("useful") or name.startswith("Comparison") else "supported")
+            ),
+        )
 
     s = Sample(user_input="q?", response="r.", reference="x.", retrieved_contexts=["a", "b", "c"], id="s")
     for metric in sorted(LLM_METRICS):
@@ -265,9 +338,13 @@ async def test_native_estimate_of_each_metric_alone_matches_its_plan(single):
 
 # ---------------------------------------------------------------- function length (CONTRACTS)
 
+
 def test_no_function_in_my_modules_is_longer_than_80_lines():
-    files = [*sorted((ROOT / "adapters").glob("*.py")), *sorted((ROOT / "adapters" / "native").rglob("*.py")),
-             ROOT / "unified" / "metrics.py"]
+    files = [
+        *sorted((ROOT / "adapters").glob("*.py")),
+        *sorted((ROOT / "adapters" / "native").rglob("*.py")),
+        ROOT / "unified" / "metrics.py",
+    ]
     long = []
     for path in files:
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -283,11 +360,21 @@ def test_dry_run_lists_a_metric_once_whatever_its_spelling():
     a framework's name (RAGAS v1 `answer_similarity`), it was one metric in two rows."""
     from typer.testing import CliRunner
 
-    from unified.cli import app
+    from unified.cli.app import app
 
     data = ROOT / "examples" / "data" / "rag_examples.jsonl"
-    r = CliRunner().invoke(app, ["run", str(data), "--metrics", "semantic_similarity,answer_similarity,"
-                                 "SemanticSimilarity", "--backend", "native,embedding", "--dry-run"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(data),
+            "--metrics",
+            "semantic_similarity,answer_similarity,SemanticSimilarity",
+            "--backend",
+            "native,embedding",
+            "--dry-run",
+        ],
+    )
     assert r.exit_code == 0, r.output
     rows = [line for line in r.output.splitlines() if "│ semantic_similarity" in line]
     assert [line.split("│")[1].strip() for line in rows] == ["native", "embedding"]

@@ -13,16 +13,21 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from unified.cli import app
-from unified.io import RowError, load_samples, read_samples, validate_source, write_samples
+from unified.cli.app import app
+from unified.data.io import RowError, load_samples, read_samples, validate_source, write_samples
 from unified.sample import MAX_DEPTH, MAX_GRADE, Sample, SampleError
 
 runner = CliRunner()
 
 
 def _row(i: int, **extra) -> dict:
-    return {"id": f"r{i}", "user_input": f"question {i}?", "retrieved_ids": ["d1", "d2"],
-            "relevant_ids": ["d2"], **extra}
+    return {
+        "id": f"r{i}",
+        "user_input": f"question {i}?",
+        "retrieved_ids": ["d1", "d2"],
+        "relevant_ids": ["d2"],
+        **extra,
+    }
 
 
 def _jsonl(path: Path, lines: list[bytes]) -> Path:
@@ -53,12 +58,16 @@ def _only_error(errors: list[RowError]) -> RowError:
 
 # ---------------------------------------------------------------- lone surrogates
 
-@pytest.mark.parametrize("where,field", [
-    ('"metadata": {"note": "bad \\ud800 text"}', "metadata.note"),
-    ('"response": "\\udfff"', "response"),
-    ('"retrieved_contexts": ["ok", "x\\ud834"]', "retrieved_contexts[1]"),
-    ('"metadata": {"k\\ud800": 1}', "metadata.k\\ud800"),
-])
+
+@pytest.mark.parametrize(
+    "where,field",
+    [
+        ('"metadata": {"note": "bad \\ud800 text"}', "metadata.note"),
+        ('"response": "\\udfff"', "response"),
+        ('"retrieved_contexts": ["ok", "x\\ud834"]', "retrieved_contexts[1]"),
+        ('"metadata": {"k\\ud800": 1}', "metadata.k\\ud800"),
+    ],
+)
 def test_lone_surrogate_is_a_row_error_in_validate_and_run(tmp_path, where, field):
     bad_line = ('{"id": "r3", "user_input": "question 3?", ' + where + "}").encode()
     path = _jsonl(tmp_path / "s.jsonl", [_good(1), _good(2), bad_line, _good(4)])
@@ -80,6 +89,7 @@ def test_a_sample_cannot_hold_a_lone_surrogate():
 
 
 # ---------------------------------------------------------------- undecodable bytes
+
 
 def test_latin1_byte_in_row_11_of_20_jsonl(tmp_path):
     lines = [_good(i) for i in range(1, 21)]
@@ -119,6 +129,7 @@ def test_latin1_byte_in_a_json_list(tmp_path):
 
 # ---------------------------------------------------------------- over-deep nesting
 
+
 def _deep(n: int) -> bytes:
     return ('{"id": "deep", "user_input": "q?", "metadata": {"x": ' + "[" * n + "]" * n + "}}").encode()
 
@@ -156,11 +167,15 @@ def test_deep_nesting_in_a_json_list_and_a_csv_cell(tmp_path):
 
 # ---------------------------------------------------------------- numbers out of range
 
-@pytest.mark.parametrize("grade,word", [("1e308", "out of range"), ("1e999", "finite"),
-                                        ("-101", "out of range"), ("1" + "0" * 400, "out of range")])
+
+@pytest.mark.parametrize(
+    "grade,word",
+    [("1e308", "out of range"), ("1e999", "finite"), ("-101", "out of range"), ("1" + "0" * 400, "out of range")],
+)
 def test_graded_relevance_out_of_range(tmp_path, grade, word):
-    bad = ('{"id": "g", "user_input": "q?", "retrieved_ids": ["d1"], "graded_relevance": {"d1": '
-           + grade + "}}").encode()
+    bad = (
+        '{"id": "g", "user_input": "q?", "retrieved_ids": ["d1"], "graded_relevance": {"d1": ' + grade + "}}"
+    ).encode()
     path = _jsonl(tmp_path / "g.jsonl", [_good(1), bad, _good(3)])
     good, errors = load_samples(path)
     e = _only_error(errors)
@@ -179,31 +194,55 @@ def test_grades_at_the_limit_keep_ndcg_finite():
 
 
 def test_non_finite_numbers_anywhere_are_row_errors(tmp_path):
-    path = _jsonl(tmp_path / "n.jsonl", [_good(1), b'{"user_input": "q?", "metadata": {"score": NaN}}',
-                                         b'{"user_input": "q?", "metadata": {"w": [1, Infinity]}}'])
+    path = _jsonl(
+        tmp_path / "n.jsonl",
+        [
+            _good(1),
+            b'{"user_input": "q?", "metadata": {"score": NaN}}',
+            b'{"user_input": "q?", "metadata": {"w": [1, Infinity]}}',
+        ],
+    )
     good, errors = load_samples(path)
     assert len(good) == 1 and [(e.row, e.field) for e in errors] == [(2, "metadata.score"), (3, "metadata.w[1]")]
 
 
 # ---------------------------------------------------------------- CSV formulas
 
-FORMULAS = ["=HYPERLINK(\"http://evil\",\"click\")", "+cmd|' /C calc'!A0", "-2+3", "@SUM(A1:A9)",
-            "\tTAB first", "\rCR first", "'=literal quote then equals", "''double quote", "'plain quote",
-            "=", "safe text"]
+FORMULAS = [
+    '=HYPERLINK("http://evil","click")',
+    "+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(A1:A9)",
+    "\tTAB first",
+    "\rCR first",
+    "'=literal quote then equals",
+    "''double quote",
+    "'plain quote",
+    "=",
+    "safe text",
+]
 
 
 @pytest.mark.parametrize("fmt", ["csv", "tsv"])
 def test_written_tables_carry_no_live_formula_and_read_back_exactly(tmp_path, fmt):
-    samples = [Sample(id=text if i % 2 else f"-{i}", user_input=f"q{i}?", response=text, reference=text,
-                      retrieved_contexts=[text], metadata={"note": text})
-               for i, text in enumerate(FORMULAS)]
+    samples = [
+        Sample(
+            id=text if i % 2 else f"-{i}",
+            user_input=f"q{i}?",
+            response=text,
+            reference=text,
+            retrieved_contexts=[text],
+            metadata={"note": text},
+        )
+        for i, text in enumerate(FORMULAS)
+    ]
     path = tmp_path / f"f.{fmt}"
     write_samples(samples, path)
     with path.open(newline="", encoding="utf-8") as f:
         cells = [c for row in csv.reader(f, delimiter="," if fmt == "csv" else "\t") for c in row]
     live = [c for c in cells if c[:1] in ("=", "+", "-", "@", "\t", "\r")]
     assert live == []
-    assert "'=HYPERLINK(\"http://evil\",\"click\")" in cells and "''=literal quote then equals" in cells
+    assert '\'=HYPERLINK("http://evil","click")' in cells and "''=literal quote then equals" in cells
     assert "'plain quote" in cells  # nothing to neutralise: written as is
     back, errors = load_samples(path)
     assert errors == [] and [s.model_dump() for s in back] == [s.model_dump() for s in samples]

@@ -19,7 +19,6 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
-
 from judge_server import JudgeServer
 from report_runs import ODD_IDS, three_backend_run
 
@@ -27,8 +26,13 @@ CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
 
-pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.ragas, pytest.mark.deepeval,
-              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium")]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.slow,
+    pytest.mark.ragas,
+    pytest.mark.deepeval,
+    pytest.mark.skipif(not Path(CHROMIUM).exists(), reason="needs Debian's chromium"),
+]
 
 
 class CDP:
@@ -100,18 +104,34 @@ def expected_odd(scores_file: Path) -> dict[tuple[str, str], str | None]:
         out[key] = None
         for b, x in v.items():
             rest = [y for c, y in v.items() if c != b]
-            if len(rest) >= 2 and min(abs(x - y) for y in rest) > max(rest) - min(rest) \
-                    and min(abs(x - y) for y in rest) >= 1:
+            if (
+                len(rest) >= 2
+                and min(abs(x - y) for y in rest) > max(rest) - min(rest)
+                and min(abs(x - y) for y in rest) >= 1
+            ):
                 out[key] = b
     return out
 
 
 def _launch(profile: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         f"--user-data-dir={profile}", "--remote-debugging-port=0", "about:blank"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            "about:blank",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None
     for _ in range(400):
         line = proc.stderr.readline()
@@ -133,8 +153,11 @@ async def _drive(ws_url: str, page_url: str) -> dict:
         sid = (await cdp.send("Target.attachToTarget", {"targetId": target, "flatten": True}))["sessionId"]
         for domain in ("Page", "Runtime", "Log", "Network"):
             await cdp.send(f"{domain}.enable", session=sid)
-        await cdp.send("Emulation.setDeviceMetricsOverride",
-                       {"width": 1280, "height": 1600, "deviceScaleFactor": 1, "mobile": False}, session=sid)
+        await cdp.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": 1280, "height": 1600, "deviceScaleFactor": 1, "mobile": False},
+            session=sid,
+        )
         cdp.events.clear()
         await cdp.send("Page.navigate", {"url": page_url}, session=sid)
         await cdp.wait_event("Page.loadEventFired")
@@ -144,8 +167,10 @@ async def _drive(ws_url: str, page_url: str) -> dict:
             r = await cdp.send("Runtime.evaluate", {"expression": expr, "returnByValue": True}, session=sid)
             return r["result"].get("value")
 
-        info = {"svgs": await js("document.querySelectorAll('svg').length"),
-                "svg_width": await js("document.querySelector('#dist svg').getBoundingClientRect().width")}
+        info = {
+            "svgs": await js("document.querySelectorAll('svg').length"),
+            "svg_width": await js("document.querySelector('#dist svg').getBoundingClientRect().width"),
+        }
         shot = await cdp.send("Page.captureScreenshot", {"format": "png"}, session=sid)
         info["png"] = base64.b64decode(shot["data"])
 
@@ -155,18 +180,25 @@ async def _drive(ws_url: str, page_url: str) -> dict:
         # checkVisibility: a closed <details> hides its content with content-visibility
         info["visible_before"] = await js(f"{sel}.querySelector('div').checkVisibility()")
         await js(f"{sel}.scrollIntoView({{block:'center'}})")
-        rect = await js(f"(()=>{{const r={sel}.querySelector('summary').getBoundingClientRect();"
-                        "return [r.left+8, r.top+r.height/2]})()")
+        rect = await js(
+            f"(()=>{{const r={sel}.querySelector('summary').getBoundingClientRect();"
+            "return [r.left+8, r.top+r.height/2]})()"
+        )
         for kind in ("mousePressed", "mouseReleased"):
-            await cdp.send("Input.dispatchMouseEvent", {"type": kind, "x": rect[0], "y": rect[1],
-                                                        "button": "left", "clickCount": 1}, session=sid)
+            await cdp.send(
+                "Input.dispatchMouseEvent",
+                {"type": kind, "x": rect[0], "y": rect[1], "button": "left", "clickCount": 1},
+                session=sid,
+            )
         await asyncio.sleep(0.2)
         info["open_after"] = await js(f"{sel}.open")
         info["visible_after"] = await js(f"{sel}.querySelector('div').checkVisibility()")
         info["text_after"] = await js(f"{sel}.innerText")
         # a disagreement link opens its sample through the inline script
-        link = await js("(()=>{const a=document.querySelector('a[data-open]');"
-                        "if(!a)return null;a.click();return a.getAttribute('data-open')})()")
+        link = await js(
+            "(()=>{const a=document.querySelector('a[data-open]');"
+            "if(!a)return null;a.click();return a.getAttribute('data-open')})()"
+        )
         info["link_target_open"] = await js(f"document.getElementById('{link}').open") if link else None
 
         # the disagreement table: metric, sample, and the backend whose cell is marked
@@ -220,13 +252,18 @@ def test_report_in_headless_chromium(report_file, tmp_path):
         shutil.rmtree(profile, ignore_errors=True)
 
     events = info["events"]
-    errors = [e for e in events if e.get("method") == "Runtime.exceptionThrown"
-              or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] == "error")
-              or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")]
+    errors = [
+        e
+        for e in events
+        if e.get("method") == "Runtime.exceptionThrown"
+        or (e.get("method") == "Runtime.consoleAPICalled" and e["params"]["type"] == "error")
+        or (e.get("method") == "Log.entryAdded" and e["params"]["entry"]["level"] == "error")
+    ]
     assert errors == []
     urls = [e["params"]["request"]["url"] for e in events if e.get("method") == "Network.requestWillBeSent"]
-    assert urls and all(u.split("#")[0] == report_file.as_uri() or u.startswith(("data:", "about:"))
-                        for u in urls), urls
+    assert urls and all(u.split("#")[0] == report_file.as_uri() or u.startswith(("data:", "about:")) for u in urls), (
+        urls
+    )
 
     # plots: distributions, heatmap, scatters, all rendered with a real size
     assert info["svgs"] >= 2 + 1 + 2 and info["svg_width"] > 200

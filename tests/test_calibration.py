@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from sklearn.metrics import balanced_accuracy_score
 
-from unified.calibration import best_threshold, calibrate, mean_ci, ppi_mean
-from unified.crosscheck import crosscheck, render_crosscheck
+from unified.analysis.calibration import best_threshold, calibrate, mean_ci, ppi_mean
+from unified.analysis.crosscheck import crosscheck, render_crosscheck
+from unified.analysis.stats import UNDEFINED, Undefined, bootstrap_ci, note_undefined
 from unified.sample import Sample
 from unified.scores import Score
-from unified.stats import UNDEFINED, Undefined, bootstrap_ci, note_undefined
 
 
 def test_ppi_against_a_hand_computed_example():
@@ -59,7 +59,7 @@ def test_ppi_interval_covers_the_true_rate_at_about_the_nominal_rate():
     # the judge alone is biased: its pass rate sits well above the truth
     assert np.mean([naive for _, _, naive in runs]) == pytest.approx(0.66, abs=0.01)
     # and PPI is more precise than the 150 labels alone (the judge carries information)
-    width = lambda d: d["ci_high"] - d["ci_low"]  # noqa: E731
+    width = lambda d: d["ci_high"] - d["ci_low"]
     assert np.mean([width(r) for r, _, _ in runs]) < np.mean([width(c) for _, c, _ in runs])
 
 
@@ -110,8 +110,8 @@ def _labelled_run(n=60, n_labelled=25, seed=0):
         truth.append(y)
         labels = {"faithfulness": y} if i < n_labelled else {}
         samples[f"s{i}"] = Sample(user_input=f"q{i}", id=f"s{i}", metadata={"labels": labels})
-        good = 8.0 + rng.random() * 2 if y else 3.0 + rng.random() * 4   # separable at 7.5
-        lenient = min(10.0, good + 2.0)                                # passes too much at 7
+        good = 8.0 + rng.random() * 2 if y else 3.0 + rng.random() * 4  # separable at 7.5
+        lenient = min(10.0, good + 2.0)  # passes too much at 7
         scores.append(Score.from_raw("faithfulness", "native", f"s{i}", good, raw_range=(0, 10), threshold=7.0))
         scores.append(Score.from_raw("faithfulness", "lenient", f"s{i}", lenient, raw_range=(0, 10), threshold=7.0))
     return samples, scores, truth
@@ -155,8 +155,8 @@ def test_graded_labels_need_a_cut_on_an_unknown_scale():
 
 
 def test_no_best_threshold_when_the_scores_rank_against_the_labels():
-    from unified.calibration import best_threshold
-    from unified.stats import is_undefined
+    from unified.analysis.calibration import best_threshold
+    from unified.analysis.stats import is_undefined
 
     got = best_threshold([1, 2, 3, 7, 8, 9], [1, 1, 1, 0, 0, 0])  # higher score, worse answer
     assert is_undefined(got) and "no threshold beats chance" in got.reason

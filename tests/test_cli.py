@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from unified.adapters import Backend, registered_backend
-from unified.cli import app
+from unified.cli.app import app
 from unified.metrics import scratch_registry
 from unified.scores import Score
 
@@ -30,14 +30,14 @@ class Twin(Backend):
         rel = set(sample.relevant_ids or [])
         ranks = [i + 1 for i, d in enumerate(sample.retrieved_ids or []) if d in rel]
         raw = 1.0 / ranks[-1] if ranks else 0.0
-        return [Score.from_raw(m.name, self.name, sample.id, raw, threshold=5.0, reason=f"ranks {ranks}")
-                for m in metrics]
+        return [
+            Score.from_raw(m.name, self.name, sample.id, raw, threshold=5.0, reason=f"ranks {ranks}") for m in metrics
+        ]
 
 
 @pytest.fixture
 def twin():
-    with registered_backend("twin", f"{__name__}:Twin", metrics={"mrr"}, uses_judges=False,
-                            hint="twin missing"):
+    with registered_backend("twin", f"{__name__}:Twin", metrics={"mrr"}, uses_judges=False, hint="twin missing"):
         yield
 
 
@@ -48,8 +48,17 @@ def invoke(*args: str):
 def test_metrics_matrix():
     r = invoke("metrics")
     assert r.exit_code == 0, r.output
-    for word in ("native", "ragas", "deepeval", "embedding", "precision@k", "ndcg@k", "faithfulness",
-                 "user_input, response, retrieved_contexts", "deterministic"):
+    for word in (
+        "native",
+        "ragas",
+        "deepeval",
+        "embedding",
+        "precision@k",
+        "ndcg@k",
+        "faithfulness",
+        "user_input, response, retrieved_contexts",
+        "deterministic",
+    ):
         assert word in r.output
 
 
@@ -77,24 +86,35 @@ def test_run_retrieval_metrics_end_to_end(tmp_path):
     # a gate above the measured mean fails with the exact shortfall, and exits 1
     mean = next(a["mean"] for a in summary["aggregates"] if a["metric"] == "precision@3")
     bound = min(10.0, round(mean + 1.5, 2))
-    g = invoke("run", DATA, "--metrics", "precision@3", "--out", out, "--quiet",
-               "--fail-under", f"precision@3={bound}")
+    g = invoke("run", DATA, "--metrics", "precision@3", "--out", out, "--quiet", "--fail-under", f"precision@3={bound}")
     assert g.exit_code == 1
     assert f"FAIL precision@3 (native): mean {mean:.2f} < {bound:.2f} (short by {bound - mean:.2f})" in g.output
-    ok = invoke("run", DATA, "--metrics", "precision@3", "--out", out, "--quiet",
-                "--fail-under", f"precision@3={max(0.0, mean - 1):.2f}")
+    ok = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "precision@3",
+        "--out",
+        out,
+        "--quiet",
+        "--fail-under",
+        f"precision@3={max(0.0, mean - 1):.2f}",
+    )
     assert ok.exit_code == 0 and "PASS precision@3 (native)" in ok.output
 
     rep = invoke("report", out)
     assert rep.exit_code == 0 and "report.html" in rep.output
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--metrics", "precison@3"], "unknown metric 'precison'"),
-    (["--metrics", "mrr", "--backend", "nosuch"], "unknown backend 'nosuch'"),
-    (["--metrics", "mrr", "--fail-under", "faithfulnes=7"], "did you mean 'faithfulness'"),
-    (["--metrics", "mrr@x"], "must be a whole number"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--metrics", "precison@3"], "unknown metric 'precison'"),
+        (["--metrics", "mrr", "--backend", "nosuch"], "unknown backend 'nosuch'"),
+        (["--metrics", "mrr", "--fail-under", "faithfulnes=7"], "did you mean 'faithfulness'"),
+        (["--metrics", "mrr@x"], "must be a whole number"),
+    ],
+)
 def test_user_errors_are_one_line_exit_2(tmp_path, args, message):
     r = invoke("run", DATA, "--out", tmp_path / "o", *args)
     assert r.exit_code == 2
@@ -149,8 +169,21 @@ def test_run_with_loopback_judge_uses_the_shared_cache_and_resume(tmp_path, judg
     from unified.judge import default_cache_path
 
     out = tmp_path / "llm"
-    args = ["run", DATA, "--metrics", "faithfulness,precision@3", "--out", out, "--quiet", "--max-samples", "3",
-            "--base-url", judge_server.base_url, "--model", "loopback"]
+    args = [
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness,precision@3",
+        "--out",
+        out,
+        "--quiet",
+        "--max-samples",
+        "3",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "loopback",
+    ]
     r = invoke(*args)
     assert r.exit_code == 0, r.output
     cold = judge_server.chat_count
@@ -174,9 +207,11 @@ def test_metrics_lists_framework_backends_without_importing_them():
     import subprocess
     import sys
 
-    code = ("from typer.testing import CliRunner; from unified.cli import app; import sys; "
-            "r = CliRunner().invoke(app, ['metrics']); "
-            "print(r.exit_code, *[m in sys.modules for m in ('ragas', 'deepeval', 'torch')])")
+    code = (
+        "from typer.testing import CliRunner; from unified.cli.app import app; import sys; "
+        "r = CliRunner().invoke(app, ['metrics']); "
+        "print(r.exit_code, *[m in sys.modules for m in ('ragas', 'deepeval', 'torch')])"
+    )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert res.stdout.split() == ["0", "False", "False", "False"], res.stderr
 
@@ -188,7 +223,8 @@ def test_plugins_register_custom_metrics_for_run(tmp_path):
         "@register_metric('question_length_test', raw_range=(0, 200))\n"
         "def question_length_test(sample):\n"
         "    '''Length of the question in characters.'''\n"
-        "    return len(sample.user_input)\n")
+        "    return len(sample.user_input)\n"
+    )
     out = tmp_path / "run"
     with scratch_registry():  # the plugin's metric must not outlive this test
         r = invoke("run", DATA, "--metrics", "question_length_test", "--plugins", plugin, "--out", out, "--quiet")
@@ -210,10 +246,27 @@ def test_compare_native_ragas_deepeval_against_the_loopback_judge(tmp_path, judg
     monkeypatch.chdir(tmp_path)  # deepeval must leave no .deepeval/ in the working folder
     out = tmp_path / "cmp"
     metrics = "faithfulness,context_recall,context_precision,hallucination"
-    r = invoke("compare", DATA, "--backends", "native,ragas,deepeval", "--metrics", metrics,
-               "--base-url", judge_server.base_url, "--model", "fake",
-               "--embedding", judge_server.base_url, "--embedding-model", "fake",
-               "--max-samples", "6", "--out", out, "--quiet")
+    r = invoke(
+        "compare",
+        DATA,
+        "--backends",
+        "native,ragas,deepeval",
+        "--metrics",
+        metrics,
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "fake",
+        "--embedding",
+        judge_server.base_url,
+        "--embedding-model",
+        "fake",
+        "--max-samples",
+        "6",
+        "--out",
+        out,
+        "--quiet",
+    )
     rows = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     # the fake judge's synthetic answers can be outside what a ragas metric allows (an
     # "attributed: 2"): those tasks are explicit errors, and the exit code says so
@@ -232,12 +285,15 @@ def test_compare_native_ragas_deepeval_against_the_loopback_judge(tmp_path, judg
 
 
 def test_run_prints_unknown_field_warning_as_one_plain_line(tmp_path):
-    # it used to be Python's "…/unified/io.py:288: UserWarning: …" plus a source line
+    # it used to be Python's "…/unified/data/io.py:288: UserWarning: …" plus a source line
     import uuid
+
     field = f"annotator_{uuid.uuid4().hex[:8]}"  # unique: the warning is once per process
     data = tmp_path / "d.jsonl"
-    data.write_text(json.dumps({"id": "a", "user_input": "q", "retrieved_ids": ["d1"],
-                                "relevant_ids": ["d1"], field: "kb"}) + "\n", encoding="utf-8")
+    data.write_text(
+        json.dumps({"id": "a", "user_input": "q", "retrieved_ids": ["d1"], "relevant_ids": ["d1"], field: "kb"}) + "\n",
+        encoding="utf-8",
+    )
     r = invoke("run", data, "--metrics", "mrr", "--out", tmp_path / "run", "-q")
     assert r.exit_code == 0, r.output
     assert f"warning: unknown field '{field}' kept in metadata" in r.output
@@ -317,8 +373,20 @@ def test_compare_same_backend_twice_is_not_two_backends(tmp_path):
 
 def test_api_key_env_naming_an_unset_variable_is_a_user_error(tmp_path, monkeypatch):
     monkeypatch.delenv("UNIFIED_TEST_NO_SUCH_KEY", raising=False)
-    r = invoke("run", DATA, "--metrics", "faithfulness", "--base-url", "http://127.0.0.1:9/v1",
-               "--model", "m", "--api-key-env", "UNIFIED_TEST_NO_SUCH_KEY", "--out", tmp_path / "o")
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--api-key-env",
+        "UNIFIED_TEST_NO_SUCH_KEY",
+        "--out",
+        tmp_path / "o",
+    )
     assert r.exit_code == 2
     assert "UNIFIED_TEST_NO_SUCH_KEY: that environment variable is not set" in r.output
 
@@ -337,8 +405,20 @@ def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(
         port = s.getsockname()[1]
     url = f"http://127.0.0.1:{port}/v1"
     out = tmp_path / "o"
-    common = ["--metrics", "faithfulness,mrr", "--model", "fake", "--max-samples", "3",
-              "--out", out, "--quiet", "--single-judge", "--base-url", url]
+    common = [
+        "--metrics",
+        "faithfulness,mrr",
+        "--model",
+        "fake",
+        "--max-samples",
+        "3",
+        "--out",
+        out,
+        "--quiet",
+        "--single-judge",
+        "--base-url",
+        url,
+    ]
     down = invoke("run", DATA, "--metrics", "faithfulness", *common[2:])
     assert down.exit_code == 3 and "no task produced a score" in down.output
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
@@ -348,8 +428,14 @@ def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(
     try:
         assert invoke("run", DATA, *common).exit_code == 3
         assert invoke("run", DATA, *common, "--allow-errors").exit_code == 0
-        assert sum(1 for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines())
-                   if r["metric"] == "faithfulness" and r["error"]) == 3
+        assert (
+            sum(
+                1
+                for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines())
+                if r["metric"] == "faithfulness" and r["error"]
+            )
+            == 3
+        )
         r = invoke("run", DATA, *common, "--retry-errors")
     finally:
         judge_server.stop()

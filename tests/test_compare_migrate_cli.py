@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from unified.cli import app
+from unified.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
@@ -29,9 +29,25 @@ def lines(path: Path) -> list[dict]:
 
 def test_compare_with_a_jury_writes_jury_lines_and_translations(tmp_path, judge_server):
     out = tmp_path / "cmp"
-    r = invoke("compare", DATA, "--backends", "native,ragas,deepeval", "--metrics", "faithfulness",
-               "--base-url", judge_server.base_url, "--model", "m", "--max-samples", "6", "--jury", "median",
-               "--out", out, "--quiet")
+    r = invoke(
+        "compare",
+        DATA,
+        "--backends",
+        "native,ragas,deepeval",
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "m",
+        "--max-samples",
+        "6",
+        "--jury",
+        "median",
+        "--out",
+        out,
+        "--quiet",
+    )
     assert r.exit_code in (0, 3), r.output
     rows = lines(out / "scores.jsonl")
     jury = [d for d in rows if d["backend"] == "jury"]
@@ -45,17 +61,52 @@ def test_compare_with_a_jury_writes_jury_lines_and_translations(tmp_path, judge_
     summary = json.loads((out / "summary.json").read_text())
     assert {(a["metric"], a["backend"]) for a in summary["aggregates"]} >= {("faithfulness", "jury")}
     # a rerun recomputes the jury instead of adding a second line per sample
-    invoke("compare", DATA, "--backends", "native,ragas,deepeval", "--metrics", "faithfulness",
-           "--base-url", judge_server.base_url, "--model", "m", "--max-samples", "6", "--out", out, "--quiet")
+    invoke(
+        "compare",
+        DATA,
+        "--backends",
+        "native,ragas,deepeval",
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "m",
+        "--max-samples",
+        "6",
+        "--out",
+        out,
+        "--quiet",
+    )
     again = [d for d in lines(out / "scores.jsonl") if d["backend"] == "jury"]
     assert len(again) == len(jury)
 
 
 def test_migrate_writes_the_report_and_its_exit_code_follows_max_flips(tmp_path, judge_server):
     out = tmp_path / "mig"
-    args = ["migrate", DATA, "--from", "deepeval", "--to", "ragas", "--metrics", "faithfulness",
-            "--base-url", judge_server.base_url, "--model", "m", "--max-samples", "6", "--out", out,
-            "--fail-under", "faithfulness=5", "--allow-errors", "--max-error-rate", "1"]
+    args = [
+        "migrate",
+        DATA,
+        "--from",
+        "deepeval",
+        "--to",
+        "ragas",
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "m",
+        "--max-samples",
+        "6",
+        "--out",
+        out,
+        "--fail-under",
+        "faithfulness=5",
+        "--allow-errors",
+        "--max-error-rate",
+        "1",
+    ]
     r = invoke(*args, "--max-flips", "6")
     assert r.exit_code == 0 or "FAIL faithfulness" in r.output, r.output
     m = json.loads((out / "migration.json").read_text())
@@ -76,16 +127,48 @@ def test_the_report_shows_translations_people_and_the_migration(tmp_path, judge_
         r["human_faithful"] = "yes" if r["metadata"]["expect"] == "good" else "no"
     data.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "cmp"
-    r = invoke("compare", data, "--backends", "native,embedding", "--metrics", "faithfulness",
-               "--base-url", judge_server.base_url, "--model", "m", "--label", "faithfulness=human_faithful",
-               "--out", out, "--quiet", "--allow-errors")
+    r = invoke(
+        "compare",
+        data,
+        "--backends",
+        "native,embedding",
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "m",
+        "--label",
+        "faithfulness=human_faithful",
+        "--out",
+        out,
+        "--quiet",
+        "--allow-errors",
+    )
     assert r.exit_code == 0, r.output
     page = (out / "report.html").read_text()
     assert "id='thresholds'" in page and "native → embedding" in page
     assert "id='people'" in page and "PPI pass rate" in page
     mig = tmp_path / "mig"
-    r = invoke("migrate", data, "--from", "embedding", "--to", "native", "--metrics", "faithfulness",
-               "--base-url", judge_server.base_url, "--model", "m", "--out", mig, "--quiet",
-               "--allow-errors", "--max-flips", "100")
+    r = invoke(
+        "migrate",
+        data,
+        "--from",
+        "embedding",
+        "--to",
+        "native",
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "m",
+        "--out",
+        mig,
+        "--quiet",
+        "--allow-errors",
+        "--max-flips",
+        "100",
+    )
     assert r.exit_code == 0, r.output
     assert "id='migration'" in (mig / "report.html").read_text()

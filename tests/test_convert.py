@@ -11,11 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from unified.convert import (
-    FORMATS, FRAMEWORK_FORMATS, LAYOUTS, convert_file, export_records, from_pandas, from_ragas_v1,
-    import_records, metric_name_table, to_deepeval_goldens, to_pandas, to_ragas_v1,
+from unified.data.convert import (
+    FORMATS,
+    FRAMEWORK_FORMATS,
+    LAYOUTS,
+    convert_file,
+    export_records,
+    from_pandas,
+    from_ragas_v1,
+    import_records,
+    metric_name_table,
+    to_deepeval_goldens,
+    to_pandas,
+    to_ragas_v1,
 )
-from unified.io import load_samples, write_samples
+from unified.data.io import load_samples, write_samples
 from unified.sample import Sample
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "metric_names.md"
@@ -25,13 +35,24 @@ HAS_DEEPEVAL = importlib.util.find_spec("deepeval") is not None
 
 def _samples() -> list[Sample]:
     return [
-        Sample(id="full-1", user_input="Who wrote Dune?", response="Frank Herbert wrote Dune.",
-               retrieved_contexts=["Dune is a 1965 novel by Frank Herbert.", "Arrakis is a desert."],
-               reference="Frank Herbert", reference_contexts=["Dune (1965), Frank Herbert."],
-               retrieved_ids=["d1", "d7"], relevant_ids=["d1"], graded_relevance={"d1": 2.0},
-               metadata={"topic": "books", "labels": {"faithfulness": 1}}),
-        Sample(id="short-2", user_input="Capital of France?", response="Paris.",
-               retrieved_contexts=["Paris is the capital of France."]),
+        Sample(
+            id="full-1",
+            user_input="Who wrote Dune?",
+            response="Frank Herbert wrote Dune.",
+            retrieved_contexts=["Dune is a 1965 novel by Frank Herbert.", "Arrakis is a desert."],
+            reference="Frank Herbert",
+            reference_contexts=["Dune (1965), Frank Herbert."],
+            retrieved_ids=["d1", "d7"],
+            relevant_ids=["d1"],
+            graded_relevance={"d1": 2.0},
+            metadata={"topic": "books", "labels": {"faithfulness": 1}},
+        ),
+        Sample(
+            id="short-2",
+            user_input="Capital of France?",
+            response="Paris.",
+            retrieved_contexts=["Paris is the capital of France."],
+        ),
         Sample(user_input="Unanswered question with no retrieval?"),
     ]
 
@@ -56,8 +77,9 @@ def test_records_round_trip(fmt):
     # the framework's own names are used, and every field without a column has a note
     assert lay.fields["user_input"] in records[0] and records[0][lay.id_field] == "full-1"
     assert not any("dropped" in n for n in notes)
-    no_column = sorted({"reference", "retrieved_ids", "relevant_ids", "graded_relevance",
-                        "reference_contexts"} - set(lay.fields))
+    no_column = sorted(
+        {"reference", "retrieved_ids", "relevant_ids", "graded_relevance", "reference_contexts"} - set(lay.fields)
+    )
     assert sorted(n.split("'")[1] for n in notes) == no_column
 
 
@@ -70,7 +92,7 @@ def test_deepeval_context_is_the_reference_context_not_the_retrieved_one():
 
 
 def test_moved_fields_are_logged_one_line_per_field(caplog):
-    with caplog.at_level(logging.WARNING, logger="unified.convert"):
+    with caplog.at_level(logging.WARNING, logger="unified.data.convert"):
         to_ragas_v1(_samples())
     lines = [r.getMessage() for r in caplog.records]
     moved = sorted(l.split("'")[1] for l in lines)
@@ -99,8 +121,13 @@ def test_convert_file_round_trip(tmp_path, to):
 
 def test_convert_file_skips_and_reports_bad_rows(tmp_path):
     src = tmp_path / "mixed.jsonl"
-    src.write_text(json.dumps({"question": "ok?", "answer": "yes"}) + "\n"
-                   + json.dumps({"question": "bad", "contexts": "not a list"}) + "\n", encoding="utf-8")
+    src.write_text(
+        json.dumps({"question": "ok?", "answer": "yes"})
+        + "\n"
+        + json.dumps({"question": "bad", "contexts": "not a list"})
+        + "\n",
+        encoding="utf-8",
+    )
     n, errors = convert_file(src, tmp_path / "out.jsonl", "dingo")
     assert n == 1 and len(errors) == 1
     assert errors[0].row == 2 and errors[0].field == "retrieved_contexts"
@@ -108,9 +135,16 @@ def test_convert_file_skips_and_reports_bad_rows(tmp_path):
 
 def test_framework_file_bad_row_names_row_and_field(tmp_path):
     src = tmp_path / "goldens.json"
-    src.write_text(json.dumps([{"input": "q1", "actual_output": "a"},
-                               {"input": "q2", "retrieval_context": "one string"},
-                               {"actual_output": "no input"}]), encoding="utf-8")
+    src.write_text(
+        json.dumps(
+            [
+                {"input": "q1", "actual_output": "a"},
+                {"input": "q2", "retrieval_context": "one string"},
+                {"actual_output": "no input"},
+            ]
+        ),
+        encoding="utf-8",
+    )
     n, errors = convert_file(src, tmp_path / "ours.jsonl", "jsonl", src_format="deepeval")
     assert n == 1
     assert [(e.row, e.field) for e in errors] == [(2, "retrieval_context"), (3, "input")]
@@ -187,8 +221,7 @@ def test_deepeval_test_cases_and_goldens_round_trip(quiet_frameworks, tmp_path):
     ds = EvaluationDataset()
     ds.add_goldens_from_json_file(str(path))  # deepeval's own reader, default key names
     assert len(ds.goldens) == 3
-    assert [s.model_dump() for s in from_deepeval_test_cases(ds.goldens)] == \
-        [s.model_dump() for s in _samples()]
+    assert [s.model_dump() for s in from_deepeval_test_cases(ds.goldens)] == [s.model_dump() for s in _samples()]
     assert not (Path.cwd() / ".deepeval").exists()
 
 
@@ -203,14 +236,21 @@ def test_metric_name_doc_matches_the_registry():
     assert DOC.read_text(encoding="utf-8").endswith("\n\n" + table)
     # the README carries the same table; neither copy may drift from the registry
     assert table in (DOC.parents[1] / "README.md").read_text(encoding="utf-8")
-    rows = {line.split("|")[1].strip().split(" ")[0].strip("`"): line
-            for line in table.splitlines()[2:]}
+    rows = {line.split("|")[1].strip().split(" ")[0].strip("`"): line for line in table.splitlines()[2:]}
     assert "`FaithfulnessMetric`" in rows["faithfulness"]
     assert "`ContextRelevance`" in rows["context_relevancy"]
 
 
-@pytest.mark.parametrize("to,name", [("ragas", "out.csv"), ("dingo", "out.parquet"), ("csv", "out.jsonl"),
-                                     ("jsonl", "out.csv"), ("parquet", "out.json")])
+@pytest.mark.parametrize(
+    "to,name",
+    [
+        ("ragas", "out.csv"),
+        ("dingo", "out.parquet"),
+        ("csv", "out.jsonl"),
+        ("jsonl", "out.csv"),
+        ("parquet", "out.json"),
+    ],
+)
 def test_convert_refuses_a_suffix_of_another_data_format(tmp_path, to, name):
     # `--to ragas out.csv` used to write JSONL into a file named .csv
     src = tmp_path / "src.jsonl"

@@ -13,15 +13,31 @@ import pytest
 import scipy.stats as ss
 from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, roc_auc_score
 
-from unified.crosscheck import (
-    UNDEFINED, auc, balanced_accuracy, bootstrap_ci, cohen_kappa, crosscheck, format_crosscheck,
-    label_for, pair_stats, pearson, rankdata, render_crosscheck, spearman,
+from unified.analysis.crosscheck import (
+    UNDEFINED,
+    auc,
+    balanced_accuracy,
+    bootstrap_ci,
+    cohen_kappa,
+    crosscheck,
+    format_crosscheck,
+    label_for,
+    pair_stats,
+    pearson,
+    rankdata,
+    render_crosscheck,
+    spearman,
 )
 from unified.sample import Sample
 from unified.scores import Score
 
-ARES = Path(__file__).resolve().parents[2] / "shared" / "data" / "ares" / \
-    "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl"
+ARES = (
+    Path(__file__).resolve().parents[2]
+    / "shared"
+    / "data"
+    / "ares"
+    / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl"
+)
 
 
 def _tied(rng: random.Random, n: int, levels: int) -> list[float]:
@@ -48,14 +64,14 @@ def test_kappa_auc_balanced_accuracy_match_sklearn(seed):
     scores = [s + (3.0 if l else 0.0) for s, l in zip(_tied(rng, 50, 5), labels)]  # many ties
     assert auc(scores, labels) == pytest.approx(roc_auc_score(labels, scores), abs=1e-12)
     pred = [s >= 5 for s in scores]
-    assert balanced_accuracy(pred, labels) == pytest.approx(
-        balanced_accuracy_score(labels, pred), abs=1e-12)
+    assert balanced_accuracy(pred, labels) == pytest.approx(balanced_accuracy_score(labels, pred), abs=1e-12)
 
 
 def test_auc_counts_ties_as_half():
     # one positive, one negative with the same score, plus a separated pair
     assert auc([5, 5, 9, 1], [1, 0, 1, 0]) == pytest.approx(
-        (1 + 0.5 + 1 + 1) / 4)  # pos{5,9} vs neg{5,1}: 5>1, 5=5 (½), 9>5, 9>1
+        (1 + 0.5 + 1 + 1) / 4
+    )  # pos{5,9} vs neg{5,1}: 5>1, 5=5 (½), 9>5, 9>1
 
 
 def test_undefined_for_small_n_and_constant_values():
@@ -68,8 +84,7 @@ def test_undefined_for_small_n_and_constant_values():
 
     small = pair_stats([1.0, 9.0], [2.0, 8.0], 5, 5)
     assert small["n"] == 2
-    assert all(small[k] == UNDEFINED for k in
-               ("pearson", "spearman", "mean_abs_diff", "pass_agreement", "cohen_kappa"))
+    assert all(small[k] == UNDEFINED for k in ("pearson", "spearman", "mean_abs_diff", "pass_agreement", "cohen_kappa"))
     assert "n=2" in small["notes"][0]
 
     const = pair_stats([6.0, 6.0, 6.0, 6.0], [1.0, 4.0, 7.0, 10.0], 5, 5)
@@ -189,8 +204,9 @@ def test_human_agreement_on_ares_rows():
         resp, ctx = _words(s.response or ""), _words(" ".join(s.retrieved_contexts or []))
         overlap[sid] = 10 * len(resp & ctx) / max(1, len(resp))
         scores.append(Score.from_raw("faithfulness", "overlap", sid, overlap[sid], raw_range=(0, 10)))
-        scores.append(Score.from_raw("faithfulness", "length", sid,
-                                     min(10.0, len(s.response or "") / 100), raw_range=(0, 10)))
+        scores.append(
+            Score.from_raw("faithfulness", "length", sid, min(10.0, len(s.response or "") / 100), raw_range=(0, 10))
+        )
     scores.append(Score.failure("faithfulness", "length", "not-a-sample", "timeout"))
     res = crosscheck(scores, samples, bootstrap=200)
     json.dumps(res, allow_nan=False)
@@ -228,8 +244,11 @@ def test_graded_labels_use_spearman_and_are_binarised_at_the_metric_threshold():
 
 
 def test_format_crosscheck_renders_every_section():
-    scores = [_score("faithfulness", b, f"s{i}", v, reason="because [[Yes]] [bold]x[/bold]")
-              for i in range(4) for b, v in (("native", i * 3), ("ragas", 9 - i * 2))]
+    scores = [
+        _score("faithfulness", b, f"s{i}", v, reason="because [[Yes]] [bold]x[/bold]")
+        for i in range(4)
+        for b, v in (("native", i * 3), ("ragas", 9 - i * 2))
+    ]
     scores += [_score("answer_relevancy", "native", f"s{i}", 5) for i in range(2)]
     scores += [_score("answer_relevancy", "ragas", f"s{i}", 5) for i in range(2)]
     res = crosscheck(scores)

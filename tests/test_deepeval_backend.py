@@ -20,23 +20,27 @@ import pytest
 
 pytest.importorskip("deepeval", reason="the deepeval extra is not installed")
 
-from judge_server import JudgeServer  # noqa: E402
-from support import import_in_clean_env  # noqa: E402
-from pydantic import BaseModel  # noqa: E402
+from judge_server import JudgeServer
+from pydantic import BaseModel
+from support import import_in_clean_env
 
-from unified.adapters import get_backend  # noqa: E402
-from unified.adapters._quiet import QUIET_ENV  # noqa: E402
-from unified.adapters.deepeval import DeepEvalJudgeError, JudgeDeepEvalLLM  # noqa: E402
-from unified.judge import JudgeConfig, build_judges  # noqa: E402
-from unified.judge.base import ChatJudge, Judges  # noqa: E402
-from unified.metrics import get_metric, parse_metric, parse_metrics  # noqa: E402
-from unified.sample import Sample  # noqa: E402
+from unified.adapters import get_backend
+from unified.adapters._quiet import QUIET_ENV
+from unified.adapters.deepeval import DeepEvalJudgeError, JudgeDeepEvalLLM
+from unified.judge import JudgeConfig, build_judges
+from unified.judge.base import ChatJudge, Judges
+from unified.metrics import get_metric, parse_metric, parse_metrics
+from unified.sample import Sample
 
 pytestmark = pytest.mark.deepeval
 
-SAMPLE = Sample(user_input="What is the capital of France?", response="Paris.",
-                retrieved_contexts=["Paris is the capital of France."], reference="Paris",
-                id="s1")
+SAMPLE = Sample(
+    user_input="What is the capital of France?",
+    response="Paris.",
+    retrieved_contexts=["Paris is the capital of France."],
+    reference="Paris",
+    id="s1",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -97,8 +101,7 @@ async def test_missing_field_gives_a_one_line_error_without_judge_calls(judge_se
     bare = Sample(user_input="q?", response="a", id="bare")
     [score] = await backend.score(bare, [parse_metric("context_recall")])
     assert score.value is None
-    assert score.error == ("sample 'bare': field 'retrieved_contexts' is missing or empty "
-                           "(needed by context_recall)")
+    assert score.error == ("sample 'bare': field 'retrieved_contexts' is missing or empty (needed by context_recall)")
     assert judge_server.request_count == 0
 
 
@@ -133,9 +136,16 @@ async def test_concurrent_cases_keep_their_own_scores(judge_server):
     """Fresh metric per case: scoring many samples at once gives each the score it gets
     alone (deepeval keeps state on the metric object)."""
     backend = get_backend("deepeval", _judges(judge_server), concurrency=8)
-    samples = [Sample(user_input=f"Question {i}?", response=f"Answer number {i}.",
-                      retrieved_contexts=[f"Context {i}.", "Other."], reference=f"Ref {i}",
-                      id=f"s{i}") for i in range(6)]
+    samples = [
+        Sample(
+            user_input=f"Question {i}?",
+            response=f"Answer number {i}.",
+            retrieved_contexts=[f"Context {i}.", "Other."],
+            reference=f"Ref {i}",
+            id=f"s{i}",
+        )
+        for i in range(6)
+    ]
     refs = parse_metrics("faithfulness,context_relevancy")
     together = await asyncio.gather(*(backend.score(s, refs) for s in samples))
     alone = [await backend.score(s, refs) for s in samples]
@@ -179,8 +189,7 @@ def test_no_deepeval_folder_or_dotenv_in_cwd(tmp_path):
     env = {**os.environ, "HOME": str(home), "OPENAI_API_KEY": "sk-loopback"}
     for k in QUIET_ENV:  # the module must set these itself
         env.pop(k, None)
-    out = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=180)
+    out = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=180)
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "CLEAN"
     assert sorted(p.name for p in cwd.iterdir()) == [".env"]

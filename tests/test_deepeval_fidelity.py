@@ -12,38 +12,40 @@ judgment quality); where deepeval fails on them, both paths must fail the same w
 
 from __future__ import annotations
 
-
 import pytest
 
 pytest.importorskip("deepeval", reason="the deepeval extra is not installed")
 
-from judge_server import JudgeServer, binary_answer_fn  # noqa: E402
+from deepeval import metrics as dm
+from deepeval.test_case import LLMTestCase, SingleTurnParams
+from judge_server import JudgeServer, binary_answer_fn
+
+from unified.adapters import get_backend
 
 # the adapter first: it switches deepeval's telemetry and file writes off before import
-from unified.adapters.deepeval import (CORRECTNESS_CRITERIA, DEEPEVAL_METRICS,  # noqa: E402
-                                       JudgeDeepEvalLLM)
-from deepeval import metrics as dm  # noqa: E402
-from deepeval.test_case import LLMTestCase, SingleTurnParams  # noqa: E402
-from unified.adapters import get_backend  # noqa: E402
-from unified.judge import JudgeConfig, build_judges  # noqa: E402
-from unified.judge.base import task_scope  # noqa: E402
-from unified.metrics import parse_metric  # noqa: E402
-from unified.sample import Sample  # noqa: E402
+from unified.adapters.deepeval import CORRECTNESS_CRITERIA, DEEPEVAL_METRICS, JudgeDeepEvalLLM
+from unified.judge import JudgeConfig, build_judges
+from unified.judge.base import task_scope
+from unified.metrics import parse_metric
+from unified.sample import Sample
 
 pytestmark = pytest.mark.deepeval
 
 SAMPLE = Sample(
     user_input="What is the capital of France, and which river runs through it?",
     response="Paris is the capital of France. The Seine runs through Paris.",
-    retrieved_contexts=["Paris is the capital and largest city of France.",
-                        "The Seine flows through Paris before reaching the English Channel.",
-                        "Lyon is known for its cuisine."],
+    retrieved_contexts=[
+        "Paris is the capital and largest city of France.",
+        "The Seine flows through Paris before reaching the English Channel.",
+        "Lyon is known for its cuisine.",
+    ],
     reference="The capital of France is Paris; the Seine flows through it.",
     id="fr-1",
 )
 S = SAMPLE
-RAG_CASE = LLMTestCase(input=S.user_input, actual_output=S.response, expected_output=S.reference,
-                       retrieval_context=S.retrieved_contexts)
+RAG_CASE = LLMTestCase(
+    input=S.user_input, actual_output=S.response, expected_output=S.reference, retrieval_context=S.retrieved_contexts
+)
 # HallucinationMetric reads `context`: the adapter documents that it fills it from the
 # retrieved contexts
 HALLU_CASE = LLMTestCase(input=S.user_input, actual_output=S.response, context=S.retrieved_contexts)
@@ -56,10 +58,19 @@ DIRECT = {
     "context_recall": (lambda m: dm.ContextualRecallMetric(model=m, eval_mode="llm"), RAG_CASE),
     "context_precision": (lambda m: dm.ContextualPrecisionMetric(model=m, eval_mode="llm"), RAG_CASE),
     "hallucination": (lambda m: dm.HallucinationMetric(model=m, eval_mode="llm"), HALLU_CASE),
-    "answer_correctness": (lambda m: dm.GEval(
-        name="Correctness", criteria=CORRECTNESS_CRITERIA, model=m,
-        evaluation_params=[SingleTurnParams.INPUT, SingleTurnParams.ACTUAL_OUTPUT,
-                           SingleTurnParams.EXPECTED_OUTPUT]), RAG_CASE),
+    "answer_correctness": (
+        lambda m: dm.GEval(
+            name="Correctness",
+            criteria=CORRECTNESS_CRITERIA,
+            model=m,
+            evaluation_params=[
+                SingleTurnParams.INPUT,
+                SingleTurnParams.ACTUAL_OUTPUT,
+                SingleTurnParams.EXPECTED_OUTPUT,
+            ],
+        ),
+        RAG_CASE,
+    ),
 }
 
 
@@ -68,8 +79,7 @@ _scripted = binary_answer_fn()
 
 
 def _judges(srv: JudgeServer, cache_path):
-    return build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
-                        cache_path=cache_path)
+    return build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0), cache_path=cache_path)
 
 
 def test_direct_table_covers_every_mapped_metric():
@@ -82,6 +92,7 @@ def test_hallucination_is_higher_is_better_in_this_deepeval():
     import inspect
 
     from deepeval.metrics.hallucination import hallucination
+
     src = inspect.getsource(hallucination.HallucinationMetric._calculate_score)
     assert "passing=(Verdict.YES,)" in src
     assert DEEPEVAL_METRICS["hallucination"].higher_is_better is True

@@ -17,10 +17,11 @@ from unified.sample import Sample
 
 pytestmark = pytest.mark.local
 
-PARIS = ("Paris is the capital and largest city of France. The Eiffel Tower was completed in 1889 "
-         "for the World's Fair.")
-PARIS_SENTENCES = ["Paris is the capital and largest city of France.",
-                   "The Eiffel Tower was completed in 1889 for the World's Fair."]
+PARIS = "Paris is the capital and largest city of France. The Eiffel Tower was completed in 1889 for the World's Fair."
+PARIS_SENTENCES = [
+    "Paris is the capital and largest city of France.",
+    "The Eiffel Tower was completed in 1889 for the World's Fair.",
+]
 BANANA = "Bananas are a yellow tropical fruit. They are rich in potassium and grow in clusters."
 Q = "What is the capital of France?"
 
@@ -37,24 +38,31 @@ def one(sample: Sample, name: str) -> float:
 
 
 def test_faithfulness_copied_high_unrelated_low_nonanswer_zero():
-    copied = one(Sample(user_input=Q, response="Paris is the capital and largest city of France.",
-                        retrieved_contexts=[PARIS]), "faithfulness")
-    unrelated = one(Sample(user_input=Q, response="Quantum computers use qubits to factor integers.",
-                           retrieved_contexts=[PARIS]), "faithfulness")
-    dodge = score(Sample(user_input=Q, response="The capital is not mentioned in the context.",
-                         retrieved_contexts=[PARIS]), "faithfulness")[0]
+    copied = one(
+        Sample(user_input=Q, response="Paris is the capital and largest city of France.", retrieved_contexts=[PARIS]),
+        "faithfulness",
+    )
+    unrelated = one(
+        Sample(user_input=Q, response="Quantum computers use qubits to factor integers.", retrieved_contexts=[PARIS]),
+        "faithfulness",
+    )
+    dodge = score(
+        Sample(user_input=Q, response="The capital is not mentioned in the context.", retrieved_contexts=[PARIS]),
+        "faithfulness",
+    )[0]
     assert copied == pytest.approx(10.0)
     assert unrelated < 5.0 < copied
     assert dodge.value == 0.0 and dodge.details["sentences"][0]["non_answer"] is True
     # the best-matching context sentence is reported per response sentence
-    s = score(Sample(user_input=Q, response="The Eiffel Tower was completed in 1889.",
-                     retrieved_contexts=[PARIS]), "faithfulness")[0]
+    s = score(
+        Sample(user_input=Q, response="The Eiffel Tower was completed in 1889.", retrieved_contexts=[PARIS]),
+        "faithfulness",
+    )[0]
     assert s.details["sentences"][0]["best_match"].startswith("The Eiffel Tower")
 
 
 def test_answer_relevancy_penalises_echo_and_unrelated():
-    good = one(Sample(user_input=Q, response="France's capital city is Paris, on the Seine river."),
-               "answer_relevancy")
+    good = one(Sample(user_input=Q, response="France's capital city is Paris, on the Seine river."), "answer_relevancy")
     echo = one(Sample(user_input=Q, response="What is the capital of France?"), "answer_relevancy")
     off = one(Sample(user_input=Q, response="Bananas are rich in potassium."), "answer_relevancy")
     assert echo == 0.0  # no new content word: it only restates the question
@@ -66,8 +74,7 @@ def test_context_relevancy_orders_relevant_above_irrelevant_and_sentence_variant
     irr = one(Sample(user_input=Q, retrieved_contexts=[BANANA]), "context_relevancy")
     both = one(Sample(user_input=Q, retrieved_contexts=[PARIS, BANANA]), "context_relevancy")
     assert rel > both > irr
-    (v,) = score(Sample(user_input=Q, retrieved_contexts=[PARIS, BANANA]),
-                 "context_relevancy[variant=sentence,t=0.4]")
+    (v,) = score(Sample(user_input=Q, retrieved_contexts=[PARIS, BANANA]), "context_relevancy[variant=sentence,t=0.4]")
     # 4 context sentences; only the one naming the capital of France reaches 0.4
     assert v.details["sentences"] == 4
     assert v.value == pytest.approx(10.0 * v.details["relevant_sentences"] / 4)
@@ -83,12 +90,22 @@ def test_context_precision_rewards_relevant_context_first():
 
 
 def test_context_recall_covered_vs_uncovered_reference():
-    covered = one(Sample(user_input=Q, retrieved_contexts=[PARIS],
-                         reference="Paris is the capital of France. The Eiffel Tower dates from 1889."),
-                  "context_recall")
-    half = one(Sample(user_input=Q, retrieved_contexts=[PARIS],
-                      reference="Paris is the capital of France. Bananas grow in tropical clusters."),
-               "context_recall")
+    covered = one(
+        Sample(
+            user_input=Q,
+            retrieved_contexts=[PARIS],
+            reference="Paris is the capital of France. The Eiffel Tower dates from 1889.",
+        ),
+        "context_recall",
+    )
+    half = one(
+        Sample(
+            user_input=Q,
+            retrieved_contexts=[PARIS],
+            reference="Paris is the capital of France. Bananas grow in tropical clusters.",
+        ),
+        "context_recall",
+    )
     # default t = 1.0: the mean best cosine; a paraphrase scores ~0.8-0.9, an absent fact ~0.1
     assert covered > half and covered >= 8.0 and half < 6.0
 
@@ -123,6 +140,7 @@ class CountingEmbedder(Embedder):
 
     def __init__(self, fail: bool = False):
         from unified.judge.local import LocalEmbedder
+
         self.inner, self.calls, self.fail, self.model = LocalEmbedder(), [], fail, "counting"
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -134,10 +152,15 @@ class CountingEmbedder(Embedder):
 
 def test_configured_embedder_embeds_each_text_once_billed_to_the_first_metric_needing_it():
     emb = CountingEmbedder()
-    s = Sample(user_input=Q, response="Paris is the capital and largest city of France.",
-               retrieved_contexts=[PARIS, PARIS], reference="Paris is the capital of France.")
-    out = score(s, "faithfulness,context_relevancy,context_recall,context_precision,semantic_similarity",
-                Judges(embedder=emb))
+    s = Sample(
+        user_input=Q,
+        response="Paris is the capital and largest city of France.",
+        retrieved_contexts=[PARIS, PARIS],
+        reference="Paris is the capital of France.",
+    )
+    out = score(
+        s, "faithfulness,context_relevancy,context_recall,context_precision,semantic_similarity", Judges(embedder=emb)
+    )
     assert all(o.ok for o in out)
     sent = [t for call in emb.calls for t in call]
     assert len(sent) == len(set(sent))  # each distinct text once, over all calls
@@ -149,8 +172,11 @@ def test_configured_embedder_embeds_each_text_once_billed_to_the_first_metric_ne
 
 
 def test_embedder_failure_becomes_error_scores():
-    out = score(Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS]),
-                "faithfulness,answer_relevancy", Judges(embedder=CountingEmbedder(fail=True)))
+    out = score(
+        Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS]),
+        "faithfulness,answer_relevancy",
+        Judges(embedder=CountingEmbedder(fail=True)),
+    )
     assert all(o.value is None and "unreachable" in o.error for o in out)
 
 
@@ -165,10 +191,14 @@ def test_loopback_embeddings_server_is_used(judge_server):
     """An OpenAI-compatible embedder (the loopback fake) instead of the local model:
     proves the routing and the per-metric billing of its requests, not score quality."""
     from unified.judge import build_judges
+
     judges = build_judges(embedding=judge_server.base_url)
     judge_server.reset_counts()
-    out = score(Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS]),
-                "faithfulness,answer_relevancy,context_relevancy", judges)
+    out = score(
+        Sample(user_input=Q, response="Paris.", retrieved_contexts=[PARIS]),
+        "faithfulness,answer_relevancy,context_relevancy",
+        judges,
+    )
     assert all(o.error is None for o in out), [o.error for o in out]
     # faithfulness embeds response and context, answer_relevancy the question; context
     # relevancy needs nothing new and makes no request
@@ -181,6 +211,7 @@ def test_warm_cached_embedder_is_charged_as_a_cache_hit_not_a_call(tmp_path):
     embedder did, so a warm rerun over the judge cache reported calls it never made."""
     from unified.adapters.native.testing import ScriptedEmbedder
     from unified.judge import CachedEmbedder, JudgeCache
+
     inner = ScriptedEmbedder(default=(1.0, 0.0))
     judges = Judges(embedder=CachedEmbedder(inner, JudgeCache(tmp_path / "c.sqlite")))
     s = Sample(user_input=Q, response="Paris.", reference="Paris.", retrieved_contexts=[PARIS])
@@ -195,22 +226,32 @@ def test_warm_cached_embedder_is_charged_as_a_cache_hit_not_a_call(tmp_path):
 
 @pytest.mark.local
 async def test_unknown_parameter_or_variant_is_an_error():
-    s = Sample(user_input="What is the capital of France?", response="Paris.",
-               retrieved_contexts=["Paris is the capital of France."], id="p")
+    s = Sample(
+        user_input="What is the capital of France?",
+        response="Paris.",
+        retrieved_contexts=["Paris is the capital of France."],
+        id="p",
+    )
     typo, bad_variant = await get_backend("embedding").score(
-        s, parse_metrics("faithfulness[tt=0.5],context_relevancy[variant=bogus]"))
+        s, parse_metrics("faithfulness[tt=0.5],context_relevancy[variant=bogus]")
+    )
     assert typo.value is None and "unknown parameter 'tt'" in typo.error
     assert bad_variant.value is None and "variant must be" in bad_variant.error
 
 
 def test_lexical_signal_lowers_a_number_or_name_found_in_no_context():
     ctx = ["Einstein won the Nobel Prize in 1921.", "The prize was for his work on the photoelectric effect."]
-    right = Sample(user_input="When did Einstein win the Nobel Prize?", retrieved_contexts=ctx,
-                   response="Einstein won the Nobel Prize in 1921 for the photoelectric effect.")
+    right = Sample(
+        user_input="When did Einstein win the Nobel Prize?",
+        retrieved_contexts=ctx,
+        response="Einstein won the Nobel Prize in 1921 for the photoelectric effect.",
+    )
     wrong_year = right.model_copy(update={"response": right.response.replace("1921", "1969")})
     wrong_name = right.model_copy(update={"response": right.response.replace("Nobel", "Pulitzer")})
-    on = {name: score(s, "faithfulness[w=1],faithfulness")
-          for name, s in (("right", right), ("year", wrong_year), ("name", wrong_name))}
+    on = {
+        name: score(s, "faithfulness[w=1],faithfulness")
+        for name, s in (("right", right), ("year", wrong_year), ("name", wrong_name))
+    }
     # similarity alone barely moves when one number changes; the lexical share does
     assert on["right"][0].value > on["year"][0].value + 1.0
     assert on["right"][0].value > on["name"][0].value + 1.0

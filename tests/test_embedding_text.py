@@ -5,14 +5,12 @@ from unified.text import content_words, is_nonanswer, key_terms, split_sentences
 
 def test_split_keeps_abbreviations_decimals_and_identifiers():
     text = "It works, e.g. on Spark 3.4. Use dbutils.fs.mount() now! Done? Yes."
-    assert split_sentences(text) == ["It works, e.g. on Spark 3.4.", "Use dbutils.fs.mount() now!",
-                                     "Done?", "Yes."]
+    assert split_sentences(text) == ["It works, e.g. on Spark 3.4.", "Use dbutils.fs.mount() now!", "Done?", "Yes."]
 
 
 def test_split_on_blank_lines_heading_rules_and_code_fences():
     text = "Title\n=====\nFirst one. Second one\n\nNew block\n```\nx = 1.\ny.z()\n```\nAfter."
-    assert split_sentences(text) == ["Title", "First one.", "Second one", "New block",
-                                     "x = 1. y.z()", "After."]
+    assert split_sentences(text) == ["Title", "First one.", "Second one", "New block", "x = 1. y.z()", "After."]
 
 
 def test_split_long_units_into_word_windows_and_empty_input():
@@ -47,6 +45,7 @@ def test_nonanswer_patterns():
 
 def test_vocabulary_matches_word_forms_but_numbers_and_short_words_exactly():
     from unified.text import Vocabulary
+
     v = Vocabulary(["Nimbus syncs offline changes after reconnecting; class 3.4 in 2012.", "Use the API."])
     forms = ["sync", "syncing", "reconnect", "changed", "classes", "nimbus", "3.4", "2012", "api"]
     assert [w for w in forms if w not in v] == []
@@ -57,6 +56,7 @@ def test_vocabulary_matches_word_forms_but_numbers_and_short_words_exactly():
 
 def test_unsupported_terms_weighs_numbers_and_names_double():
     from unified.text import Vocabulary, unsupported_terms
+
     v = Vocabulary(["Einstein won the Nobel Prize in 1921.", "The prize was for the photoelectric effect."])
     assert unsupported_terms("Einstein won the Nobel Prize in 1921.", v) == (0.0, [])
     share, missing = unsupported_terms("Einstein won the Nobel Prize in 1969.", v)

@@ -22,10 +22,12 @@ def _modules(*dirs: Path):
 
 
 def test_no_function_is_longer_than_80_lines():
-    long = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
-            for p, tree in _modules(*PACKAGES) for n in ast.walk(tree)
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-            and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES]
+    long = [
+        f"{p.relative_to(ROOT)}:{n.lineno} {n.name} ({n.end_lineno - n.lineno + 1} lines)"
+        for p, tree in _modules(*PACKAGES)
+        for n in ast.walk(tree)
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.end_lineno - n.lineno + 1 > MAX_FUNCTION_LINES
+    ]
     assert not long, "split these functions:\n" + "\n".join(long)
 
 
@@ -39,29 +41,173 @@ def _imported(tree: ast.AST) -> set[str]:
     return names
 
 
+FRAMEWORKS = {"ragas", "deepeval", "phoenix", "trulens", "opik", "mlflow", "ray"}
+
+
 def test_the_core_imports_no_framework_not_even_lazily():
-    offenders = [f"{p.relative_to(ROOT)} imports {', '.join(sorted(_imported(t) & {'ragas', 'deepeval'}))}"
-                 for p, t in _modules(ROOT / "unified") if _imported(t) & {"ragas", "deepeval"}]
+    """Only ``unified/integrations/`` (where we meet a tool) may import one."""
+    core = [(p, t) for p, t in _modules(ROOT / "unified") if "integrations" not in p.relative_to(ROOT).parts]
+    offenders = [
+        f"{p.relative_to(ROOT)} imports {', '.join(sorted(_imported(t) & FRAMEWORKS))}"
+        for p, t in core
+        if _imported(t) & FRAMEWORKS
+    ]
     assert not offenders, "\n".join(offenders)
 
 
 def test_light_modules_import_without_openai():
-    code = ("import sys; sys.modules['openai'] = None; "
-            "import unified.adapters.native.retrieval, unified.metrics, unified.sample, unified.io")
+    code = (
+        "import sys; sys.modules['openai'] = None; "
+        "import unified.adapters.native.retrieval, unified.metrics, unified.sample, unified.data.io"
+    )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert r.returncode == 0, r.stderr[-2000:]
 
 
+def _module_name(path: Path) -> str:
+    """``adapters/x.py`` is ``unified.adapters.x`` (pyproject's package-dir); a package is its
+    ``__init__``."""
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[0] == "adapters":
+        parts = ["unified", *parts]
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _runtime_imports(tree: ast.AST):
+    """Every import statement that can run: module level and inside functions (lazy imports
+    count: a cycle through a function body is still a cycle), but not ``if TYPE_CHECKING:``
+    blocks, which never execute."""
+    skip = {
+        id(s)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.If) and getattr(n.test, "id", getattr(n.test, "attr", None)) == "TYPE_CHECKING"
+        for b in n.body
+        for s in ast.walk(b)
+    }
+    return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom)) and id(n) not in skip]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the modules of unified/ and adapters/ it imports (``from pkg import mod``
+    is an edge to ``pkg.mod``; ``from pkg import name`` to ``pkg``)."""
+    trees = {_module_name(p): (p, t) for p, t in _modules(*PACKAGES)}
+
+    def owner(name: str) -> str | None:
+        while name and name not in trees:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {m: set() for m in trees}
+    for mod, (path, tree) in trees.items():
+        pkg = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for n in _runtime_imports(tree):
+            if isinstance(n, ast.Import):
+                targets = [a.name for a in n.names]
+            else:
+                base = n.module or ""
+                if n.level:
+                    up = pkg.split(".")[: len(pkg.split(".")) - (n.level - 1)]
+                    base = ".".join(up + ([n.module] if n.module else []))
+                targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in trees else base for a in n.names]
+            graph[mod].update(t for t in map(owner, targets) if t and t != mod)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on_stack.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on_stack:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    found.append(sorted(comp))
+    return found
+
+
+def test_no_import_cycles_lazy_imports_included():
+    graph = import_graph()
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(
+        " ; ".join(f"{m} -> {sorted(graph[m] & set(c))}" for m in c) for c in cycles
+    )
+
+
+def test_the_cycle_check_can_fail():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_only_the_cli_and_the_api_import_integrations():
+    """Arrows point down: nothing outside ``unified.integrations`` and the CLI imports an
+    integration (the run path gets hooks instead), and nothing but the CLI imports the CLI."""
+    graph = import_graph()
+    up = [
+        f"{m} -> {t}"
+        for m, ts in graph.items()
+        for t in ts
+        if (
+            t.startswith("unified.integrations")
+            and not m.startswith(("unified.integrations", "unified.cli", "unified.api", "unified.testing"))
+        )
+        or (t.startswith("unified.cli") and not m.startswith("unified.cli"))
+    ]
+    assert not up, "imports that point up:\n" + "\n".join(sorted(up))
+
+
+def test_few_modules_in_the_package_root():
+    """The root holds the public API and the vocabulary; jobs live in folders named for them."""
+    root = sorted(p.name for p in (ROOT / "unified").glob("*.py"))
+    assert len(root) <= 12, root
+
+
 def test_one_row_error_class():
-    classes = [f"{p.relative_to(ROOT)}:{n.lineno} {n.name}" for p, t in _modules(*PACKAGES)
-               for n in ast.walk(t) if isinstance(n, ast.ClassDef)
-               and (n.name.endswith("RowError") or n.name == "PipelineError")]
+    classes = [
+        f"{p.relative_to(ROOT)}:{n.lineno} {n.name}"
+        for p, t in _modules(*PACKAGES)
+        for n in ast.walk(t)
+        if isinstance(n, ast.ClassDef) and (n.name.endswith("RowError") or n.name == "PipelineError")
+    ]
     assert len(classes) == 1, classes
 
 
 def test_the_repo_does_not_point_outside_itself():
-    texts = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "CHANGELOG.md",
-             *sorted((ROOT / "docs").rglob("*.md")), *(p for p, _ in _modules(*PACKAGES))]
+    texts = [
+        ROOT / "README.md",
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "CHANGELOG.md",
+        *sorted((ROOT / "docs").rglob("*.md")),
+        *(p for p, _ in _modules(*PACKAGES)),
+    ]
     bad = [str(p.relative_to(ROOT)) for p in texts if p.exists() and "../shared" in p.read_text(encoding="utf-8")]
     assert not bad, bad
     for doc in ("docs/architecture.md", "CONTRIBUTING.md", "CHANGELOG.md"):

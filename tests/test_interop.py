@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from unified.cli import app
-from unified.io import RowError, load_samples, read_samples, write_samples
+from unified.cli.app import app
+from unified.data.io import RowError, load_samples, read_samples, write_samples
 from unified.sample import Sample
 
 INTEROP = Path(__file__).resolve().parents[2] / "shared" / "data" / "interop"
@@ -23,16 +23,26 @@ HAS_DEEPEVAL = importlib.util.find_spec("deepeval") is not None
 runner = CliRunner()
 pytestmark = pytest.mark.filterwarnings("ignore:unknown field")
 
-ARES = ["--map", "Query=user_input,Document=retrieved_contexts,Answer=response",
-        "--label", "context_relevancy=Context_Relevance_Label",
-        "--label", "answer_relevancy=Answer_Relevance_Label",
-        "--label", "faithfulness=Answer_Faithfulness_Label"]
+ARES = [
+    "--map",
+    "Query=user_input,Document=retrieved_contexts,Answer=response",
+    "--label",
+    "context_relevancy=Context_Relevance_Label",
+    "--label",
+    "answer_relevancy=Answer_Relevance_Label",
+    "--label",
+    "faithfulness=Answer_Faithfulness_Label",
+]
 
 # file (source named in INTEROP/README.md), flags a user would write, rows, (row index, path, value)
 FILES = [
     # stanford-futuredata/ARES few-shot judge-scoring TSVs: Query/Document/Answer + [[Yes]]/[[No]]
-    ("ares/nq_few_shot_prompt_for_judge_scoring.tsv", ARES, 7,
-     (3, "metadata.labels", {"context_relevancy": 1, "answer_relevancy": 0, "faithfulness": 0})),
+    (
+        "ares/nq_few_shot_prompt_for_judge_scoring.tsv",
+        ARES,
+        7,
+        (3, "metadata.labels", {"context_relevancy": 1, "answer_relevancy": 0, "faithfulness": 0}),
+    ),
     ("ares/fever_few_shot_prompt_for_judge_scoring.tsv", ARES, 7, (0, "response", "REFUTES")),
     # confident-ai/deepeval test goldens: `|`-joined list cells in the CSV; `name` is the id
     ("deepeval/goldens.csv", [], 15, (0, "retrieved_contexts", ["Mountain heights list", "Moutain list"])),
@@ -42,16 +52,31 @@ FILES = [
     ("dingo/hallucination_test.jsonl", [], 3, (0, "id", "1")),
     ("dingo/ragflow_eval_data_50.jsonl", [], 50, (0, "metadata.status", "success")),
     # explodinggradients/ragas examples: question/expected_answer and a blank trailing column
-    ("ragas/hf_doc_qa_eval.csv", ["--map", "expected_answer=reference"], 66,
-     (0, "reference", "x86_64-unknown-linux-musl")),
-    ("ragas/sample_fiqa_data.json", [], 3, (1, "user_input", "What is the difference between a mutual fund and an ETF?")),
+    (
+        "ragas/hf_doc_qa_eval.csv",
+        ["--map", "expected_answer=reference"],
+        66,
+        (0, "reference", "x86_64-unknown-linux-musl"),
+    ),
+    (
+        "ragas/sample_fiqa_data.json",
+        [],
+        3,
+        (1, "user_input", "What is the difference between a mutual fund and an ETF?"),
+    ),
     # truera/trulens benchmark golden sets: query / expected_response / expected_score (0-1)
-    ("trulens/context_relevance_golden_set.json",
-     ["--map", "expected_response=retrieved_contexts", "--label", "context_relevancy=expected_score"], 15,
-     (1, "metadata.labels.context_relevancy", 0.4)),
-    ("trulens/answer_relevance_golden_set.json",
-     ["--map", "expected_response=response", "--label", "answer_relevancy=expected_score"], 17,
-     (9, "metadata.labels.answer_relevancy", 1)),
+    (
+        "trulens/context_relevance_golden_set.json",
+        ["--map", "expected_response=retrieved_contexts", "--label", "context_relevancy=expected_score"],
+        15,
+        (1, "metadata.labels.context_relevancy", 0.4),
+    ),
+    (
+        "trulens/answer_relevance_golden_set.json",
+        ["--map", "expected_response=response", "--label", "answer_relevancy=expected_score"],
+        17,
+        (9, "metadata.labels.answer_relevancy", 1),
+    ),
 ]
 
 needs_interop = pytest.mark.skipif(not INTEROP.is_dir(), reason="../shared/data/interop is absent")
@@ -93,28 +118,48 @@ def test_interop_details_that_matter():
     assert goldens[9].content_hash() == goldens[14].content_hash()
     assert (goldens[9].id, goldens[14].id) == ("Name 10", "Name 15")
     csv_goldens, _ = load_samples(INTEROP / "deepeval/goldens.csv")
-    assert [s.model_dump(exclude={"metadata"}) for s in csv_goldens] == \
-        [s.model_dump(exclude={"metadata"}) for s in goldens]
+    assert [s.model_dump(exclude={"metadata"}) for s in csv_goldens] == [
+        s.model_dump(exclude={"metadata"}) for s in goldens
+    ]
     # TruLens read with no --map: rows 12/14, 13/15 and 16/17 have the same question and
     # nothing else a Sample knows; every row is kept, the repeats under <id>#2
-    reader = read_samples(INTEROP / "trulens/answer_relevance_golden_set.json",
-                          labels="answer_relevancy=expected_score")
+    reader = read_samples(
+        INTEROP / "trulens/answer_relevance_golden_set.json", labels="answer_relevancy=expected_score"
+    )
     items = list(reader)
     assert items[14].id == items[12].id + "#2" and items[16].id == items[15].id + "#2"
-    assert [items[12].metadata["labels"], items[14].metadata["labels"]] == \
-        [{"answer_relevancy": 0.8}, {"answer_relevancy": 0.5}]
+    assert [items[12].metadata["labels"], items[14].metadata["labels"]] == [
+        {"answer_relevancy": 0.8},
+        {"answer_relevancy": 0.5},
+    ]
     assert (reader.counts.rows, reader.counts.samples, reader.counts.renamed) == (17, 17, 3)
     assert reader.notes[-1].endswith("read as id '" + items[16].id + "'")
 
 
 # ---------------------------------------------------------------- convert --to X, read back
 
+
 def _ours() -> list[Sample]:
-    return [Sample(id="q-1", user_input="Who wrote Dune?", response="Frank Herbert.",
-                   retrieved_contexts=["Dune is by Frank Herbert."], retrieved_ids=["d1"], relevant_ids=["d1"],
-                   reference="Frank Herbert", metadata={"team": "books"}),
-            Sample(id="q-2", user_input="Capital of France?", response="Paris.",
-                   retrieved_contexts=["Paris is the capital."], retrieved_ids=["d4"], relevant_ids=["d9"])]
+    return [
+        Sample(
+            id="q-1",
+            user_input="Who wrote Dune?",
+            response="Frank Herbert.",
+            retrieved_contexts=["Dune is by Frank Herbert."],
+            retrieved_ids=["d1"],
+            relevant_ids=["d1"],
+            reference="Frank Herbert",
+            metadata={"team": "books"},
+        ),
+        Sample(
+            id="q-2",
+            user_input="Capital of France?",
+            response="Paris.",
+            retrieved_contexts=["Paris is the capital."],
+            retrieved_ids=["d4"],
+            relevant_ids=["d9"],
+        ),
+    ]
 
 
 def test_convert_to_deepeval_then_validate_and_run_keep_ids(tmp_path):
@@ -130,7 +175,11 @@ def test_convert_to_deepeval_then_validate_and_run_keep_ids(tmp_path):
     assert r.exit_code == 0, r.output
     scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
     assert sorted((d["sample_id"], d["metric"], d["value"]) for d in scores) == [
-        ("q-1", "mrr", 10.0), ("q-1", "precision@1", 10.0), ("q-2", "mrr", 0.0), ("q-2", "precision@1", 0.0)]
+        ("q-1", "mrr", 10.0),
+        ("q-1", "precision@1", 10.0),
+        ("q-2", "mrr", 0.0),
+        ("q-2", "precision@1", 0.0),
+    ]
 
 
 def test_from_flag_forces_a_layout(tmp_path):
@@ -164,9 +213,28 @@ def test_list_sep_flag(tmp_path):
 
 # ---------------------------------------------------------------- labels
 
-@pytest.mark.parametrize("value,label", [
-    ("1", 1), ("0", 0), (1, 1), (0, 0), (True, 1), ("true", 1), ("False", 0), ("yes", 1), ("No", 0),
-    ("pass", 1), ("FAIL", 0), ("[[Yes]]", 1), ("[[No]]", 0), (0.4, 0.4), ("0.75", 0.75), ("3", 3)])
+
+@pytest.mark.parametrize(
+    "value,label",
+    [
+        ("1", 1),
+        ("0", 0),
+        (1, 1),
+        (0, 0),
+        (True, 1),
+        ("true", 1),
+        ("False", 0),
+        ("yes", 1),
+        ("No", 0),
+        ("pass", 1),
+        ("FAIL", 0),
+        ("[[Yes]]", 1),
+        ("[[No]]", 0),
+        (0.4, 0.4),
+        ("0.75", 0.75),
+        ("3", 3),
+    ],
+)
 def test_label_values(value, label):
     (s,), errors = load_samples([{"question": "q?", "grade": value}], labels={"faithfulness": "grade"})
     assert errors == [] and s.metadata == {"labels": {"faithfulness": label}}
@@ -186,18 +254,32 @@ def test_bad_label_is_a_row_error_naming_row_column_and_value():
 def test_label_column_never_seen_is_noted():
     reader = read_samples([{"question": "a?"}], labels="faithfulness=Answer_Faithfulness_Label")
     list(reader)
-    assert reader.notes == ["--label faithfulness=Answer_Faithfulness_Label: no row has a column "
-                            "'Answer_Faithfulness_Label'"]
+    assert reader.notes == [
+        "--label faithfulness=Answer_Faithfulness_Label: no row has a column 'Answer_Faithfulness_Label'"
+    ]
 
 
 # ---------------------------------------------------------------- shapes seen elsewhere
 
+
 def test_shapes_seen_elsewhere(tmp_path):
     # RAGChecker: {"results": [...]} with contexts as {doc_id, text} objects
     rc = tmp_path / "ragchecker.json"
-    rc.write_text(json.dumps({"results": [{"query_id": "0", "query": "q?", "gt_answer": "a", "response": "r",
-                                           "retrieved_context": [{"doc_id": "d1", "text": "t1"},
-                                                                 {"doc_id": "d2", "text": "t2"}]}]}))
+    rc.write_text(
+        json.dumps(
+            {
+                "results": [
+                    {
+                        "query_id": "0",
+                        "query": "q?",
+                        "gt_answer": "a",
+                        "response": "r",
+                        "retrieved_context": [{"doc_id": "d1", "text": "t1"}, {"doc_id": "d2", "text": "t2"}],
+                    }
+                ]
+            }
+        )
+    )
     (s,), _ = load_samples(rc)
     assert (s.id, s.reference, s.retrieved_contexts, s.retrieved_ids) == ("0", "a", ["t1", "t2"], ["d1", "d2"])
     # HaluEval: JSON Lines in a .json file
@@ -205,12 +287,37 @@ def test_shapes_seen_elsewhere(tmp_path):
     halu.write_text('{"question": "q1?", "answer": "a1"}\n{"question": "q2?", "answer": "a2"}\n')
     assert [x.user_input for x in load_samples(halu)[0]] == ["q1?", "q2?"]
     # Patronus' current SDK names; task_context a string holding a JSON list
-    (p,), _ = load_samples([{"task_input": "q?", "task_output": "r", "task_context": '["c1", "c2"]',
-                             "gold_answer": "g", "sid": "p-1", "task_metadata": {"k": 1}}])
-    assert (p.id, p.response, p.retrieved_contexts, p.reference, p.metadata) == ("p-1", "r", ["c1", "c2"], "g", {"k": 1})
+    (p,), _ = load_samples(
+        [
+            {
+                "task_input": "q?",
+                "task_output": "r",
+                "task_context": '["c1", "c2"]',
+                "gold_answer": "g",
+                "sid": "p-1",
+                "task_metadata": {"k": 1},
+            }
+        ]
+    )
+    assert (p.id, p.response, p.retrieved_contexts, p.reference, p.metadata) == (
+        "p-1",
+        "r",
+        ["c1", "c2"],
+        "g",
+        {"k": 1},
+    )
     # LangChain-style contexts: {page_content, metadata} dicts
-    (lc,), _ = load_samples([{"question": "q?", "contexts": [
-        {"page_content": "one", "metadata": {"source": "a.txt"}}, {"page_content": "two", "metadata": {"id": "b"}}]}])
+    (lc,), _ = load_samples(
+        [
+            {
+                "question": "q?",
+                "contexts": [
+                    {"page_content": "one", "metadata": {"source": "a.txt"}},
+                    {"page_content": "two", "metadata": {"id": "b"}},
+                ],
+            }
+        ]
+    )
     assert lc.retrieved_contexts == ["one", "two"] and lc.retrieved_ids == ["a.txt", "b"]
     # a BOM before JSON Lines
     bom = tmp_path / "bom.jsonl"
@@ -220,8 +327,10 @@ def test_shapes_seen_elsewhere(tmp_path):
 
 def test_langchain_documents_as_contexts():
     documents = pytest.importorskip("langchain_core.documents")
-    docs = [documents.Document(page_content="Paris is the capital.", metadata={"id": "d1"}),
-            documents.Document(page_content="Lyon is a city.", metadata={"id": "d2"})]
+    docs = [
+        documents.Document(page_content="Paris is the capital.", metadata={"id": "d1"}),
+        documents.Document(page_content="Lyon is a city.", metadata={"id": "d2"}),
+    ]
     (s,), errors = load_samples([{"question": "Capital of France?", "contexts": docs}])
     assert errors == [] and s.retrieved_contexts == [d.page_content for d in docs]
     assert s.retrieved_ids == ["d1", "d2"]
@@ -241,6 +350,7 @@ def test_an_object_that_is_no_sample_is_a_one_line_row_error():
 
 # ---------------------------------------------------------------- real framework objects
 
+
 @pytest.fixture
 def quiet_cwd(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("xdg")))  # ragas's uuid.json
@@ -248,25 +358,52 @@ def quiet_cwd(tmp_path_factory, monkeypatch):
 
 
 def _retrieval_rows():
-    return [dict(q=f"question {i}?", ctx=[f"passage {i}a", f"passage {i}b"], ids=[f"d{i}", f"d{i + 1}"],
-                 rel=[f"d{i + 1}"], a=f"answer {i}", ref=f"reference {i}") for i in range(4)]
+    return [
+        dict(
+            q=f"question {i}?",
+            ctx=[f"passage {i}a", f"passage {i}b"],
+            ids=[f"d{i}", f"d{i + 1}"],
+            rel=[f"d{i + 1}"],
+            a=f"answer {i}",
+            ref=f"reference {i}",
+        )
+        for i in range(4)
+    ]
 
 
 def _ragas_dataset():
     from ragas import EvaluationDataset, SingleTurnSample
 
-    return EvaluationDataset(samples=[
-        SingleTurnSample(user_input=r["q"], retrieved_contexts=r["ctx"], retrieved_context_ids=r["ids"],
-                         reference_context_ids=r["rel"], response=r["a"], reference=r["ref"])
-        for r in _retrieval_rows()])
+    return EvaluationDataset(
+        samples=[
+            SingleTurnSample(
+                user_input=r["q"],
+                retrieved_contexts=r["ctx"],
+                retrieved_context_ids=r["ids"],
+                reference_context_ids=r["rel"],
+                response=r["a"],
+                reference=r["ref"],
+            )
+            for r in _retrieval_rows()
+        ]
+    )
 
 
 def _deepeval_cases():
     from deepeval.test_case import LLMTestCase
 
-    return [LLMTestCase(input=r["q"], actual_output=r["a"], expected_output=r["ref"], retrieval_context=r["ctx"],
-                        context=["ideal"], name=f"case-{i}", metadata={"retrieved_ids": r["ids"]})
-            for i, r in enumerate(_retrieval_rows())]
+    return [
+        LLMTestCase(
+            input=r["q"],
+            actual_output=r["a"],
+            expected_output=r["ref"],
+            retrieval_context=r["ctx"],
+            context=["ideal"],
+            name=f"case-{i}",
+            metadata={"retrieved_ids": r["ids"]},
+        )
+        for i, r in enumerate(_retrieval_rows())
+    ]
 
 
 @pytest.mark.ragas
@@ -279,8 +416,12 @@ def test_ragas_objects_load(quiet_cwd):
     samples, errors = load_samples(ds)
     assert errors == [] and len(samples) == 4
     s = samples[1]
-    assert (s.user_input, s.retrieved_ids, s.relevant_ids, s.reference) == ("question 1?", ["d1", "d2"], ["d2"],
-                                                                            "reference 1")
+    assert (s.user_input, s.retrieved_ids, s.relevant_ids, s.reference) == (
+        "question 1?",
+        ["d1", "d2"],
+        ["d2"],
+        "reference 1",
+    )
     assert [x.model_dump() for x in load_samples(list(ds.samples))[0]] == [x.model_dump() for x in samples]
     multi = MultiTurnSample(user_input=[HumanMessage(content="hi")])
     good, bad = load_samples([ds.samples[0], multi])
@@ -299,8 +440,10 @@ def test_deepeval_objects_load(quiet_cwd):
     assert errors == [] and [s.id for s in samples] == ["case-0", "case-1", "case-2", "case-3"]
     assert samples[0].reference_contexts == ["ideal"] and samples[0].retrieved_contexts == ["passage 0a", "passage 0b"]
     assert samples[0].metadata == {"retrieved_ids": ["d0", "d1"]}
-    goldens = [Golden(input=c.input, expected_output=c.expected_output, name=c.name,
-                      additional_metadata={"k": i}) for i, c in enumerate(cases)]
+    goldens = [
+        Golden(input=c.input, expected_output=c.expected_output, name=c.name, additional_metadata={"k": i})
+        for i, c in enumerate(cases)
+    ]
     from_goldens, errors = load_samples(goldens)
     assert errors == [] and [s.metadata for s in from_goldens] == [{"k": i} for i in range(4)]
     # a dataset gives its test cases, else its goldens
@@ -317,12 +460,11 @@ def test_deepeval_objects_load(quiet_cwd):
 
 def _evaluate_through_read_samples(monkeypatch, source, tmp_path):
     # the runner will consume read_samples for every source kind (issue 13): run it so now
-    import unified.runner
-    from unified.runner import evaluate
+    import unified.run.runner
+    from unified.run.runner import evaluate
 
-    monkeypatch.setattr(unified.runner, "iter_samples", read_samples, raising=False)
-    return evaluate(source, "precision@2,recall@2,mrr", ["native"], out=tmp_path / "run", quiet=True,
-                    progress=False)
+    monkeypatch.setattr(unified.run.runner, "iter_samples", read_samples, raising=False)
+    return evaluate(source, "precision@2,recall@2,mrr", ["native"], out=tmp_path / "run", quiet=True, progress=False)
 
 
 @pytest.mark.ragas
@@ -344,10 +486,9 @@ def test_framework_objects_evaluate_with_native_deterministic_metrics(monkeypatc
 @pytest.mark.ragas
 @pytest.mark.skipif(not HAS_RAGAS, reason="ragas not installed")
 def test_evaluate_takes_a_ragas_dataset_directly(tmp_path, quiet_cwd):
-    from unified.runner import evaluate
+    from unified.run.runner import evaluate
 
-    report = evaluate(_ragas_dataset(), "precision@2,mrr", ["native"], out=tmp_path / "run", quiet=True,
-                      progress=False)
+    report = evaluate(_ragas_dataset(), "precision@2,mrr", ["native"], out=tmp_path / "run", quiet=True, progress=False)
     assert len(list(report.iter_scores())) == 4 * 2
 
 

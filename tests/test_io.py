@@ -5,13 +5,23 @@ import json
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
 
-from unified.io import (RowError, SampleLoadError, load_samples, parse_mapping, read_samples,
-                        samples_from_pandas, samples_to_hf, samples_to_pandas, validate_source,
-                        write_samples)
+from unified.data.io import (
+    RowError,
+    SampleLoadError,
+    load_samples,
+    parse_mapping,
+    read_samples,
+    samples_from_pandas,
+    samples_to_hf,
+    samples_to_pandas,
+    validate_source,
+    write_samples,
+)
 from unified.sample import Sample
 
 DATA = Path(__file__).parent.parent / "examples" / "data"
@@ -23,11 +33,16 @@ def samples():
     """Samples exercising every field type: lists (incl. empty), graded relevance,
     nested metadata with None inside, absent fields, unicode and embedded newlines."""
     return [
-        Sample(user_input="How far is the Moon?", response="About 384,400 km.",
-               retrieved_contexts=["The Moon orbits at about 384,400 km.", "Line one\nline two, \"quoted\""],
-               reference="384,400 km", retrieved_ids=["doc-26", "doc-32"], relevant_ids=["doc-26"],
-               graded_relevance={"doc-26": 3.0, "doc-32": 0.5},
-               metadata={"expect": "good", "nested": {"a": [1, None, {"b": "ü"}]}, "n": None}),
+        Sample(
+            user_input="How far is the Moon?",
+            response="About 384,400 km.",
+            retrieved_contexts=["The Moon orbits at about 384,400 km.", 'Line one\nline two, "quoted"'],
+            reference="384,400 km",
+            retrieved_ids=["doc-26", "doc-32"],
+            relevant_ids=["doc-26"],
+            graded_relevance={"doc-26": 3.0, "doc-32": 0.5},
+            metadata={"expect": "good", "nested": {"a": [1, None, {"b": "ü"}]}, "n": None},
+        ),
         Sample(user_input="Température sur Vénus ?", retrieved_contexts=[], retrieved_ids=[]),
         Sample(user_input="Only a question", id="custom-id", reference_contexts=["ref ctx"]),
     ]
@@ -93,10 +108,16 @@ def test_iterable_of_dicts_with_mapping():
 
 
 def test_row_error_is_one_line():
-    e = RowError("data.jsonl", 7, "retrieved_contexts",
-                 "expected a list of strings, got a single string in 'contexts'; wrap it in a list: [\"...\"]")
-    assert str(e) == ("data.jsonl:7: field 'retrieved_contexts': expected a list of strings, got a "
-                      "single string in 'contexts'; wrap it in a list: [\"...\"]")
+    e = RowError(
+        "data.jsonl",
+        7,
+        "retrieved_contexts",
+        "expected a list of strings, got a single string in 'contexts'; wrap it in a list: [\"...\"]",
+    )
+    assert str(e) == (
+        "data.jsonl:7: field 'retrieved_contexts': expected a list of strings, got a "
+        "single string in 'contexts'; wrap it in a list: [\"...\"]"
+    )
     assert str(RowError("DataFrame", 3, None, "invalid")) == "DataFrame:3: invalid"
 
 
@@ -107,12 +128,12 @@ def test_mixed_good_and_bad_jsonl():
     assert good[2].metadata == {"annotator": "kb"}
     where = [(e.source, e.row, e.field) for e in bad]
     assert where == [
-        ("bad_rows.jsonl", 2, None),                      # broken JSON
-        ("bad_rows.jsonl", 3, "retrieved_contexts"),      # "contexts": "a string"
-        ("bad_rows.jsonl", 5, "retrieved_contexts[1]"),   # a number among the contexts
-        ("bad_rows.jsonl", 6, "user_input"),              # empty question
-        ("bad_rows.jsonl", 7, "user_input"),              # question vs user_input
-        ("bad_rows.jsonl", 8, "user_input"),              # no question
+        ("bad_rows.jsonl", 2, None),  # broken JSON
+        ("bad_rows.jsonl", 3, "retrieved_contexts"),  # "contexts": "a string"
+        ("bad_rows.jsonl", 5, "retrieved_contexts[1]"),  # a number among the contexts
+        ("bad_rows.jsonl", 6, "user_input"),  # empty question
+        ("bad_rows.jsonl", 7, "user_input"),  # question vs user_input
+        ("bad_rows.jsonl", 8, "user_input"),  # no question
     ]
     assert "invalid JSON" in bad[0].reason
     assert "wrap it in a list" in str(bad[1])
@@ -137,16 +158,21 @@ def test_mixed_good_and_bad_csv():
 
 def test_validate_source_lists_warnings_once(tmp_path):
     path = tmp_path / "v.jsonl"
-    rows = [{"user_input": "a?", "annotator": "kb"}, {"user_input": "b?", "annotator": "mm"},
-            {"user_input": "a?", "annotator": "zz"}, {"question": ""}]
+    rows = [
+        {"user_input": "a?", "annotator": "kb"},
+        {"user_input": "b?", "annotator": "mm"},
+        {"user_input": "a?", "annotator": "zz"},
+        {"question": ""},
+    ]
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     for _ in range(2):  # the same answer on a second validation in the same process
         ok, errors, warns = validate_source(path)
         assert ok == 3 and [(e.row, e.field) for e in errors] == [(4, "user_input")]
         # issue 10: a repeated row is read (and scored) under its id with a suffix #2
-        assert warns == ["unknown field 'annotator' kept in metadata (first at v.jsonl:1)",
-                         f"v.jsonl:3 repeats the content of v.jsonl:1; read as id "
-                         f"'{Sample(user_input='a?').id}#2'"]
+        assert warns == [
+            "unknown field 'annotator' kept in metadata (first at v.jsonl:1)",
+            f"v.jsonl:3 repeats the content of v.jsonl:1; read as id '{Sample(user_input='a?').id}#2'",
+        ]
 
 
 def test_validate_with_mapping_has_no_unknown_field_warning():
@@ -199,8 +225,7 @@ def test_json_list_rows_are_positions(tmp_path):
 
 
 def test_dataframe_with_framework_columns_and_nan():
-    df = pd.DataFrame({"question": ["a?", "b?"], "contexts": [["c1"], None],
-                       "ground_truth": ["x", float("nan")]})
+    df = pd.DataFrame({"question": ["a?", "b?"], "contexts": [["c1"], None], "ground_truth": ["x", float("nan")]})
     good = samples_from_pandas(df)
     assert good[0].retrieved_contexts == ["c1"] and good[0].reference == "x"
     assert good[1].retrieved_contexts is None and good[1].reference is None
@@ -226,9 +251,10 @@ def test_source_level_errors_raise(tmp_path):
 
 def test_parse_mapping():
     assert parse_mapping("question=user_input, ctx=retrieved_contexts") == {
-        "question": "user_input", "ctx": "retrieved_contexts"}
-    assert parse_mapping(["a=response", "b=reference,c=id"]) == {
-        "a": "response", "b": "reference", "c": "id"}
+        "question": "user_input",
+        "ctx": "retrieved_contexts",
+    }
+    assert parse_mapping(["a=response", "b=reference,c=id"]) == {"a": "response", "b": "reference", "c": "id"}
     assert parse_mapping(None) == {} and parse_mapping("") == {}
     with pytest.raises(ValueError, match="not a Sample field.*did you mean 'user_input'"):
         parse_mapping("q=user_inptu")
@@ -239,8 +265,7 @@ def test_parse_mapping():
 
 
 def test_example_files_are_valid():
-    for name, n in [("rag_examples.jsonl", 28), ("questions.jsonl", 28),
-                    ("rag_examples_ragas_v1.jsonl", 5)]:
+    for name, n in [("rag_examples.jsonl", 28), ("questions.jsonl", 28), ("rag_examples_ragas_v1.jsonl", 5)]:
         ok, errors, warns = validate_source(DATA / name)
         assert (ok, errors, warns) == (n, [], []), name
     corpus = [json.loads(line) for line in (DATA / "corpus.jsonl").read_text().splitlines()]
@@ -255,8 +280,14 @@ def test_graded_relevance_stored_as_a_parquet_struct(tmp_path):
     # pandas/pyarrow (and HF datasets) store dict columns as structs: every row gets every
     # key, None where absent — those rows used to fail "expected a number, got NoneType"
     p = tmp_path / "g.parquet"
-    pd.DataFrame({"id": ["a", "b"], "question": ["q1", "q2"], "retrieved_ids": [["d1", "d2"], ["d3"]],
-                  "graded_relevance": [{"d1": 2, "d2": 1}, {"d3": 1}]}).to_parquet(p)
+    pd.DataFrame(
+        {
+            "id": ["a", "b"],
+            "question": ["q1", "q2"],
+            "retrieved_ids": [["d1", "d2"], ["d3"]],
+            "graded_relevance": [{"d1": 2, "d2": 1}, {"d3": 1}],
+        }
+    ).to_parquet(p)
     samples, errors = load_samples(p)
     assert errors == []
     assert [s.graded_relevance for s in samples] == [{"d1": 2.0, "d2": 1.0}, {"d3": 1.0}]
@@ -266,21 +297,31 @@ def test_map_target_may_be_a_framework_name_and_hints_use_them():
     # `--map q=question` was refused ("not a Sample field") and `q=question_text` was
     # answered with "did you mean 'retrieved_contexts'?"
     assert parse_mapping(["q=question", "a=answer", "docs=contexts"]) == {
-        "q": "user_input", "a": "response", "docs": "retrieved_contexts"}
+        "q": "user_input",
+        "a": "response",
+        "docs": "retrieved_contexts",
+    }
     with pytest.raises(ValueError, match="did you mean 'user_input'"):
         parse_mapping(["q=question_text"])
 
 
 # ---------------------------------------------------------------- every row accounted for
 
+
 def _rows() -> list[dict]:
     """Rows 1, 2 and 4 have the same content; row 3 reuses row 1's given id "a" with other
     content; row 5 repeats row 3's id with row 3's content; row 6 has no id and row 7 is
     its twin."""
-    return [{"id": "a", "user_input": "same?"}, {"id": "a", "user_input": "same?"},
-            {"id": "a", "user_input": "other?"}, {"id": "a", "user_input": "same?"},
-            {"id": "b", "user_input": "b?"}, {"user_input": "no id?"}, {"user_input": "no id?"},
-            {"id": "b", "user_input": "b?"}]
+    return [
+        {"id": "a", "user_input": "same?"},
+        {"id": "a", "user_input": "same?"},
+        {"id": "a", "user_input": "other?"},
+        {"id": "a", "user_input": "same?"},
+        {"id": "b", "user_input": "b?"},
+        {"user_input": "no id?"},
+        {"user_input": "no id?"},
+        {"id": "b", "user_input": "b?"},
+    ]
 
 
 def _sources(tmp_path: Path):
@@ -291,13 +332,20 @@ def _sources(tmp_path: Path):
     jsonl = tmp_path / "rows.jsonl"
     jsonl.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     csv_path = tmp_path / "rows.csv"
-    csv_path.write_text("id,user_input\n" + "".join(f"{r.get('id', '')},{r['user_input']}\n" for r in rows),
-                        encoding="utf-8")
+    csv_path.write_text(
+        "id,user_input\n" + "".join(f"{r.get('id', '')},{r['user_input']}\n" for r in rows), encoding="utf-8"
+    )
     df = pd.DataFrame([{"id": r.get("id"), "user_input": r["user_input"]} for r in rows])
     ds = datasets.Dataset.from_pandas(df)
     samples = [Sample(**r) for r in rows if r["user_input"] != "other?"]  # a Sample cannot be bad
-    return {"jsonl": (jsonl, 1), "csv": (csv_path, 2), "DataFrame": (df, 1), "Dataset": (ds, 1),
-            "dicts": (iter(rows), 1), "Samples": (samples, 1)}
+    return {
+        "jsonl": (jsonl, 1),
+        "csv": (csv_path, 2),
+        "DataFrame": (df, 1),
+        "Dataset": (ds, 1),
+        "dicts": (iter(rows), 1),
+        "Samples": (samples, 1),
+    }
 
 
 @pytest.mark.parametrize("kind", ["jsonl", "csv", "DataFrame", "Dataset", "dicts", "Samples"])
@@ -329,13 +377,18 @@ def test_counts_include_bad_rows_and_blank_lines_are_no_rows(tmp_path):
     reader = read_samples(path)
     items = list(reader)
     assert [type(x).__name__ for x in items] == ["Sample", "RowError", "RowError", "Sample"]
-    assert reader.counts.line() == ("4 row(s) read = 2 sample(s) + 2 rejected "
-                                    "(1 repeated row(s) given an id suffix #n)")
+    assert reader.counts.line() == (
+        "4 row(s) read = 2 sample(s) + 2 rejected (1 repeated row(s) given an id suffix #n)"
+    )
 
 
 def test_deepeval_name_is_the_id_while_unique():
-    rows = [{"input": "q1?", "actual_output": "a", "name": "n"}, {"input": "q1?", "actual_output": "a", "name": "n"},
-            {"input": "q2?", "actual_output": "b", "name": "n"}, {"input": "q3?", "actual_output": "c", "name": "m"}]
+    rows = [
+        {"input": "q1?", "actual_output": "a", "name": "n"},
+        {"input": "q1?", "actual_output": "a", "name": "n"},
+        {"input": "q2?", "actual_output": "b", "name": "n"},
+        {"input": "q3?", "actual_output": "c", "name": "m"},
+    ]
     items = list(read_samples(rows))
     assert all(isinstance(x, Sample) for x in items)
     other = Sample(user_input="q2?", response="b").id
@@ -363,7 +416,7 @@ REPO = Path(__file__).resolve().parents[1]
 _BLOCK_OPENAI = "import sys; sys.modules['openai'] = None\n"
 
 
-def _python(code: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
+def _python(code: str, cwd: Path) -> Any:
     import subprocess
     import sys
 
@@ -371,9 +424,12 @@ def _python(code: str, cwd: Path) -> "subprocess.CompletedProcess[str]":
 
 
 def test_reading_modules_import_no_llm_client_and_no_framework(tmp_path):
-    r = _python(_BLOCK_OPENAI + "import unified.io, unified.sample, unified.convert, unified.pipeline\n"
-                "mods = sorted(m for m, v in sys.modules.items() if v is not None and m.split('.')[0] in ('openai', 'ragas', 'deepeval', 'torch'))\n"
-                "print(mods)", tmp_path)
+    r = _python(
+        _BLOCK_OPENAI + "import unified.data.io, unified.sample, unified.data.convert, unified.run.pipeline\n"
+        "mods = sorted(m for m, v in sys.modules.items() if v is not None and m.split('.')[0] in ('openai', 'ragas', 'deepeval', 'torch'))\n"
+        "print(mods)",
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"
 
@@ -384,26 +440,37 @@ def test_no_module_of_unified_imports_a_framework():
     offenders = []
     for path in (REPO / "unified").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = ([a.name for a in node.names] if isinstance(node, ast.Import)
-                     else [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
-            offenders += [f"{path.relative_to(REPO)}:{node.lineno} {n}" for n in names
-                          if n.split(".")[0] in ("ragas", "deepeval")]
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            offenders += [
+                f"{path.relative_to(REPO)}:{node.lineno} {n}" for n in names if n.split(".")[0] in ("ragas", "deepeval")
+            ]
     assert offenders == []
 
 
 def test_validate_command_imports_no_llm_client(tmp_path):
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"user_input": "q?", "response": "a", "retrieved_contexts": ["c"]}) + "\n")
-    r = _python(_BLOCK_OPENAI + "from typer.testing import CliRunner\nfrom unified.cli import app\n"
-                f"res = CliRunner().invoke(app, ['validate', {str(data)!r}, '--metrics', 'faithfulness'])\n"
-                "import traceback\n"
-                "if res.exception and not isinstance(res.exception, SystemExit):\n"
-                "    traceback.print_exception(res.exception)\n"
-                "print('EXIT', res.exit_code)\nprint(res.output)", tmp_path)
+    r = _python(
+        _BLOCK_OPENAI + "from typer.testing import CliRunner\nfrom unified.cli.app import app\n"
+        f"res = CliRunner().invoke(app, ['validate', {str(data)!r}, '--metrics', 'faithfulness'])\n"
+        "import traceback\n"
+        "if res.exception and not isinstance(res.exception, SystemExit):\n"
+        "    traceback.print_exception(res.exception)\n"
+        "print('EXIT', res.exit_code)\nprint(res.output)",
+        tmp_path,
+    )
     eager_judge = str(Path("unified", "judge", "__init__.py"))
     if "ModuleNotFoundError: import of openai halted" in r.stderr + r.stdout and eager_judge in r.stderr:
-        pytest.xfail("unified.judge/__init__ imports openai eagerly (reached through unified.adapters -> "
-                     "unified.judge.base); the judge-layer helper makes it lazy (issue 13 item 5)")
+        pytest.xfail(
+            "unified.judge/__init__ imports openai eagerly (reached through unified.adapters -> "
+            "unified.judge.base); the judge-layer helper makes it lazy (issue 13 item 5)"
+        )
     assert r.returncode == 0 and "EXIT 0" in r.stdout, r.stdout + r.stderr
     assert "1 ok, 0 bad row(s)" in r.stdout and "faithfulness: all 1 sample(s)" in r.stdout
 

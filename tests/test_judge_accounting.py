@@ -11,10 +11,19 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from unified.judge import (CachedChatJudge, JudgeCache, JudgeConfig, OpenAIChatJudge, PriceError,
-                           metric_scope, parse_prices, price_scope, task_scope)
+from unified.judge import (
+    CachedChatJudge,
+    JudgeCache,
+    JudgeConfig,
+    OpenAIChatJudge,
+    PriceError,
+    metric_scope,
+    parse_prices,
+    price_scope,
+    task_scope,
+)
 from unified.judge.base import CallRecord, record_call
-from unified.scores import Cost, aggregate, Score
+from unified.scores import Cost, Score, aggregate
 
 
 class Rating(BaseModel):
@@ -22,8 +31,9 @@ class Rating(BaseModel):
 
 
 def rec(model: str, tin: int, tout: int, kind: str = "chat", cached: bool = False) -> CallRecord:
-    return CallRecord(kind=kind, backend="", metric="", sample_id="", model=model, cached=cached,
-                      input_tokens=tin, output_tokens=tout)
+    return CallRecord(
+        kind=kind, backend="", metric="", sample_id="", model=model, cached=cached, input_tokens=tin, output_tokens=tout
+    )
 
 
 def test_metric_scope_bills_each_call_to_its_metric_and_the_task_sees_all():
@@ -50,8 +60,7 @@ async def test_metric_scopes_keep_their_own_cache_occurrences(judge_server, tmp_
     """Two metrics asking the same question in one task, concurrently: each gets the
     same occurrence-0 entry, whatever the interleaving, so a warm rerun is exact."""
     cache = JudgeCache(tmp_path / "c.sqlite")
-    judge = CachedChatJudge(OpenAIChatJudge(JudgeConfig(base_url=judge_server.base_url,
-                                                        model="m")), cache)
+    judge = CachedChatJudge(OpenAIChatJudge(JudgeConfig(base_url=judge_server.base_url, model="m")), cache)
     question = [{"role": "user", "content": "same question"}]
 
     async def metric(name: str) -> Cost:
@@ -68,14 +77,25 @@ async def test_metric_scopes_keep_their_own_cache_occurrences(judge_server, tmp_
 
 def test_parse_prices_from_strings_and_sections(tmp_path):
     assert parse_prices(["gpt-4o-mini=0.15/0.60", "meta-llama/Llama-3-8B=0.2/0.2"]) == {
-        "gpt-4o-mini": (0.15, 0.6), "meta-llama/Llama-3-8B": (0.2, 0.2)}
+        "gpt-4o-mini": (0.15, 0.6),
+        "meta-llama/Llama-3-8B": (0.2, 0.2),
+    }
     run = tmp_path / "run.toml"
-    run.write_text('[judge]\nmodel = "a"\n[prices]\n"a" = "1/2"\nb = [3, 4]\n'
-                   'c = { input = 5, output = 6 }\n', encoding="utf-8")
-    assert parse_prices(["a=9/9"], config_file=run) == {"a": (9.0, 9.0), "b": (3.0, 4.0),
-                                                        "c": (5.0, 6.0)}  # --price wins
-    for bad, why in (("gpt-4o", "expected MODEL=IN/OUT"), ("m=1", "expected MODEL=IN/OUT"),
-                     ("m=x/1", "is not a number"), ("m=-1/1", ">= 0"), ("m=nan/1", ">= 0")):
+    run.write_text(
+        '[judge]\nmodel = "a"\n[prices]\n"a" = "1/2"\nb = [3, 4]\nc = { input = 5, output = 6 }\n', encoding="utf-8"
+    )
+    assert parse_prices(["a=9/9"], config_file=run) == {
+        "a": (9.0, 9.0),
+        "b": (3.0, 4.0),
+        "c": (5.0, 6.0),
+    }  # --price wins
+    for bad, why in (
+        ("gpt-4o", "expected MODEL=IN/OUT"),
+        ("m=1", "expected MODEL=IN/OUT"),
+        ("m=x/1", "is not a number"),
+        ("m=-1/1", ">= 0"),
+        ("m=nan/1", ">= 0"),
+    ):
         with pytest.raises(PriceError, match=why) as e:
             parse_prices([bad])
         assert str(e.value).startswith(f"--price {bad}") and isinstance(e.value, ValueError)
@@ -113,8 +133,10 @@ def test_cost_add_keeps_unknown_honest():
     assert priced.add(priced).usd == 1.0
     assert priced.add(unknown).usd is None and unknown.add(priced).usd is None
     assert free.add(free).usd is None
-    scores = [Score(metric="f", backend="native", sample_id=str(i), value=5.0, cost=c)
-              for i, c in enumerate((priced, free, priced))]
+    scores = [
+        Score(metric="f", backend="native", sample_id=str(i), value=5.0, cost=c)
+        for i, c in enumerate((priced, free, priced))
+    ]
     assert aggregate(scores).cost.usd == 1.0
     scores.append(Score(metric="f", backend="native", sample_id="x", value=5.0, cost=unknown))
     assert aggregate(scores).cost.usd is None

@@ -14,12 +14,21 @@ import time
 from typing import Literal
 
 import pytest
+from judge_server import JudgeServer, SilentServer
 from pydantic import BaseModel
 
-from judge_server import JudgeServer, SilentServer
-from unified.judge import (EmbeddingConfig, JudgeConfig, JudgeConnectionError, JudgeHTTPError,
-                           JudgeOutputError, JudgeUnavailableError, OpenAIChatJudge,
-                           OpenAIEmbedder, add_listener, remove_listener)
+from unified.judge import (
+    EmbeddingConfig,
+    JudgeConfig,
+    JudgeConnectionError,
+    JudgeHTTPError,
+    JudgeOutputError,
+    JudgeUnavailableError,
+    OpenAIChatJudge,
+    OpenAIEmbedder,
+    add_listener,
+    remove_listener,
+)
 from unified.judge.breaker import CircuitBreaker
 
 DEAD = "http://127.0.0.1:9/v1"  # port 9 (discard): nothing listens on loopback
@@ -34,16 +43,15 @@ def msgs(i: int) -> list[dict[str, str]]:
 
 
 async def ask_all(judge: OpenAIChatJudge, n: int) -> list:
-    return await asyncio.gather(*(judge.ask(msgs(i), Verdict) for i in range(n)),
-                                return_exceptions=True)
+    return await asyncio.gather(*(judge.ask(msgs(i), Verdict) for i in range(n)), return_exceptions=True)
 
 
 # ---------------------------------------------------------------- the state machine
 
+
 def test_breaker_opens_after_n_failures_in_a_row_and_a_success_resets_the_count():
     now = [0.0]
-    b = CircuitBreaker("judge at http://h/v1 (model m)", failures_to_open=3, cooldown=10,
-                       clock=lambda: now[0])
+    b = CircuitBreaker("judge at http://h/v1 (model m)", failures_to_open=3, cooldown=10, clock=lambda: now[0])
     for _ in range(2):
         b.failed("refused the connection")
     b.succeeded()  # an answer in between: not "in a row"
@@ -52,8 +60,11 @@ def test_breaker_opens_after_n_failures_in_a_row_and_a_success_resets_the_count(
     assert b.state == "closed" and b.admit() is False
     b.failed("refused the connection")
     assert b.state == "open"
-    with pytest.raises(JudgeUnavailableError, match=r"^judge at http://h/v1 \(model m\) refused "
-                                                    r"the connection .*--retry-errors$"):
+    with pytest.raises(
+        JudgeUnavailableError,
+        match=r"^judge at http://h/v1 \(model m\) refused "
+        r"the connection .*--retry-errors$",
+    ):
         b.admit()
     now[0] = 10.0  # cooldown over: exactly one probe goes out
     assert b.admit() is True and b.state == "half-open"
@@ -75,8 +86,7 @@ def test_slow_requests_of_a_judge_that_answers_others_never_open_it():
     """With many calls in flight, a living judge's few slow requests time out one after
     another; while it answered something within the last timeout, they do not count."""
     now = [0.0]
-    b = CircuitBreaker("judge at http://h/v1 (model m)", failures_to_open=3, clock=lambda: now[0],
-                       answer_window=60.0)
+    b = CircuitBreaker("judge at http://h/v1 (model m)", failures_to_open=3, clock=lambda: now[0], answer_window=60.0)
     b.succeeded()
     now[0] = 59.0
     for _ in range(10):
@@ -85,8 +95,9 @@ def test_slow_requests_of_a_judge_that_answers_others_never_open_it():
     for _ in range(3):  # a refused connection is evidence on its own
         b.failed("refused the connection")
     assert b.state == "open"
-    quiet = CircuitBreaker("judge at http://h/v1 (model m)", failures_to_open=3, clock=lambda: now[0],
-                           answer_window=60.0)
+    quiet = CircuitBreaker(
+        "judge at http://h/v1 (model m)", failures_to_open=3, clock=lambda: now[0], answer_window=60.0
+    )
     quiet.succeeded()
     now[0] = 121.0  # nothing answered for a whole window: the timeouts count
     for _ in range(3):
@@ -95,6 +106,7 @@ def test_slow_requests_of_a_judge_that_answers_others_never_open_it():
 
 
 # ---------------------------------------------------------------- refused connection
+
 
 async def test_refused_connection_trips_at_once_and_every_call_says_so():
     records: list = []
@@ -107,7 +119,8 @@ async def test_refused_connection_trips_at_once_and_every_call_says_so():
     assert all(isinstance(r, JudgeUnavailableError) for r in results), results[:3]
     assert {str(r) for r in results} == {
         "judge at http://127.0.0.1:9/v1 (model m) refused the connection (5 attempts in a row; "
-        "no more requests sent) — resumable with --retry-errors"}
+        "no more requests sent) — resumable with --retry-errors"
+    }
     assert judge._http.breaker.state == "open"
     # without the breaker each call would spend its 4 retries (160 in all)
     assert sum(r.retries for r in records) <= 8
@@ -116,8 +129,11 @@ async def test_refused_connection_trips_at_once_and_every_call_says_so():
 
 async def test_embeddings_endpoint_has_its_own_breaker():
     emb = OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=DEAD, model="e", batch_size=1))
-    with pytest.raises(JudgeUnavailableError, match=r"^embeddings at http://127.0.0.1:9/v1 "
-                                                    r"\(model e\) refused the connection"):
+    with pytest.raises(
+        JudgeUnavailableError,
+        match=r"^embeddings at http://127.0.0.1:9/v1 "
+        r"\(model e\) refused the connection",
+    ):
         await emb.embed([f"text {i}" for i in range(12)])
 
 
@@ -145,11 +161,13 @@ async def test_without_retries_the_first_failures_are_connection_errors_then_una
 
 # ---------------------------------------------------------------- a judge that never answers
 
+
 async def test_hanging_judge_trips_after_one_wave_and_queued_calls_never_wait():
     timeout, concurrency, n = 1.0, 8, 40
     with SilentServer() as srv:
-        judge = OpenAIChatJudge(JudgeConfig(base_url=srv.base_url, model="m", timeout=timeout,
-                                            concurrency=concurrency))  # default retries: 4
+        judge = OpenAIChatJudge(
+            JudgeConfig(base_url=srv.base_url, model="m", timeout=timeout, concurrency=concurrency)
+        )  # default retries: 4
         start = time.perf_counter()
         results = await ask_all(judge, n)
         elapsed = time.perf_counter() - start
@@ -169,8 +187,7 @@ async def test_open_circuit_ends_requests_still_on_the_wire():
     circuit opens and the three end then, not at their own timeout."""
     timeout = 1.0
     with SilentServer() as srv:
-        judge = OpenAIChatJudge(JudgeConfig(base_url=srv.base_url, model="m", timeout=timeout,
-                                            max_retries=0))
+        judge = OpenAIChatJudge(JudgeConfig(base_url=srv.base_url, model="m", timeout=timeout, max_retries=0))
 
         async def late(i: int) -> float:
             await asyncio.sleep(timeout / 2)
@@ -180,8 +197,7 @@ async def test_open_circuit_ends_requests_still_on_the_wire():
             return time.perf_counter() - start
 
         first = [judge.ask(msgs(i), Verdict) for i in range(5)]
-        results = await asyncio.gather(*first, *(late(10 + i) for i in range(3)),
-                                       return_exceptions=True)
+        results = await asyncio.gather(*first, *(late(10 + i) for i in range(3)), return_exceptions=True)
     waited = results[5:]
     assert all(isinstance(r, float) for r in waited), waited
     assert max(waited) < timeout  # ended by the breaker, before their own timeout
@@ -190,8 +206,9 @@ async def test_open_circuit_ends_requests_still_on_the_wire():
 
 async def test_half_open_probe_closes_the_circuit_again():
     with JudgeServer(hang_seconds=30) as srv:
-        judge = OpenAIChatJudge(JudgeConfig(base_url=srv.base_url, model="m", timeout=0.3,
-                                            max_retries=0, breaker_cooldown=0.5))
+        judge = OpenAIChatJudge(
+            JudgeConfig(base_url=srv.base_url, model="m", timeout=0.3, max_retries=0, breaker_cooldown=0.5)
+        )
         srv.force_fault("hang", 5)
         results = await ask_all(judge, 5)
         assert all(isinstance(r, Exception) for r in results)

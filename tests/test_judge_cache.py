@@ -11,13 +11,24 @@ import time
 from typing import Literal
 
 import pytest
+from judge_server import JudgeServer
 from pydantic import BaseModel
 
-from judge_server import JudgeServer
-from unified.judge import (CachedChatJudge, CachedEmbedder, EmbeddingConfig, JudgeCache,
-                           JudgeConfig, JudgeHTTPError, OpenAIChatJudge, OpenAIEmbedder,
-                           add_listener, build_judges, default_cache_path, remove_listener,
-                           task_scope)
+from unified.judge import (
+    CachedChatJudge,
+    CachedEmbedder,
+    EmbeddingConfig,
+    JudgeCache,
+    JudgeConfig,
+    JudgeHTTPError,
+    OpenAIChatJudge,
+    OpenAIEmbedder,
+    add_listener,
+    build_judges,
+    default_cache_path,
+    remove_listener,
+    task_scope,
+)
 from unified.judge.base import ChatJudge
 
 
@@ -37,8 +48,7 @@ async def fake_metric(judge, sample: str) -> list:
     """Shaped like RAGAS answer relevancy: one distinct ask + the same ask three times."""
     with task_scope("ragas", "answer_relevancy", sample):
         first = await judge.ask([{"role": "user", "content": f"rate {sample}"}], Rating)
-        same = [await judge.ask([{"role": "user", "content": f"reverse {sample}"}], Rating)
-                for _ in range(3)]
+        same = [await judge.ask([{"role": "user", "content": f"reverse {sample}"}], Rating) for _ in range(3)]
         text = await judge.ask_text([{"role": "user", "content": f"explain {sample}"}])
     return [first.model_dump(), *(s.model_dump() for s in same), text]
 
@@ -95,8 +105,11 @@ async def test_key_depends_on_endpoint_model_schema_and_params_not_on_credential
         await CachedChatJudge(OpenAIChatJudge(cfg(b)), cache).ask(msgs, Rating)
         assert (a.chat_count, b.chat_count) == (1, 1)
         # the same server with a key in the URL: a hit
-        keyed = JudgeConfig(base_url=a.base_url.replace("http://", "http://u:KEYKEY@") + "?api_key=K2",
-                            model="loop-model", backoff_base=0.01)
+        keyed = JudgeConfig(
+            base_url=a.base_url.replace("http://", "http://u:KEYKEY@") + "?api_key=K2",
+            model="loop-model",
+            backoff_base=0.01,
+        )
         again = await CachedChatJudge(OpenAIChatJudge(keyed), cache).ask(msgs, Rating)
         assert a.chat_count == 1 and again == first
         # another temperature, another model: misses
@@ -123,9 +136,10 @@ async def test_single_flight_shares_an_in_flight_request(tmp_path):
 
 
 async def test_failures_are_not_cached(judge_server, tmp_path):
-    judge = CachedChatJudge(OpenAIChatJudge(cfg(judge_server, max_retries=0,
-                                                structured_output="json_schema")),
-                            JudgeCache(tmp_path / "c.sqlite"))
+    judge = CachedChatJudge(
+        OpenAIChatJudge(cfg(judge_server, max_retries=0, structured_output="json_schema")),
+        JudgeCache(tmp_path / "c.sqlite"),
+    )
     judge_server.force_fault("500")
     with pytest.raises(JudgeHTTPError):
         await judge.ask([{"role": "user", "content": "q"}], Rating)
@@ -170,8 +184,9 @@ _WRITER = textwrap.dedent("""
 def test_several_processes_write_one_cache_file(tmp_path):
     path = tmp_path / "shared.sqlite"
     JudgeCache(path)
-    procs = [subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"p{n}"],
-                              stderr=subprocess.PIPE) for n in range(3)]
+    procs = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, str(path), f"p{n}"], stderr=subprocess.PIPE) for n in range(3)
+    ]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()[-500:]
@@ -284,6 +299,7 @@ async def test_an_answer_is_stored_before_the_next_request_is_sent(tmp_path):
             async def counted():
                 stored_at_send.append(cache.stats()["chat"])  # inside the slot: the request goes out now
                 return await request()
+
             return await send(counted)
 
         inner._http.send = counting_send

@@ -13,10 +13,21 @@ import pytest
 from pydantic import BaseModel
 from typer.testing import CliRunner
 
-from unified.cli import app
-from unified.judge import (CachedChatJudge, CachedEmbedder, EmbeddingConfig, JudgeCache,
-                           JudgeCacheError, JudgeCacheWarning, JudgeConfig, JudgeError,
-                           OpenAIChatJudge, OpenAIEmbedder, default_cache_path, task_scope)
+from unified.cli.app import app
+from unified.judge import (
+    CachedChatJudge,
+    CachedEmbedder,
+    EmbeddingConfig,
+    JudgeCache,
+    JudgeCacheError,
+    JudgeCacheWarning,
+    JudgeConfig,
+    JudgeError,
+    OpenAIChatJudge,
+    OpenAIEmbedder,
+    default_cache_path,
+    task_scope,
+)
 
 PAGE = 4096  # SQLite's default page size
 
@@ -39,7 +50,7 @@ def test_damaged_cache_is_refused_when_opened_in_one_line(tmp_path):
     filled_cache(path)
     data = bytearray(path.read_bytes())
     assert data[:16] == b"SQLite format 3\x00" and len(data) > 8 * PAGE
-    data[PAGE:PAGE + 6 * PAGE] = bytes((i * 37 + 11) % 256 for i in range(6 * PAGE))
+    data[PAGE : PAGE + 6 * PAGE] = bytes((i * 37 + 11) % 256 for i in range(6 * PAGE))
     path.write_bytes(bytes(data))  # the header and schema page intact, the rest garbage
     with pytest.raises(JudgeCacheError) as e:
         JudgeCache(path)
@@ -53,11 +64,15 @@ def test_damaged_cache_is_refused_when_opened_in_one_line(tmp_path):
 def test_not_a_cache_and_a_folder_are_refused(tmp_path):
     junk = tmp_path / "junk.sqlite"
     junk.write_text("not sqlite at all\n" * 100, encoding="utf-8")
-    with pytest.raises(JudgeCacheError, match=r"cannot open the judge cache .*junk.sqlite: .*"
-                                              r"delete the file or run with --no-cache"):
+    with pytest.raises(
+        JudgeCacheError,
+        match=r"cannot open the judge cache .*junk.sqlite: .*"
+        r"delete the file or run with --no-cache",
+    ):
         JudgeCache(junk)
     other = tmp_path / "other.sqlite"
     import sqlite3
+
     with sqlite3.connect(other) as conn:
         conn.execute("CREATE TABLE chat (id INTEGER)")
     with pytest.raises(JudgeCacheError, match="not a judge cache"):
@@ -75,14 +90,12 @@ async def test_failed_writes_warn_once_and_answers_still_come_back(judge_server,
         conn.execute(f"PRAGMA max_page_count={pages}")
     else:  # SQLITE_READONLY, as for a read-only file
         conn.execute("PRAGMA query_only=1")
-    judge = CachedChatJudge(OpenAIChatJudge(JudgeConfig(base_url=judge_server.base_url,
-                                                        model="m")), cache)
+    judge = CachedChatJudge(OpenAIChatJudge(JudgeConfig(base_url=judge_server.base_url, model="m")), cache)
     n = 120  # rows of ~150 bytes: more than the free room of the pages the file has
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         with task_scope("native", "faithfulness", "s"):
-            answers = [await judge.ask([{"role": "user", "content": f"q{i}"}], Rating)
-                       for i in range(n)]
+            answers = [await judge.ask([{"role": "user", "content": f"q{i}"}], Rating) for i in range(n)]
     assert all(isinstance(a, Rating) for a in answers)
     assert judge_server.chat_count == n
     ours = [w for w in caught if issubclass(w.category, JudgeCacheWarning)]
@@ -98,11 +111,13 @@ async def test_embedding_write_failure_still_returns_vectors(judge_server, tmp_p
 
     def refuse(*args, **kwargs):
         import sqlite3
+
         raise sqlite3.OperationalError("database or disk is full")
 
     cache.put_vectors = refuse  # type: ignore[method-assign]
-    emb = CachedEmbedder(OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=judge_server.base_url,
-                                                        model="e")), cache)
+    emb = CachedEmbedder(
+        OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=judge_server.base_url, model="e")), cache
+    )
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         vectors = [await emb.embed([f"text {i}"]) for i in range(3)]
@@ -160,11 +175,11 @@ def test_cache_command_info_and_clear(tmp_path, monkeypatch):
 async def test_a_second_run_against_the_shared_cache_calls_nothing(judge_server, tmp_path, monkeypatch):
     """Issue 12 item 3: the default cache outlives run folders (resolve_judges, cache=True)."""
     from unified.judge import resolve_judges
+
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     for expected_calls in (4, 0):
         judge_server.reset_counts()
-        judges, desc = resolve_judges({"base_url": judge_server.base_url, "model": "m"},
-                                      embedding=False)
+        judges, desc = resolve_judges({"base_url": judge_server.base_url, "model": "m"}, embedding=False)
         assert desc["cache"] == str(default_cache_path())
         for i in range(4):
             with task_scope("native", "faithfulness", f"s{i}"):

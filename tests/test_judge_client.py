@@ -8,12 +8,20 @@ import time
 from typing import Literal
 
 import pytest
+from judge_server import JudgeServer
 from pydantic import BaseModel
 
-from judge_server import JudgeServer
-from unified.judge import (EmbeddingConfig, JudgeConfig, JudgeHTTPError, JudgeLengthError,
-                           JudgeOutputError, JudgeTimeoutError, OpenAIChatJudge, OpenAIEmbedder,
-                           task_scope)
+from unified.judge import (
+    EmbeddingConfig,
+    JudgeConfig,
+    JudgeHTTPError,
+    JudgeLengthError,
+    JudgeOutputError,
+    JudgeTimeoutError,
+    OpenAIChatJudge,
+    OpenAIEmbedder,
+    task_scope,
+)
 
 MSGS = [{"role": "user", "content": "Is the sky blue?"}]
 
@@ -28,8 +36,9 @@ def judge(srv: JudgeServer, **kw) -> OpenAIChatJudge:
     return OpenAIChatJudge(JudgeConfig(base_url=srv.base_url, model="loop-model", **kw))
 
 
-@pytest.mark.parametrize("mode,expected_rf", [
-    ("json_schema", "json_schema"), ("llama_cpp", "json_object"), ("prompt", None)])
+@pytest.mark.parametrize(
+    "mode,expected_rf", [("json_schema", "json_schema"), ("llama_cpp", "json_object"), ("prompt", None)]
+)
 async def test_structured_output_modes_send_their_form(judge_server, mode, expected_rf):
     j = judge(judge_server, structured_output=mode)
     out = await j.ask(MSGS, Verdict)
@@ -160,9 +169,11 @@ async def test_rejected_key_fails_at_once_naming_the_variable_not_the_key(judge_
 
 
 async def test_unreachable_server_is_a_connection_error():
-    j = OpenAIChatJudge(JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1,
-                                    backoff_base=0.01, timeout=2))
+    j = OpenAIChatJudge(
+        JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m", max_retries=1, backoff_base=0.01, timeout=2)
+    )
     from unified.judge import JudgeConnectionError
+
     with pytest.raises(JudgeConnectionError, match="connection failed"):
         await j.ask(MSGS, Verdict)
 
@@ -173,8 +184,7 @@ async def test_accounting_uses_server_usage(judge_server):
         await j.ask(MSGS, Verdict)
         await j.ask_text(MSGS)
     rec = meter.records[0]
-    assert (rec.backend, rec.metric, rec.sample_id, rec.cached) == ("deepeval", "answer_relevancy",
-                                                                    "row-3", False)
+    assert (rec.backend, rec.metric, rec.sample_id, rec.cached) == ("deepeval", "answer_relevancy", "row-3", False)
     assert rec.input_tokens == len(json.dumps(MSGS, sort_keys=True)) // 4
     assert rec.output_tokens > 0 and not rec.tokens_estimated and rec.latency > 0
     assert meter.cost().calls == 2
@@ -184,13 +194,13 @@ async def test_requests_per_minute_spaces_requests(judge_server):
     j = judge(judge_server, requests_per_minute=600)  # one per 0.1 s
     start = time.perf_counter()
     import asyncio
+
     await asyncio.gather(*(j.ask([{"role": "user", "content": str(i)}], Verdict) for i in range(4)))
     assert time.perf_counter() - start >= 0.3
 
 
 async def test_openai_embedder_batches_and_decodes(judge_server):
-    e = OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=judge_server.base_url,
-                                       model="emb", batch_size=2))
+    e = OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=judge_server.base_url, model="emb", batch_size=2))
     with task_scope("native", "answer_relevancy", "s") as meter:
         vecs = await e.embed(["a", "b", "c", "a"])
     assert len(vecs) == 4 and len(vecs[0]) == 384 and vecs[0] == vecs[3] != vecs[1]
@@ -201,7 +211,6 @@ async def test_openai_embedder_batches_and_decodes(judge_server):
 
 async def test_embedder_retries_then_succeeds(judge_server):
     judge_server.force_fault("500", 1)
-    e = OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=judge_server.base_url,
-                                       model="emb", backoff_base=0.01))
+    e = OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=judge_server.base_url, model="emb", backoff_base=0.01))
     assert len(await e.embed(["x"])) == 1
     assert judge_server.embedding_count == 2

@@ -39,9 +39,11 @@ def test_from_env(monkeypatch):
 
 def test_toml_and_yaml_run_files(tmp_path):
     toml = tmp_path / "run.toml"
-    toml.write_text('[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "a"\nconcurrency = 3\n'
-                    '[judge2]\nmodel = "b"\nstructured_output = "prompt"\n'
-                    '[embedding]\nkind = "local"\n[run]\nmetrics = ["faithfulness"]\n')
+    toml.write_text(
+        '[judge]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "a"\nconcurrency = 3\n'
+        '[judge2]\nmodel = "b"\nstructured_output = "prompt"\n'
+        '[embedding]\nkind = "local"\n[run]\nmetrics = ["faithfulness"]\n'
+    )
     rc = load_run_config(toml)
     assert (rc.judge.model, rc.judge.concurrency, rc.judge2.structured_output) == ("a", 3, "prompt")
     assert rc.embedding.kind == "local" and rc.model_extra["run"]["metrics"] == ["faithfulness"]
@@ -68,14 +70,16 @@ def test_literal_api_key_in_a_run_file_is_rejected_with_a_hint(tmp_path):
 
 
 def test_build_judges_wires_embedding_and_cache(tmp_path):
-    j = build_judges(JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m"),
-                     embedding="http://127.0.0.1:9/v1", cache_path=tmp_path / "c.sqlite")
+    j = build_judges(
+        JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m"),
+        embedding="http://127.0.0.1:9/v1",
+        cache_path=tmp_path / "c.sqlite",
+    )
     assert isinstance(j.embedder, CachedEmbedder) and isinstance(j.embedder.inner, OpenAIEmbedder)
     assert j.chat.model == "m" and j.chat2 is None
-    j = build_judges(JudgeConfig(model="m"), embedding="http://127.0.0.1:9/v1",
-                     cache_path=tmp_path / "c.sqlite", cache=False)
+    j = build_judges(
+        JudgeConfig(model="m"), embedding="http://127.0.0.1:9/v1", cache_path=tmp_path / "c.sqlite", cache=False
+    )
     assert isinstance(j.embedder, OpenAIEmbedder)
     with pytest.raises(ValueError, match="'local' or an http"):
         build_judges(embedding="minilm")
-
-

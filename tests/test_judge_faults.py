@@ -10,18 +10,27 @@ import re
 from typing import Literal
 
 import pytest
+from judge_server import JudgeServer
 from pydantic import BaseModel
 
-from judge_server import JudgeServer
-from unified.judge import (EmbeddingConfig, JudgeConfig, JudgeError, add_listener,
-                           build_judges, remove_listener, task_scope)
+from unified.judge import (
+    EmbeddingConfig,
+    JudgeConfig,
+    JudgeError,
+    add_listener,
+    build_judges,
+    remove_listener,
+    task_scope,
+)
 
 MARKER = "sk-test-MARKER-7f3a"
 N_TASKS = 50
 # what a JudgeError must say: the failure, in words
-EXPLAINED = re.compile(r"HTTP \d{3}|timed out after|connection failed|malformed response|"
-                       r"not valid .* after one repair retry|raise max_tokens|"
-                       r"did not answer within .* no more requests sent")
+EXPLAINED = re.compile(
+    r"HTTP \d{3}|timed out after|connection failed|malformed response|"
+    r"not valid .* after one repair retry|raise max_tokens|"
+    r"did not answer within .* no more requests sent"
+)
 
 
 class Verdicts(BaseModel):
@@ -43,18 +52,29 @@ async def run_tasks(judges, n: int) -> list:
 
 
 @pytest.mark.parametrize("max_retries", [0, 3])
-async def test_mixed_faults_every_task_ends_scored_or_explained(tmp_path, monkeypatch, caplog,
-                                                                max_retries):
+async def test_mixed_faults_every_task_ends_scored_or_explained(tmp_path, monkeypatch, caplog, max_retries):
     monkeypatch.setenv("OPENAI_API_KEY", MARKER)
     caplog.set_level(logging.DEBUG)  # catch everything openai/httpx/us would log
     records: list = []
     add_listener(records.append)
     try:
         with JudgeServer(fault_rate=0.2, seed=3, hang_seconds=5, latency=0.01) as srv:
-            judge = JudgeConfig(base_url=srv.base_url, model="loop-model", timeout=0.5,
-                                max_retries=max_retries, backoff_base=0.01, concurrency=16)
-            emb = EmbeddingConfig(kind="openai", base_url=srv.base_url, model="loop-emb",
-                                  timeout=0.5, max_retries=max_retries, backoff_base=0.01)
+            judge = JudgeConfig(
+                base_url=srv.base_url,
+                model="loop-model",
+                timeout=0.5,
+                max_retries=max_retries,
+                backoff_base=0.01,
+                concurrency=16,
+            )
+            emb = EmbeddingConfig(
+                kind="openai",
+                base_url=srv.base_url,
+                model="loop-emb",
+                timeout=0.5,
+                max_retries=max_retries,
+                backoff_base=0.01,
+            )
             judges = build_judges(judge, embedding=emb, cache_path=tmp_path / "judge_cache.sqlite")
             results = await run_tasks(judges, N_TASKS)
             await judges.aclose()

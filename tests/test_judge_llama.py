@@ -28,21 +28,20 @@ def gguf_path(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def judge(gguf_path):
-    cfg = JudgeConfig(model=str(gguf_path), chat_format="gemma", max_tokens=48, n_ctx=1024,
-                      timeout=120)
+    cfg = JudgeConfig(model=str(gguf_path), chat_format="gemma", max_tokens=48, n_ctx=1024, timeout=120)
     return LlamaCppJudge(cfg)
 
 
 def test_fold_system_merges_into_first_user_turn():
-    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"},
-            {"role": "assistant", "content": "A"}]
-    assert fold_system(msgs) == [{"role": "user", "content": "S\n\nU"},
-                                 {"role": "assistant", "content": "A"}]
+    msgs = [{"role": "system", "content": "S"}, {"role": "user", "content": "U"}, {"role": "assistant", "content": "A"}]
+    assert fold_system(msgs) == [{"role": "user", "content": "S\n\nU"}, {"role": "assistant", "content": "A"}]
 
 
 async def test_schema_constrained_answer_parses_and_is_accounted(judge):
-    msgs = [{"role": "system", "content": "You are a strict judge. Answer in JSON."},
-            {"role": "user", "content": "Is Paris the capital of France? Give verdict and confidence."}]
+    msgs = [
+        {"role": "system", "content": "You are a strict judge. Answer in JSON."},
+        {"role": "user", "content": "Is Paris the capital of France? Give verdict and confidence."},
+    ]
     with task_scope("native", "faithfulness", "s1") as meter:
         out = await judge.ask(msgs, Verdict)
     assert isinstance(out, Verdict)
@@ -53,8 +52,10 @@ async def test_schema_constrained_answer_parses_and_is_accounted(judge):
 
 
 async def test_gguf_judge_through_build_judges_is_cached(gguf_path, judge, tmp_path):
-    judges = build_judges(JudgeConfig(model=str(gguf_path), chat_format="gemma", max_tokens=48,
-                                      n_ctx=1024), cache_path=tmp_path / "c.sqlite")
+    judges = build_judges(
+        JudgeConfig(model=str(gguf_path), chat_format="gemma", max_tokens=48, n_ctx=1024),
+        cache_path=tmp_path / "c.sqlite",
+    )
     assert isinstance(judges.chat, CachedChatJudge) and isinstance(judges.chat.inner, LlamaCppJudge)
     judges.chat.inner._llama = judge._load()  # reuse the loaded model: loading costs seconds
     msgs = [{"role": "user", "content": "Is water wet? JSON please."}]
@@ -68,6 +69,7 @@ async def test_gguf_judge_through_build_judges_is_cached(gguf_path, judge, tmp_p
 
 async def test_answer_cut_at_max_tokens_is_a_length_error(judge):
     from unified.judge import JudgeLengthError
+
     with task_scope("native", "faithfulness", "s1") as meter:
         with pytest.raises(JudgeLengthError, match="max_tokens=3.*raise max_tokens"):
             await judge.ask([{"role": "user", "content": "Verdict?"}], Verdict, max_tokens=3)
@@ -86,6 +88,7 @@ async def test_prompt_longer_than_n_ctx_is_a_judge_error_naming_the_remedy():
     """Regression: the ValueError escaped as a non-judge exception, so the native dual
     judge treated it as a bug (no degraded path) and reported 'crashed'."""
     from unified.judge import JudgeError
+
     judge = LlamaCppJudge(JudgeConfig(model="/nowhere/x.gguf", max_retries=0), llama=_OverflowLlama())
     with task_scope("native", "faithfulness", "s1") as meter:
         with pytest.raises(JudgeError, match="exceed context window.*raise n_ctx"):

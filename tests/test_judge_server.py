@@ -13,9 +13,8 @@ from typing import Literal, Optional
 import numpy as np
 import openai
 import pytest
-from pydantic import BaseModel, Field
-
 from judge_server import JudgeServer, find_schema_in_text, request_schema, synthesize
+from pydantic import BaseModel, Field
 
 
 class Verdict(BaseModel):
@@ -48,7 +47,7 @@ def test_unbounded_integers_are_small():
 
 def test_schema_found_in_prompt_text_and_response_format():
     schema = Verdict.model_json_schema()
-    text = f"Judge this. Example: {{\"a\": 1}}. Output JSON for schema:\n{json.dumps(schema)}\nGo."
+    text = f'Judge this. Example: {{"a": 1}}. Output JSON for schema:\n{json.dumps(schema)}\nGo.'
     assert find_schema_in_text(text) == schema
     assert find_schema_in_text("no schema here {not json}") is None
     body = {"messages": [], "response_format": {"type": "json_object", "schema": schema}}
@@ -63,7 +62,8 @@ async def test_chat_is_deterministic_per_prompt_and_counts(judge_server):
 
     async def ask(text: str) -> str:
         r = await client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": text}], response_format=rf)
+            model="m", messages=[{"role": "user", "content": text}], response_format=rf
+        )
         assert r.choices[0].finish_reason == "stop" and r.usage.prompt_tokens > 0
         return r.choices[0].message.content
 
@@ -114,8 +114,9 @@ async def test_forced_faults_have_the_documented_shape():
         r = await client.chat.completions.create(model="m", messages=msgs, response_format=rf)
         with pytest.raises(ValueError):
             json.loads(r.choices[0].message.content)
-        assert srv.fault_count == 5 and srv.faults_by_kind == {k: 1 for k in
-                                                               ("429", "500", "hang", "length", "nonjson")}
+        assert srv.fault_count == 5 and srv.faults_by_kind == {
+            k: 1 for k in ("429", "500", "hang", "length", "nonjson")
+        }
         await client.close()
     with pytest.raises(ValueError, match="unknown fault"):
         JudgeServer(faults=("teapot",))
@@ -127,8 +128,12 @@ async def test_latency_overlaps_concurrent_requests():
         client = openai.AsyncOpenAI(base_url=srv.base_url, api_key="x", max_retries=0)
         await client.chat.completions.create(model="m", messages=[{"role": "user", "content": "warm"}])
         start = time.perf_counter()
-        await asyncio.gather(*(client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": str(i)}]) for i in range(n)))
+        await asyncio.gather(
+            *(
+                client.chat.completions.create(model="m", messages=[{"role": "user", "content": str(i)}])
+                for i in range(n)
+            )
+        )
         elapsed = time.perf_counter() - start
         await client.close()
     # serialised would take n * latency = 3.2 s

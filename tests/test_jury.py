@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from unified.crosscheck import crosscheck
-from unified.jury import JURY, JuryError, jury_hashes, jury_scores, pool
+from unified.analysis.crosscheck import crosscheck
+from unified.analysis.jury import JURY, JuryError, jury_hashes, jury_scores, pool
 from unified.sample import Sample
 from unified.scores import Score
 
@@ -16,8 +16,9 @@ from unified.scores import Score
 def _s(backend, value=None, *, sid="q1", metric="faithfulness", error=None, threshold=7.0, **kw):
     if error:
         return Score.failure(metric, backend, sid, error, threshold=threshold, **kw)
-    return Score.from_raw(metric, backend, sid, value, raw_range=(0, 10), threshold=threshold,
-                          reason=f"{backend} thinks {value}", **kw)
+    return Score.from_raw(
+        metric, backend, sid, value, raw_range=(0, 10), threshold=threshold, reason=f"{backend} thinks {value}", **kw
+    )
 
 
 def test_median_jury_with_one_dissenting_member():
@@ -50,8 +51,7 @@ def test_mean_and_majority_differ_where_they_should():
     # vote is what counts
     mixed = {"a": _s("a", 6.0, threshold=5.0), "b": _s("b", 4.0), "c": _s("c", 9.0)}
     med = pool("faithfulness", "q1", mixed, "median")
-    assert med.passed is False and med.details["members"]["a"] == {"value": 6.0, "passed": True,
-                                                                    "dissent": False}
+    assert med.passed is False and med.details["members"]["a"] == {"value": 6.0, "passed": True, "dissent": False}
     assert med.details["dissenters"] == ["c"]
     vote = pool("faithfulness", "q1", mixed, "majority")
     assert vote.passed is True and vote.details["dissenters"] == ["b"]  # a and c pass
@@ -61,8 +61,11 @@ def test_mean_and_majority_differ_where_they_should():
 
 
 def test_a_member_error_is_excluded_and_counted_never_zero():
-    members = {"native": _s("native", 8.0), "ragas": _s("ragas", error="InstructorRetryException: bad JSON"),
-               "deepeval": _s("deepeval", 9.0)}
+    members = {
+        "native": _s("native", 8.0),
+        "ragas": _s("ragas", error="InstructorRetryException: bad JSON"),
+        "deepeval": _s("deepeval", 9.0),
+    }
     j = pool("faithfulness", "q1", members, "mean")
     assert j.value == pytest.approx(8.5)  # (8 + 9) / 2, not (8 + 0 + 9) / 3
     assert j.details["n_errors"] == 1 and j.details["errors"] == {"ragas": "InstructorRetryException: bad JSON"}
@@ -73,16 +76,22 @@ def test_a_member_error_is_excluded_and_counted_never_zero():
 
 
 def test_every_member_failed_gives_a_failure_score():
-    j = pool("faithfulness", "q1", {"native": _s("native", error="HTTP 500"),
-                                    "ragas": _s("ragas", error="timeout")}, "median")
+    j = pool(
+        "faithfulness",
+        "q1",
+        {"native": _s("native", error="HTTP 500"), "ragas": _s("ragas", error="timeout")},
+        "median",
+    )
     assert j.value is None and not j.ok and j.passed is None
     assert j.error.startswith("jury (median): every member failed") and "HTTP 500" in j.error
     assert "timeout" in j.error and j.details["n_errors"] == 2
 
 
 def test_fingerprints_follow_the_members():
-    members = {"native": _s("native", 8.0, config_hash="c1", sample_hash="h1"),
-               "ragas": _s("ragas", 3.0, config_hash="c2", sample_hash="h1")}
+    members = {
+        "native": _s("native", 8.0, config_hash="c1", sample_hash="h1"),
+        "ragas": _s("ragas", 3.0, config_hash="c2", sample_hash="h1"),
+    }
     j = pool("faithfulness", "q1", members, "median")
     assert j.sample_hash == "h1"
     assert j.config_hash == jury_hashes("faithfulness", "median", members)[0]
@@ -93,9 +102,12 @@ def test_fingerprints_follow_the_members():
     # any change in a member's line, configuration or result, or in the method: a new hash
     rerun = dict(members, ragas=_s("ragas", 4.0, config_hash="c2", sample_hash="h1"))
     reconf = dict(members, ragas=_s("ragas", 3.0, config_hash="c3", sample_hash="h1"))
-    hashes = {j.config_hash, pool("faithfulness", "q1", rerun, "median").config_hash,
-              pool("faithfulness", "q1", reconf, "median").config_hash,
-              pool("faithfulness", "q1", members, "mean").config_hash}
+    hashes = {
+        j.config_hash,
+        pool("faithfulness", "q1", rerun, "median").config_hash,
+        pool("faithfulness", "q1", reconf, "median").config_hash,
+        pool("faithfulness", "q1", members, "mean").config_hash,
+    }
     assert len(hashes) == 4
     stale = dict(members, ragas=_s("ragas", 3.0, config_hash="c2", sample_hash="OLD"))
     mixed = pool("faithfulness", "q1", stale, "median")
@@ -104,8 +116,11 @@ def test_fingerprints_follow_the_members():
 
 def test_jury_scores_groups_skips_and_applies_last_wins():
     lines = [
-        _s("native", 8.0, sid="a"), _s("ragas", 2.0, sid="a"), _s("deepeval", 9.0, sid="a"),
-        _s("native", 1.0, sid="b"), _s("ragas", error="HTTP 500", sid="b"),
+        _s("native", 8.0, sid="a"),
+        _s("ragas", 2.0, sid="a"),
+        _s("deepeval", 9.0, sid="a"),
+        _s("native", 1.0, sid="b"),
+        _s("ragas", error="HTTP 500", sid="b"),
         _s("ragas", 6.0, sid="b"),  # a resumed run's later line for the same task wins
         _s("native", 5.0, sid="c"),  # only one member scored c
         _s("native", 5.0, sid="a", metric="mrr", threshold=5.0),  # one backend only: no jury
@@ -113,8 +128,11 @@ def test_jury_scores_groups_skips_and_applies_last_wins():
         Score.failure("faithfulness", JURY, "a", "an old jury line"),
     ]
     out = jury_scores(lines, "median")
-    assert [(s.metric, s.sample_id) for s in out] == [("faithfulness", "a"), ("faithfulness", "b"),
-                                                     ("faithfulness", "c")]
+    assert [(s.metric, s.sample_id) for s in out] == [
+        ("faithfulness", "a"),
+        ("faithfulness", "b"),
+        ("faithfulness", "c"),
+    ]
     a, b, c = out
     assert a.value == 8.0 and a.details["dissenters"] == ["ragas"]
     assert b.value == pytest.approx(3.5) and b.details["n_errors"] == 0
@@ -131,9 +149,11 @@ def test_the_jury_is_a_backend_of_its_own_in_the_crosscheck():
     for i in range(12):
         y = i % 2
         samples[f"s{i}"] = Sample(user_input=f"q{i}", id=f"s{i}", metadata={"labels": {"faithfulness": y}})
-        scores += [_s("native", 8.0 + i / 10 if y else 2.0 + i / 10, sid=f"s{i}"),
-                   _s("ragas", 7.5 if y else (8.0 if i % 4 == 0 else 1.0), sid=f"s{i}"),
-                   _s("deepeval", (9.0 if y else 1.5) if i < 6 else (1.5 if y else 9.0), sid=f"s{i}")]
+        scores += [
+            _s("native", 8.0 + i / 10 if y else 2.0 + i / 10, sid=f"s{i}"),
+            _s("ragas", 7.5 if y else (8.0 if i % 4 == 0 else 1.0), sid=f"s{i}"),
+            _s("deepeval", (9.0 if y else 1.5) if i < 6 else (1.5 if y else 9.0), sid=f"s{i}"),
+        ]
     res = crosscheck(scores, samples, jury="median", bootstrap=100)
     json.dumps(res, allow_nan=False)
     m = res["metrics"]["faithfulness"]

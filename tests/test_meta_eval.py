@@ -18,7 +18,13 @@ CTX = {
 }
 ROWS = [
     ("How fast do offline changes sync?", "Offline changes sync within 30 seconds of reconnecting.", "sync", [1, 1], 1),
-    ("How long do deleted notes stay in the trash?", "Deleted notes stay in the trash for 30 days.", "trash", [1, 1], 1),
+    (
+        "How long do deleted notes stay in the trash?",
+        "Deleted notes stay in the trash for 30 days.",
+        "trash",
+        [1, 1],
+        1,
+    ),
     ("Do large attachments download automatically?", "Attachments over 50 MB download on demand.", "sync", [1, 0], 1),
     ("How fast do offline changes sync?", "The context does not mention syncing.", "sync", [0, 0], 0),
     ("How long do deleted notes stay in the trash?", "The moon orbits the Earth every 27 days.", "trash", [0, 0], 0),
@@ -33,9 +39,18 @@ def labelled(tmp_path):
     p = tmp_path / "labelled.jsonl"
     with open(p, "w") as f:
         for i, (q, a, c, faith, rel) in enumerate(ROWS):
-            f.write(json.dumps({"id": f"r{i}", "question": q, "answer": a, "contexts": [CTX[c]],
-                                "labels": {"faithfulness": faith, "answer_relevance": rel,
-                                           "not_a_metric": 1}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"r{i}",
+                        "question": q,
+                        "answer": a,
+                        "contexts": [CTX[c]],
+                        "labels": {"faithfulness": faith, "answer_relevance": rel, "not_a_metric": 1},
+                    }
+                )
+                + "\n"
+            )
         f.write("{broken json\n")
     return p
 
@@ -65,8 +80,12 @@ def test_evaluate_half_statistics():
 @pytest.mark.slow
 def test_main_prints_auc_table_for_embedding_backend(labelled, tmp_path, capsys):
     out = tmp_path / "meta.json"
-    assert meta_eval.main(["--data", str(labelled), "--backends", "embedding", "--n-boot", "100",
-                           "--tune", "--json", str(out)]) == 0
+    assert (
+        meta_eval.main(
+            ["--data", str(labelled), "--backends", "embedding", "--n-boot", "100", "--tune", "--json", str(out)]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "human-vs-human ceiling for faithfulness: agreement 0.75" in text
     assert "tuned faithfulness" in text
@@ -82,8 +101,23 @@ def test_main_prints_auc_table_for_embedding_backend(labelled, tmp_path, capsys)
 
 @pytest.mark.local
 def test_llm_backend_on_loopback_says_it_only_proves_plumbing(labelled, judge_server, capsys):
-    assert meta_eval.main(["--data", str(labelled), "--backends", "native", "--n-boot", "50",
-                           "--base-url", judge_server.base_url, "--model", "fake-judge"]) == 0
+    assert (
+        meta_eval.main(
+            [
+                "--data",
+                str(labelled),
+                "--backends",
+                "native",
+                "--n-boot",
+                "50",
+                "--base-url",
+                judge_server.base_url,
+                "--model",
+                "fake-judge",
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "only prove the plumbing" in text
     assert "faithfulness" in text and "answer_relevancy" in text
@@ -111,31 +145,53 @@ def _shared_like(root: Path) -> Path:
     (root / "ares").mkdir(parents=True)
     with open(root / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl", "w") as f:
         for i, (q, a, c, faith, rel) in enumerate(ROWS):
-            f.write(json.dumps({"id": f"a{i}", "user_input": q, "response": a, "retrieved_contexts": [CTX[c]],
-                                "labels": {"faithfulness": faith[0], "answer_relevance": rel}}) + "\n")
+            f.write(
+                json.dumps(
+                    {
+                        "id": f"a{i}",
+                        "user_input": q,
+                        "response": a,
+                        "retrieved_contexts": [CTX[c]],
+                        "labels": {"faithfulness": faith[0], "answer_relevance": rel},
+                    }
+                )
+                + "\n"
+            )
     (root / "interop" / "ares").mkdir(parents=True)
     (root / "interop" / "ares" / "nq_few_shot_prompt_for_judge_scoring.tsv").write_text(
         "Query\tDocument\tAnswer\tContext_Relevance_Label\tAnswer_Relevance_Label\tAnswer_Faithfulness_Label\n"
         f"how long do trashed notes stay\t{CTX['trash']}\t30 days\t[[Yes]]\t[[Yes]]\t[[Yes]]\n"
         f"how long do trashed notes stay\t{CTX['trash']}\t90 days\t[[Yes]]\t[[No]]\t[[No]]\n"
-        f"how fast does sync run\t{CTX['trash']}\tBananas\t[[No]]\t[[No]]\t[[No]]\n")
+        f"how fast does sync run\t{CTX['trash']}\tBananas\t[[No]]\t[[No]]\t[[No]]\n"
+    )
     (root / "interop" / "trulens").mkdir(parents=True)
-    (root / "interop" / "trulens" / "context_relevance_golden_set.json").write_text(json.dumps([
-        {"query": "How fast do changes sync?", "expected_response": CTX["sync"], "expected_score": "0.9"},
-        {"query": "How fast do changes sync?", "expected_response": CTX["trash"], "expected_score": "0.2"},
-        {"query": "How long is the trash kept?", "expected_response": CTX["trash"], "expected_score": 0.5}]))
+    (root / "interop" / "trulens" / "context_relevance_golden_set.json").write_text(
+        json.dumps(
+            [
+                {"query": "How fast do changes sync?", "expected_response": CTX["sync"], "expected_score": "0.9"},
+                {"query": "How fast do changes sync?", "expected_response": CTX["trash"], "expected_score": "0.2"},
+                {"query": "How long is the trash kept?", "expected_response": CTX["trash"], "expected_score": 0.5},
+            ]
+        )
+    )
     (root / "interop" / "dingo").mkdir(parents=True)
-    (root / "interop" / "dingo" / "hallucination_test.jsonl").write_text("".join(json.dumps(
-        {"data_id": str(i), "prompt": "How long?", "content": a, "context": [CTX["trash"]]}) + "\n"
-        for i, a in ((1, "Notes stay 90 days."), (2, "Notes stay 30 days."), (3, "Notes stay forever."))))
+    (root / "interop" / "dingo" / "hallucination_test.jsonl").write_text(
+        "".join(
+            json.dumps({"data_id": str(i), "prompt": "How long?", "content": a, "context": [CTX["trash"]]}) + "\n"
+            for i, a in ((1, "Notes stay 90 days."), (2, "Notes stay 30 days."), (3, "Notes stay forever."))
+        )
+    )
     return root
 
 
 def test_shared_like_folder_gives_in_domain_halves_and_unseen_sets(tmp_path):
     rows, read = meta_eval.load_data(_shared_like(tmp_path / "data"))
-    assert read == ["ares/LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl",
-                    "interop/ares/nq_few_shot_prompt_for_judge_scoring.tsv",
-                    "interop/trulens/context_relevance_golden_set.json", "interop/dingo/hallucination_test.jsonl"]
+    assert read == [
+        "ares/LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl",
+        "interop/ares/nq_few_shot_prompt_for_judge_scoring.tsv",
+        "interop/trulens/context_relevance_golden_set.json",
+        "interop/dingo/hallucination_test.jsonl",
+    ]
     by = {}
     for r in rows:
         by.setdefault(r.group, []).append(r)
@@ -145,7 +201,8 @@ def test_shared_like_folder_gives_in_domain_halves_and_unseen_sets(tmp_path):
     assert [r.labels for r in nq] == [
         {"context_relevancy": 1, "answer_relevancy": 1, "faithfulness": 1},
         {"context_relevancy": 1, "answer_relevancy": 0, "faithfulness": 0},
-        {"context_relevancy": 0, "answer_relevancy": 0, "faithfulness": 0}]
+        {"context_relevancy": 0, "answer_relevancy": 0, "faithfulness": 0},
+    ]
     assert nq[1].sample.response == "90 days" and nq[1].sample.retrieved_contexts == [CTX["trash"]]
     # TruLens: a graded score, relevant when >= 0.5; the passage is the retrieved context
     assert [r.labels for r in by["trulens"]] == [{"context_relevancy": v} for v in (1, 0, 1)]
@@ -177,8 +234,23 @@ def test_the_shared_data_folder_loads_as_documented():
 @pytest.mark.local
 def test_main_on_a_folder_reports_unseen_sets_and_the_lexical_difference(tmp_path, capsys):
     out = tmp_path / "meta.json"
-    assert meta_eval.main(["--data", str(_shared_like(tmp_path / "data")), "--backends", "embedding",
-                           "--n-boot", "50", "--lexical-w", "1", "--json", str(out)]) == 0
+    assert (
+        meta_eval.main(
+            [
+                "--data",
+                str(_shared_like(tmp_path / "data")),
+                "--backends",
+                "embedding",
+                "--n-boot",
+                "50",
+                "--lexical-w",
+                "1",
+                "--json",
+                str(out),
+            ]
+        )
+        == 0
+    )
     text = capsys.readouterr().out
     assert "unseen, never tuned on" in text and "Δ AUC faithfulness - faithfulness[w=0]" in text
     res = json.loads(out.read_text())

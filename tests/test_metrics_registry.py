@@ -2,24 +2,34 @@
 
 import pytest
 
-from unified.metrics import (UnknownMetricError, get_metric, metric_names, parse_metric,
-                             parse_metrics, register_metric, scratch_registry)
+from unified.metrics import (
+    UnknownMetricError,
+    get_metric,
+    metric_names,
+    parse_metric,
+    parse_metrics,
+    register_metric,
+    scratch_registry,
+)
 from unified.sample import Sample
 from unified.scores import Score, aggregate
 
 
-@pytest.mark.parametrize("alias, canonical", [
-    ("FaithfulnessMetric", "faithfulness"),
-    ("Faithfulness", "faithfulness"),
-    ("ContextPrecisionWithReference", "context_precision"),
-    ("ContextualPrecisionMetric", "context_precision"),
-    ("ContextualRelevancyMetric", "context_relevancy"),
-    ("ContextRelevance", "context_relevancy"),
-    ("context-recall", "context_recall"),
-    ("AnswerRelevancyMetric", "answer_relevancy"),
-    ("HallucinationMetric", "hallucination"),
-    ("answer_similarity", "semantic_similarity"),
-])
+@pytest.mark.parametrize(
+    "alias, canonical",
+    [
+        ("FaithfulnessMetric", "faithfulness"),
+        ("Faithfulness", "faithfulness"),
+        ("ContextPrecisionWithReference", "context_precision"),
+        ("ContextualPrecisionMetric", "context_precision"),
+        ("ContextualRelevancyMetric", "context_relevancy"),
+        ("ContextRelevance", "context_relevancy"),
+        ("context-recall", "context_recall"),
+        ("AnswerRelevancyMetric", "answer_relevancy"),
+        ("HallucinationMetric", "hallucination"),
+        ("answer_similarity", "semantic_similarity"),
+    ],
+)
 def test_aliases_resolve(alias, canonical):
     assert get_metric(alias).name == canonical
 
@@ -38,19 +48,26 @@ def test_names_are_listed():
     assert {"faithfulness", "precision_at_k", "ndcg_at_k", "mrr"} <= set(names)
 
 
-@pytest.mark.parametrize("text, canonical, k, name", [
-    ("precision@3", "precision_at_k", 3, "precision@3"),
-    ("ndcg@10", "ndcg_at_k", 10, "ndcg@10"),
-    ("recall", "recall_at_k", None, "recall"),
-    ("hit_rate@1", "hit_rate_at_k", 1, "hit_rate@1"),
-    ("mrr@5", "mrr", 5, "mrr@5"),
-    # one spelling per metric in Scores, whatever the user typed
-    ("precision_at_k", "precision_at_k", None, "precision"),
-    ("precision_at_k@3", "precision_at_k", 3, "precision@3"),
-    ("FaithfulnessMetric", "faithfulness", None, "faithfulness"),
-    ("context_relevancy[variant=sentence, t=0.7]", "context_relevancy", None,
-     "context_relevancy[variant=sentence,t=0.7]"),
-])
+@pytest.mark.parametrize(
+    "text, canonical, k, name",
+    [
+        ("precision@3", "precision_at_k", 3, "precision@3"),
+        ("ndcg@10", "ndcg_at_k", 10, "ndcg@10"),
+        ("recall", "recall_at_k", None, "recall"),
+        ("hit_rate@1", "hit_rate_at_k", 1, "hit_rate@1"),
+        ("mrr@5", "mrr", 5, "mrr@5"),
+        # one spelling per metric in Scores, whatever the user typed
+        ("precision_at_k", "precision_at_k", None, "precision"),
+        ("precision_at_k@3", "precision_at_k", 3, "precision@3"),
+        ("FaithfulnessMetric", "faithfulness", None, "faithfulness"),
+        (
+            "context_relevancy[variant=sentence, t=0.7]",
+            "context_relevancy",
+            None,
+            "context_relevancy[variant=sentence,t=0.7]",
+        ),
+    ],
+)
 def test_parse_metric_cutoffs(text, canonical, k, name):
     ref = parse_metric(text)
     assert (ref.canonical, ref.k, ref.name) == (canonical, k, name)
@@ -63,12 +80,15 @@ def test_parse_metric_params_and_lists():
     assert [r.name for r in refs] == ["faithfulness", "precision@3", "context_relevancy[a=1,b=2]"]
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("faithfulness@3", "takes no cutoff"),
-    ("precision@x", "whole number"),
-    ("precision@0", "at least 1"),
-    ("context_relevancy[variant]", "key=value"),
-])
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("faithfulness@3", "takes no cutoff"),
+        ("precision@x", "whole number"),
+        ("precision@0", "at least 1"),
+        ("context_relevancy[variant]", "key=value"),
+    ],
+)
 def test_parse_metric_errors(text, fragment):
     with pytest.raises(UnknownMetricError, match=fragment):
         parse_metric(text)
@@ -82,8 +102,9 @@ def scratch():
 
 
 def test_custom_metric_through_score_computation(scratch):
-    @register_metric("test_answer_mentions_reference", required=("response", "reference"),
-                     raw_range=(0.0, 1.0), threshold=6.0)
+    @register_metric(
+        "test_answer_mentions_reference", required=("response", "reference"), raw_range=(0.0, 1.0), threshold=6.0
+    )
     def mentions(sample: Sample) -> float:
         """Share of the reference's words that appear in the response."""
         ref = set(sample.reference.lower().split())
@@ -93,11 +114,22 @@ def test_custom_metric_through_score_computation(scratch):
     spec = ref.spec
     assert spec.custom and spec.kind == "deterministic" and spec.fn is mentions
     assert spec.description == "Share of the reference's words that appear in the response."
-    samples = [Sample(user_input="q?", response="about 25 days", reference="25 days"),
-               Sample(user_input="q2?", response="no idea", reference="25 days")]
-    scores = [Score.from_raw(ref.name, "native", s.id, spec.fn(s), raw_range=spec.raw_range,
-                             higher_is_better=spec.higher_is_better, threshold=spec.threshold)
-              for s in samples]
+    samples = [
+        Sample(user_input="q?", response="about 25 days", reference="25 days"),
+        Sample(user_input="q2?", response="no idea", reference="25 days"),
+    ]
+    scores = [
+        Score.from_raw(
+            ref.name,
+            "native",
+            s.id,
+            spec.fn(s),
+            raw_range=spec.raw_range,
+            higher_is_better=spec.higher_is_better,
+            threshold=spec.threshold,
+        )
+        for s in samples
+    ]
     # first: reference words {25, days} both in the response -> 1.0 -> 10/10, passes 6
     # second: none -> 0 -> 0/10, fails
     assert [(s.value, s.passed) for s in scores] == [(10.0, True), (0.0, False)]
@@ -113,7 +145,7 @@ SNIPPET = ROOT / "docs" / "readme-snippets" / "native.md"
 
 def _table_between_markers(text: str) -> str:
     start, end = "<!-- metric-table:start -->\n", "<!-- metric-table:end -->"
-    return text[text.index(start) + len(start):text.index(end)]
+    return text[text.index(start) + len(start) : text.index(end)]
 
 
 def test_metric_table_snippet_matches_the_registries():
@@ -126,8 +158,9 @@ def test_metric_table_snippet_matches_the_registries():
 def test_metric_table_shows_each_backends_own_pass_bound():
     from unified.adapters import metric_table_markdown
 
-    rows = {line.split("|")[1].strip(" `"): line for line in metric_table_markdown().splitlines()
-            if line.startswith("| `")}
+    rows = {
+        line.split("|")[1].strip(" `"): line for line in metric_table_markdown().splitlines() if line.startswith("| `")
+    }
     assert rows["answer_relevancy"].endswith("| 5 (embedding 4) |")
     assert rows["context_relevancy"].endswith("| 5 (embedding 7) |")
     assert rows["faithfulness"].endswith("| 7 |") and rows["precision@k"].endswith("| 5† |")
@@ -142,11 +175,17 @@ def test_readme_metric_table_matches_the_registries():
 
 # ---------------------------------------------------------------- scoped registration
 
+
 def test_registered_and_unregister_leave_the_registry_as_found():
     from unified.metrics import MetricSpec, registered, unregister
 
-    spec = MetricSpec(name="test_scoped_metric", description="d", required=("response",), kind="llm",
-                      aliases={"ragas": "TestScopedMetric"})
+    spec = MetricSpec(
+        name="test_scoped_metric",
+        description="d",
+        required=("response",),
+        kind="llm",
+        aliases={"ragas": "TestScopedMetric"},
+    )
     with registered(spec):
         assert get_metric("TestScopedMetric") is spec
     with pytest.raises(UnknownMetricError):

@@ -9,17 +9,23 @@ import re
 import numpy as np
 import pytest
 
-from unified.migrate import (
-    flips_exceed, format_migration, framework_name, migration_report, migration_verdicts,
-    render_migration, render_migration_html,
+from unified.analysis.migrate import (
+    flips_exceed,
+    format_migration,
+    framework_name,
+    migration_report,
+    migration_verdicts,
+    render_migration,
 )
+from unified.report.html_compare import render_migration_html
 from unified.sample import Sample
 from unified.scores import Score
 
 
 def _line(backend, sid, value, metric="faithfulness", threshold=7.0):
-    return Score.from_raw(metric, backend, sid, value, raw_range=(0, 10), threshold=threshold,
-                          reason=f"{backend}: {value} <because>")
+    return Score.from_raw(
+        metric, backend, sid, value, raw_range=(0, 10), threshold=threshold, reason=f"{backend}: {value} <because>"
+    )
 
 
 def _run():
@@ -27,8 +33,8 @@ def _run():
     ragas disagrees about which side of the bound they are on."""
     old = {f"s{i}": float(v) for i, v in enumerate([9, 8.5, 8, 7.5, 7, 6, 5, 4, 3, 2])}
     new = {sid: v - 2 for sid, v in old.items()}
-    new["s1"] = 1.0   # 8.5 on deepeval (pass) -> bottom on ragas: pass → fail
-    new["s7"] = 9.0   # 4 on deepeval (fail) -> top on ragas: fail → pass
+    new["s1"] = 1.0  # 8.5 on deepeval (pass) -> bottom on ragas: pass → fail
+    new["s7"] = 9.0  # 4 on deepeval (fail) -> top on ragas: fail → pass
     scores = [_line("deepeval", s, v) for s, v in old.items()]
     scores += [_line("ragas", s, v, threshold=5.0) for s, v in new.items()]
     scores.append(Score.failure("faithfulness", "ragas", "s10", "HTTP 500"))
@@ -48,8 +54,7 @@ def test_framework_names_come_from_the_registry():
 
 def test_migration_report_translates_the_gate_and_lists_flips():
     scores, samples = _run()
-    m = migration_report(scores, samples, "deepeval", "ragas", ["FaithfulnessMetric"],
-                         {"faithfulness": 7.0})
+    m = migration_report(scores, samples, "deepeval", "ragas", ["FaithfulnessMetric"], {"faithfulness": 7.0})
     json.dumps(m, allow_nan=False)
     r = m["metrics"]["faithfulness"]
     assert r["names"] == {"deepeval": "FaithfulnessMetric", "ragas": "Faithfulness"}
@@ -124,17 +129,40 @@ def test_compare_then_jury_crosscheck_and_migration_on_real_backends(tmp_path, j
 
     from typer.testing import CliRunner
 
-    from unified.cli import app
-    from unified.crosscheck import crosscheck
-    from unified.jury import jury_scores
+    from unified.analysis.crosscheck import crosscheck
+    from unified.analysis.jury import jury_scores
+    from unified.cli.app import app
 
     monkeypatch.chdir(tmp_path)
     data = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples.jsonl"
     out = tmp_path / "cmp"
-    r = CliRunner().invoke(app, [str(a) for a in (
-        "compare", data, "--backends", "native,ragas,deepeval", "--metrics", "faithfulness",
-        "--base-url", judge_server.base_url, "--model", "fake", "--embedding", judge_server.base_url,
-        "--embedding-model", "fake", "--max-samples", "6", "--out", out, "--quiet")])
+    r = CliRunner().invoke(
+        app,
+        [
+            str(a)
+            for a in (
+                "compare",
+                data,
+                "--backends",
+                "native,ragas,deepeval",
+                "--metrics",
+                "faithfulness",
+                "--base-url",
+                judge_server.base_url,
+                "--model",
+                "fake",
+                "--embedding",
+                judge_server.base_url,
+                "--embedding-model",
+                "fake",
+                "--max-samples",
+                "6",
+                "--out",
+                out,
+                "--quiet",
+            )
+        ],
+    )
     assert r.exit_code == 0, r.output
     cc = json.loads((out / "crosscheck.json").read_text())
     for pair in cc["metrics"]["faithfulness"]["pairs"]:

@@ -12,8 +12,8 @@ import pytest
 from typer.testing import CliRunner
 
 from unified import Sample, mlflow_log
-from unified.cli import app
-from unified.mlflow_log import _Keys, mlflow_key, resolve_tracking_uri
+from unified.cli.app import app
+from unified.integrations.mlflow_log import _Keys, mlflow_key, resolve_tracking_uri
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
@@ -50,7 +50,10 @@ def test_metric_names_become_valid_mlflow_keys():
     assert mlflow_key("a/b", "..", "x y:z") == "a_b/_/x_y_z"
     keys = _Keys()
     assert [keys.key("a@b", "native"), keys.key("a_at_b", "native"), keys.key("a@b", "x")] == [
-        "a_at_b/native", "a_at_b_2/native", "a_at_b/x"]
+        "a_at_b/native",
+        "a_at_b_2/native",
+        "a_at_b/x",
+    ]
     assert keys.names == {"a_at_b": "a@b", "a_at_b_2": "a_at_b"}
     validation = pytest.importorskip("mlflow.utils.validation")
     for name in ("precision@3", "context_relevancy[variant=sentence]", "ndcg@10", "a/../b", "é@1"):
@@ -71,10 +74,27 @@ def test_tracking_uri_resolution(tmp_path, monkeypatch):
 def test_compare_logs_params_metrics_and_artefacts(tmp_path, judge_server, monkeypatch):
     pytest.importorskip("mlflow")
     out, store = tmp_path / "run", tmp_path / "mlruns"
-    r = invoke("compare", DATA, "--backends", "native,embedding", "--metrics",
-               "faithfulness,semantic_similarity,precision@3", "--base-url", judge_server.base_url,
-               "--model", "loopback", "--embedding", "local", "--max-samples", "4", "--out", out, "--quiet",
-               "--mlflow", store)
+    r = invoke(
+        "compare",
+        DATA,
+        "--backends",
+        "native,embedding",
+        "--metrics",
+        "faithfulness,semantic_similarity,precision@3",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "loopback",
+        "--embedding",
+        "local",
+        "--max-samples",
+        "4",
+        "--out",
+        out,
+        "--quiet",
+        "--mlflow",
+        store,
+    )
     assert r.exit_code == 0, r.output
     assert f"to {store.resolve().as_uri()}" in r.output
     assert "MLFLOW_ALLOW_FILE_STORE" not in os.environ  # set only while logging
@@ -110,14 +130,22 @@ def test_compare_logs_params_metrics_and_artefacts(tmp_path, judge_server, monke
 @pytest.mark.slow
 def test_evaluate_logs_an_in_memory_run_offline_with_the_embedding_backend(tmp_path, monkeypatch):
     pytest.importorskip("mlflow")
-    from unified.runner import evaluate
+    from unified.api import evaluate
 
-    samples = [Sample(id=f"s{i}", user_input="What is the capital of France?", response=resp,
-                      retrieved_contexts=["Paris is the capital of France."], reference="Paris.")
-               for i, resp in enumerate(["Paris is the capital of France.", "The moon is made of cheese."])]
+    samples = [
+        Sample(
+            id=f"s{i}",
+            user_input="What is the capital of France?",
+            response=resp,
+            retrieved_contexts=["Paris is the capital of France."],
+            reference="Paris.",
+        )
+        for i, resp in enumerate(["Paris is the capital of France.", "The moon is made of cheese."])
+    ]
     store = tmp_path / "mlruns"
-    report = evaluate(samples, ["faithfulness", "semantic_similarity"], backends="embedding", quiet=True,
-                      progress=False, mlflow=store)
+    report = evaluate(
+        samples, ["faithfulness", "semantic_similarity"], backends="embedding", quiet=True, progress=False, mlflow=store
+    )
     assert report.run_dir is None  # out=None: nothing written but the MLflow run
     _client, run, files = read_back(store, monkeypatch)
     assert run.info.run_name == "evaluate" and files == ARTEFACTS
@@ -133,14 +161,16 @@ def test_evaluate_logs_an_in_memory_run_offline_with_the_embedding_backend(tmp_p
 
 def test_a_missing_extra_is_one_line_before_anything_runs(tmp_path, monkeypatch):
     real = mlflow_log.importlib.util.find_spec
-    monkeypatch.setattr(mlflow_log.importlib.util, "find_spec",
-                        lambda name, *a: None if name == "mlflow" else real(name, *a))
+    monkeypatch.setattr(
+        mlflow_log.importlib.util, "find_spec", lambda name, *a: None if name == "mlflow" else real(name, *a)
+    )
     r = invoke("run", DATA, "--metrics", "mrr", "--out", tmp_path / "run", "--mlflow", tmp_path / "mlruns")
     assert r.exit_code == 2
     errors = [x for x in r.output.splitlines() if x.startswith("error:")]
     assert errors == ["error: " + mlflow_log.INSTALL_HINT]
     assert not (tmp_path / "run").exists()
-    from unified.runner import evaluate
+    from unified.api import evaluate
+
     with pytest.raises(ImportError, match=r"pip install 'unified-rag-eval\[mlflow\]'"):
         evaluate(str(DATA), ["mrr"], quiet=True, mlflow=True)
 
@@ -155,7 +185,8 @@ def test_a_failed_log_changes_the_exit_code_and_keeps_the_results(tmp_path):
     errors = [x for x in r.output.splitlines() if x.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith(f"error: MLflow logging to {(blocker / 'mlruns').as_uri()} failed")
     assert len((out / "scores.jsonl").read_text().splitlines()) == sum(1 for _ in open(DATA))
-    from unified.runner import evaluate
+    from unified.api import evaluate
+
     with pytest.raises(mlflow_log.MlflowLogError) as e:
         evaluate(str(DATA), ["mrr"], quiet=True, progress=False, mlflow=blocker / "mlruns")
     assert len(list(e.value.report.iter_scores())) == len(out.joinpath("scores.jsonl").read_text().splitlines())
@@ -165,8 +196,17 @@ def test_credentials_in_the_tracking_uri_never_show(tmp_path, monkeypatch):
     pytest.importorskip("mlflow")
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "0")  # nothing listens on port 9: fail at once
     monkeypatch.setenv("MLFLOW_HTTP_REQUEST_TIMEOUT", "5")
-    r = invoke("run", DATA, "--metrics", "mrr", "--out", tmp_path / "run", "--quiet",
-               "--mlflow", "http://user:SECRET-PW-1@127.0.0.1:9/?token=SECRET-TOKEN-2")
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "mrr",
+        "--out",
+        tmp_path / "run",
+        "--quiet",
+        "--mlflow",
+        "http://user:SECRET-PW-1@127.0.0.1:9/?token=SECRET-TOKEN-2",
+    )
     assert r.exit_code == 2, r.output
     assert "error: MLflow logging to http://***@127.0.0.1:9/?token=*** failed" in r.output
     assert "SECRET-PW-1" not in r.output and "SECRET-TOKEN-2" not in r.output

@@ -10,20 +10,25 @@ from pathlib import Path
 import pytest
 
 from unified.adapters.native import NativeBackend
-from unified.io import read_samples
+from unified.data.io import read_samples
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
 from unified.metrics import parse_metrics
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples.jsonl"
-LLM = ("faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,"
-       "answer_correctness,context_sufficiency,context_correctness,response_groundedness,hallucination")
+LLM = (
+    "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,"
+    "answer_correctness,context_sufficiency,context_correctness,response_groundedness,hallucination"
+)
 ALL = LLM + ",semantic_similarity,precision@3,recall@3,mrr,ndcg@3,hit_rate@3"
 
 
 def loopback_judges(server, cache_path, single=False):
-    return build_judges(JudgeConfig(base_url=server.base_url, model="fake", max_retries=1),
-                        embedding=EmbeddingConfig(kind="openai", base_url=server.base_url, model="fake-embed"),
-                        cache_path=cache_path, single_judge=single)
+    return build_judges(
+        JudgeConfig(base_url=server.base_url, model="fake", max_retries=1),
+        embedding=EmbeddingConfig(kind="openai", base_url=server.base_url, model="fake-embed"),
+        cache_path=cache_path,
+        single_judge=single,
+    )
 
 
 def samples():
@@ -46,8 +51,15 @@ async def test_all_native_metrics_on_the_example_dataset_then_warm_cache(judge_s
     # the synthesiser answers with valid JSON, so no judge error is expected; what may
     # legitimately fail is a sample that lacks a field (reported, not raised)
     llm_names = set(LLM.split(",")) | {"semantic_similarity"}
-    unexpected = [sc for sc in cold if sc.error and sc.metric in llm_names and "missing" not in sc.error
-                  and "no retrieved contexts" not in sc.error and "states no factual claim" not in sc.error]
+    unexpected = [
+        sc
+        for sc in cold
+        if sc.error
+        and sc.metric in llm_names
+        and "missing" not in sc.error
+        and "no retrieved contexts" not in sc.error
+        and "states no factual claim" not in sc.error
+    ]
     assert unexpected == [], [(s.metric, s.sample_id, s.error) for s in unexpected[:5]]
     llm = [sc for sc in cold if sc.ok and sc.metric in LLM.split(",")]
     assert llm and all("judges" in sc.details for sc in llm)
@@ -72,12 +84,17 @@ async def test_all_native_metrics_on_the_example_dataset_then_warm_cache(judge_s
 @pytest.mark.parametrize("single,expected", [(False, 8), (True, 5)])
 async def test_core_metrics_call_budget_measured_at_the_server(judge_server, tmp_path, k, single, expected):
     from unified.sample import Sample
-    s = Sample(user_input="Which river flows through Paris?", response="The Seine flows through Paris.",
-               reference="It is the Seine.",
-               retrieved_contexts=[f"Passage {i}: rivers of France." for i in range(k)])
+
+    s = Sample(
+        user_input="Which river flows through Paris?",
+        response="The Seine flows through Paris.",
+        reference="It is the Seine.",
+        retrieved_contexts=[f"Passage {i}: rivers of France." for i in range(k)],
+    )
     judges = loopback_judges(judge_server, tmp_path / "c.sqlite", single=single)
     scores = await NativeBackend(judges).score(
-        s, parse_metrics("faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision"))
+        s, parse_metrics("faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision")
+    )
     assert all(sc.ok for sc in scores), [sc.error for sc in scores]
     assert judge_server.chat_count == expected
     assert judge_server.embedding_count == 1
@@ -88,11 +105,16 @@ async def test_judge_failing_after_retries_degrades_or_errors(judge_server, tmp_
     """One of the two concurrent judge calls hits an HTTP 500 (no retries left): the
     score comes from the other judge, marked degraded; both failing gives an error."""
     from unified.sample import Sample
-    s = Sample(user_input="Which river flows through Paris?", response="The Seine.",
-               retrieved_contexts=["The Seine flows through Paris."])
+
+    s = Sample(
+        user_input="Which river flows through Paris?",
+        response="The Seine.",
+        retrieved_contexts=["The Seine flows through Paris."],
+    )
     # json_schema pinned: in "auto" mode a first 500 is re-sent once in llama.cpp form
-    judges = build_judges(JudgeConfig(base_url=judge_server.base_url, model="fake", max_retries=0,
-                                      structured_output="json_schema"))
+    judges = build_judges(
+        JudgeConfig(base_url=judge_server.base_url, model="fake", max_retries=0, structured_output="json_schema")
+    )
     judge_server.force_fault("500", faults)
     [score] = await NativeBackend(judges).score(s, parse_metrics("response_groundedness"))
     if faults == 1:
@@ -104,8 +126,13 @@ async def test_judge_failing_after_retries_degrades_or_errors(judge_server, tmp_
 
 async def test_extractions_are_shared_across_score_calls_through_the_cache(judge_server, tmp_path):
     from unified.sample import Sample
-    s = Sample(user_input="Which river flows through Paris?", response="The Seine flows through Paris.",
-               reference="It is the Seine.", retrieved_contexts=["The Seine flows through Paris."])
+
+    s = Sample(
+        user_input="Which river flows through Paris?",
+        response="The Seine flows through Paris.",
+        reference="It is the Seine.",
+        retrieved_contexts=["The Seine flows through Paris."],
+    )
     backend = NativeBackend(loopback_judges(judge_server, tmp_path / "c.sqlite"))
     await backend.score(s, parse_metrics("faithfulness"))  # response claims + 2 verifications
     assert judge_server.chat_count == 3

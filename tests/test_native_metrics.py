@@ -32,17 +32,36 @@ def _claims(messages, response_claims=RESP_CLAIMS):
 
 
 # judge A: verdicts per original item
-A_VERIFY = {"response_claim_1": "supported", "response_claim_2": "not_found",
-            "reference_claim_1": "supported", "reference_claim_2": "supported"}
-A_CTX = {"context_1_relevance": 2, "context_1_useful": "no", "context_2_relevance": 1,
-         "context_2_useful": "yes", "context_3_relevance": 0, "context_3_useful": "yes"}
-A_CMP = {"response_claim_1": "yes", "response_claim_2": "no", "reference_claim_1": "yes",
-         "reference_claim_2": "no"}
+A_VERIFY = {
+    "response_claim_1": "supported",
+    "response_claim_2": "not_found",
+    "reference_claim_1": "supported",
+    "reference_claim_2": "supported",
+}
+A_CTX = {
+    "context_1_relevance": 2,
+    "context_1_useful": "no",
+    "context_2_relevance": 1,
+    "context_2_useful": "yes",
+    "context_3_relevance": 0,
+    "context_3_useful": "yes",
+}
+A_CMP = {"response_claim_1": "yes", "response_claim_2": "no", "reference_claim_1": "yes", "reference_claim_2": "no"}
 # judge B sees contexts reversed: passage_1 = context 3, passage_3 = context 1
-B_VERIFY = {"answer_statement_1": "supported", "answer_statement_2": "contradicted",
-            "gold_statement_1": "supported", "gold_statement_2": "not_found"}
-B_CTX = {"passage_1_relevance": 0, "passage_1_useful": "yes", "passage_2_relevance": 0,
-         "passage_2_useful": "no", "passage_3_relevance": 2, "passage_3_useful": "no"}
+B_VERIFY = {
+    "answer_statement_1": "supported",
+    "answer_statement_2": "contradicted",
+    "gold_statement_1": "supported",
+    "gold_statement_2": "not_found",
+}
+B_CTX = {
+    "passage_1_relevance": 0,
+    "passage_1_useful": "yes",
+    "passage_2_relevance": 0,
+    "passage_2_useful": "no",
+    "passage_3_relevance": 2,
+    "passage_3_useful": "no",
+}
 B_CMP = {"answer_fact_1": "yes", "answer_fact_2": "no", "gold_fact_1": "yes", "gold_fact_2": "yes"}
 
 
@@ -59,21 +78,41 @@ def script_for(table, questions, rating, response_claims=RESP_CLAIMS):
             if name.startswith(prefix):
                 return fill_keys(schema, lambda k: answers[k])
         raise AssertionError(f"unscripted schema {name}")
+
     return script
 
 
 def judges(single=False, fail_b=None, embed_table=None):
-    a = ScriptedJudge(script_for({"Verification": A_VERIFY, "ContextJudgement": A_CTX,
-                                  "Comparison": A_CMP}, ["What is the capital of France?"], 2), "model-a")
+    a = ScriptedJudge(
+        script_for(
+            {"Verification": A_VERIFY, "ContextJudgement": A_CTX, "Comparison": A_CMP},
+            ["What is the capital of France?"],
+            2,
+        ),
+        "model-a",
+    )
     if fail_b is not None:
         b = ScriptedJudge(lambda s, m: fail_b, "model-b")
     else:
-        b = ScriptedJudge(script_for({"Verification": B_VERIFY, "ContextJudgement": B_CTX,
-                                      "Comparison": B_CMP}, ["Which city is France's capital?", "x"], 1),
-                          "model-b")
-    emb = ScriptedEmbedder(embed_table or {Q: [1, 0], "What is the capital of France?": [1, 0],
-                                           "Which city is France's capital?": [0, 1], "x": [1, 0],
-                                           RESP: [1, 0], REF: [0.6, 0.8]})
+        b = ScriptedJudge(
+            script_for(
+                {"Verification": B_VERIFY, "ContextJudgement": B_CTX, "Comparison": B_CMP},
+                ["Which city is France's capital?", "x"],
+                1,
+            ),
+            "model-b",
+        )
+    emb = ScriptedEmbedder(
+        embed_table
+        or {
+            Q: [1, 0],
+            "What is the capital of France?": [1, 0],
+            "Which city is France's capital?": [0, 1],
+            "x": [1, 0],
+            RESP: [1, 0],
+            REF: [0.6, 0.8],
+        }
+    )
     return Judges(chat=a, chat2=b, embedder=emb, single_judge=single), a, b, emb
 
 
@@ -83,9 +122,11 @@ def sample(**kw):
     return Sample(**base)
 
 
-ALL = ("faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,"
-       "answer_correctness,context_sufficiency,context_correctness,response_groundedness,"
-       "hallucination,semantic_similarity")
+ALL = (
+    "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,"
+    "answer_correctness,context_sufficiency,context_correctness,response_groundedness,"
+    "hallucination,semantic_similarity"
+)
 
 
 async def run(j, names, s=None):
@@ -162,7 +203,7 @@ async def test_zero_contexts_gives_clear_errors_and_no_calls():
 async def test_all_irrelevant_contexts_score_zero():
     j, a, b, _ = judges()
     for judge in (a, b):
-        judge.script = (lambda s, m: fill_keys(s, lambda k: 0 if k.endswith("relevance") else "no"))
+        judge.script = lambda s, m: fill_keys(s, lambda k: 0 if k.endswith("relevance") else "no")
     out = await run(j, "context_relevancy,context_precision")
     assert out["context_relevancy"].value == 0.0
     assert out["context_precision"].value == 0.0
@@ -181,8 +222,11 @@ async def test_one_judge_failed_is_degraded_with_value_from_the_other():
 
 async def test_answer_missing_an_item_fails_that_judge_only():
     j, a, b, _ = judges()
-    b.script = lambda s, m: ({k: v for k, v in list(fill_keys(s, lambda k: 0 if "relevance" in k else "no").items())[1:]}
-                             if s.__name__.startswith("ContextJudgement") else AssertionError())
+    b.script = lambda s, m: (
+        {k: v for k, v in list(fill_keys(s, lambda k: 0 if "relevance" in k else "no").items())[1:]}
+        if s.__name__.startswith("ContextJudgement")
+        else AssertionError()
+    )
     out = await run(j, "context_relevancy")
     s = out["context_relevancy"]
     assert s.ok and s.degraded and "judge B failed" in s.details["degraded_reason"]
@@ -236,7 +280,7 @@ async def test_contradicted_reference_facts_are_listed_by_context_correctness():
     cc = out["context_correctness"]
     assert cc.value == pytest.approx(7.5)  # (1 + 1) / 2 and (1 + 0) / 2 over two facts
     assert cc.details["contradicted"] == ["The Seine runs through Paris."]
-    assert "contradicted: \"The Seine runs through Paris.\"" in cc.reason
+    assert 'contradicted: "The Seine runs through Paris."' in cc.reason
 
 
 async def test_claim_f1_edge_cases():

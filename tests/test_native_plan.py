@@ -26,14 +26,26 @@ def generic(schema, messages):
         return {"reason": "ok", "rating": 1}
     if name.startswith("RubricScore"):
         return {"reason": "fine", "score": 3}
-    return fill_keys(schema, lambda k: 1 if k.endswith("relevance") else
-                     ("yes" if k.endswith("useful") or name.startswith("Comparison") else "supported"))
+    return fill_keys(
+        schema,
+        lambda k: (
+            1
+            if k.endswith("relevance")
+            else ("yes" if k.endswith("useful") or name.startswith("Comparison") else "supported")
+        ),
+    )
 
 
 def make(k: int) -> Sample:
-    return Sample(user_input="Which river flows through Paris?", response="The Seine flows through Paris.",
-                  reference="The Seine.", retrieved_contexts=[f"context number {i} about rivers" for i in range(k)],
-                  retrieved_ids=[f"d{i}" for i in range(k)], relevant_ids=["d1"], id=f"k{k}")
+    return Sample(
+        user_input="Which river flows through Paris?",
+        response="The Seine flows through Paris.",
+        reference="The Seine.",
+        retrieved_contexts=[f"context number {i} about rivers" for i in range(k)],
+        retrieved_ids=[f"d{i}" for i in range(k)],
+        relevant_ids=["d1"],
+        id=f"k{k}",
+    )
 
 
 def bundle(single=False):
@@ -57,12 +69,18 @@ async def test_core_metrics_call_budget_is_independent_of_k(k, single, limit):
 
 async def test_fused_calls_are_charged_to_the_first_metric_and_noted_as_shared():
     judges, j, _ = bundle()
-    out = {s.metric: s for s in await NativeBackend(judges).score(
-        make(3), parse_metrics("faithfulness,context_recall,context_relevancy,context_precision"))}
+    out = {
+        s.metric: s
+        for s in await NativeBackend(judges).score(
+            make(3), parse_metrics("faithfulness,context_recall,context_relevancy,context_precision")
+        )
+    }
     assert out["faithfulness"].cost.calls == 1 + 2  # response extraction + verification A/B
     assert out["context_recall"].cost.calls == 1  # reference extraction only
     assert out["context_recall"].details["shared_steps"]["verify"] == {
-        "charged_to": "faithfulness", "shared_with": ["faithfulness"]}
+        "charged_to": "faithfulness",
+        "shared_with": ["faithfulness"],
+    }
     assert out["context_precision"].cost.calls == 0
     assert out["context_precision"].details["shared_steps"]["contexts"]["charged_to"] == "context_relevancy"
     # the fused context call asks both relevance and usefulness
@@ -97,9 +115,13 @@ async def test_extraction_prompt_is_identical_whichever_metric_asks():
 async def test_prompts_contain_the_texts_they_judge_and_b_reverses_the_order():
     judges, j, _ = bundle()
     s = make(4)
-    await NativeBackend(judges).score(s, parse_metrics(
-        "faithfulness,context_recall,context_relevancy,context_precision,answer_relevancy,"
-        "answer_correctness,context_sufficiency,response_groundedness"))
+    await NativeBackend(judges).score(
+        s,
+        parse_metrics(
+            "faithfulness,context_recall,context_relevancy,context_precision,answer_relevancy,"
+            "answer_correctness,context_sufficiency,response_groundedness"
+        ),
+    )
     by = {}
     for name, msgs in j.calls:
         by.setdefault(name, []).append("\n".join(m["content"] for m in msgs))
@@ -124,6 +146,7 @@ async def test_prompts_contain_the_texts_they_judge_and_b_reverses_the_order():
 def scratch_registry():
     """Custom metrics registered by a test leave the shared registry as they found it."""
     from unified.metrics import scratch_registry
+
     with scratch_registry():
         yield
 
@@ -168,6 +191,7 @@ async def test_retrieval_metrics_are_delegated_without_judge_calls():
 async def test_answer_relevancy_with_two_strictness_values_asks_each_its_own_count():
     """Regression: both refs shared one question-generation step built with the FIRST
     ref's strictness, so ``answer_relevancy[strictness=5]`` silently used 3 questions."""
+
     def script(schema, messages):
         n = 5 if "write 5 " in messages[0]["content"] else 3  # A and B both say "write N ..."
         return {"questions": [f"question {i}?" for i in range(n)], "noncommittal": False}
@@ -175,7 +199,8 @@ async def test_answer_relevancy_with_two_strictness_values_asks_each_its_own_cou
     j, e = ScriptedJudge(script, "m"), ScriptedEmbedder()
     s = Sample(user_input="Which river?", response="The Seine.", id="s")
     scores = await NativeBackend(Judges(chat=j, embedder=e)).score(
-        s, parse_metrics("answer_relevancy,answer_relevancy[strictness=5]"))
+        s, parse_metrics("answer_relevancy,answer_relevancy[strictness=5]")
+    )
     assert all(sc.ok for sc in scores), [sc.error for sc in scores]
     assert [len(sc.details["generated_questions"]["A"]) for sc in scores] == [3, 5]
     assert [len(sc.details["generated_questions"]["B"]) for sc in scores] == [3, 5]
@@ -192,12 +217,15 @@ async def test_custom_function_returning_nan_is_an_error_not_a_value(scratch_reg
     assert s.value is None and not s.ok and "not a finite number" in s.error
 
 
-
 async def test_unknown_bracket_parameter_is_an_error_not_a_silent_default():
     judges, j, _ = bundle()
     typo, good, retrieval = await NativeBackend(judges).score(
-        make(3), parse_metrics("context_relevancy[relevance_treshold=1.5],"
-                               "context_relevancy[relevance_threshold=1.5],precision@3[threshold=3]"))
+        make(3),
+        parse_metrics(
+            "context_relevancy[relevance_treshold=1.5],"
+            "context_relevancy[relevance_threshold=1.5],precision@3[threshold=3]"
+        ),
+    )
     assert typo.value is None and "unknown parameter 'relevance_treshold'" in typo.error
     assert "relevance_threshold" in typo.error  # the message lists what is accepted
     assert good.ok
@@ -209,6 +237,7 @@ async def test_unknown_bracket_parameter_is_an_error_not_a_silent_default():
 @pytest.mark.parametrize("single", [False, True])
 async def test_planned_chat_calls_matches_what_a_sample_really_costs(single):
     from unified.adapters.native.table import estimate_calls
+
     refs = parse_metrics(CORE + ",answer_correctness,hallucination")
     judges, j, _ = bundle(single)
     await NativeBackend(judges).score(make(4), refs)

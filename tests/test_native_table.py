@@ -16,9 +16,16 @@ from unified.adapters.native import NativeBackend
 from unified.adapters.native.dual import combine
 from unified.adapters.native.prompts import Ask, system, user
 from unified.adapters.native.schemas import WholeRating
-from unified.adapters.native.table import (NATIVE_METRICS, STEPS, NativeMetric, judged, native_metric,
-                                           register_native_metric, unregister_native_metric)
-from unified.io import read_samples
+from unified.adapters.native.table import (
+    NATIVE_METRICS,
+    STEPS,
+    NativeMetric,
+    judged,
+    native_metric,
+    register_native_metric,
+    unregister_native_metric,
+)
+from unified.data.io import read_samples
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
 from unified.metrics import MetricSpec, UnknownMetricError, get_metric, metric_names, parse_metrics
 from unified.sample import Sample
@@ -29,26 +36,47 @@ DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples
 
 # ---------------------------------------------------------------- the toy metric: prompt, function, entry
 
+
 def politeness_prompt(ctx, variant) -> Ask:
     """The prompt: judge A and judge B word it differently."""
-    text = ("Rate how polite the response is: 2 = polite, 1 = neutral, 0 = rude. "
-            'JSON: {"reason": string, "rating": 0|1|2}.') if variant == "A" else \
-        ('Is this reply courteous? 2 yes, 1 so-so, 0 no. JSON {"reason": "...", "rating": 0, 1 or 2}.')
-    return Ask([system(text), user(f"RESPONSE\n{ctx.sample.response}\n\nJSON:")], WholeRating,
-               lambda ans: (int(ans.rating), ans.reason))
+    text = (
+        (
+            "Rate how polite the response is: 2 = polite, 1 = neutral, 0 = rude. "
+            'JSON: {"reason": string, "rating": 0|1|2}.'
+        )
+        if variant == "A"
+        else ('Is this reply courteous? 2 yes, 1 so-so, 0 no. JSON {"reason": "...", "rating": 0, 1 or 2}.')
+    )
+    return Ask(
+        [system(text), user(f"RESPONSE\n{ctx.sample.response}\n\nJSON:")],
+        WholeRating,
+        lambda ans: (int(ans.rating), ans.reason),
+    )
 
 
 async def politeness(ctx) -> Score:
     """toy_politeness = r̄ / 2 → × 10, r̄ the mean of the two judges' 0/1/2 ratings."""
     res = await ctx.step("politeness")
     comb = combine(res, lambda r: [float(r[0])], 2.0)
-    return Score.from_raw(ctx.ref.name, "native", ctx.sample.id, comb.mean[0], raw_range=(0.0, 2.0),
-                          threshold=ctx.threshold, reason=f"rating {comb.mean[0]:g} of 2",
-                          details={"judges": ctx.judges_info(), "shared_steps": ctx.shared_steps()})
+    return Score.from_raw(
+        ctx.ref.name,
+        "native",
+        ctx.sample.id,
+        comb.mean[0],
+        raw_range=(0.0, 2.0),
+        threshold=ctx.threshold,
+        reason=f"rating {comb.mean[0]:g} of 2",
+        details={"judges": ctx.judges_info(), "shared_steps": ctx.shared_steps()},
+    )
 
 
-SPEC = MetricSpec(name="toy_politeness", description="Politeness of the response, rated 0/1/2 by two judges.",
-                  required=("user_input", "response"), kind="llm", threshold=6.0)
+SPEC = MetricSpec(
+    name="toy_politeness",
+    description="Politeness of the response, rated 0/1/2 by two judges.",
+    required=("user_input", "response"),
+    kind="llm",
+    threshold=6.0,
+)
 ENTRY = NativeMetric(politeness, steps=("politeness",))
 
 
@@ -59,9 +87,12 @@ def toy():
 
 
 def loopback_judges(server, single=False):
-    return build_judges(JudgeConfig(base_url=server.base_url, model="fake", max_retries=1),
-                        embedding=EmbeddingConfig(kind="openai", base_url=server.base_url, model="fake-embed"),
-                        cache=False, single_judge=single)
+    return build_judges(
+        JudgeConfig(base_url=server.base_url, model="fake", max_retries=1),
+        embedding=EmbeddingConfig(kind="openai", base_url=server.base_url, model="fake-embed"),
+        cache=False,
+        single_judge=single,
+    )
 
 
 def samples() -> list[Sample]:
@@ -69,6 +100,7 @@ def samples() -> list[Sample]:
 
 
 # ---------------------------------------------------------------- it shows up everywhere
+
 
 def test_toy_metric_is_in_the_registry_the_backend_and_the_catalog(toy):
     assert get_metric("toy_politeness") is SPEC and "toy_politeness" in metric_names()
@@ -116,11 +148,23 @@ def test_toy_metric_is_in_the_call_estimate(toy, single, per_sample):
 
 
 def test_toy_metric_in_the_cli_dry_run_and_metric_matrix(toy):
-    from unified.cli import app
+    from unified.cli.app import app
 
     n = len(samples())
-    r = CliRunner().invoke(app, ["run", str(DATA), "--metrics", "toy_politeness", "--dry-run",
-                                 "--base-url", "http://127.0.0.1:9/v1", "--model", "m"])  # nothing is called
+    r = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(DATA),
+            "--metrics",
+            "toy_politeness",
+            "--dry-run",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--model",
+            "m",
+        ],
+    )  # nothing is called
     assert r.exit_code == 0, r.output
     row = next(x for x in r.output.splitlines() if "toy_politeness" in x)
     cells = [c.strip() for c in row.strip("│ ").split("│")]
@@ -130,6 +174,7 @@ def test_toy_metric_in_the_cli_dry_run_and_metric_matrix(toy):
 
 
 # ---------------------------------------------------------------- and it scores
+
 
 async def test_toy_metric_scores_against_the_loopback_judge(toy, judge_server, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-test-key")
@@ -162,8 +207,8 @@ async def test_toy_metric_without_a_judge_fails_in_the_precheck(toy):
 async def test_the_documented_example_registers_a_working_metric(judge_server):
     """docs/readme-snippets/native.md's "Adding a native metric" code, run as written."""
     doc = (Path(__file__).resolve().parents[1] / "docs" / "readme-snippets" / "native.md").read_text()
-    section = doc[doc.index("## Adding a native metric"):]
-    code = section[section.index("```python\n") + 10:section.index("```\n", section.index("```python"))]
+    section = doc[doc.index("## Adding a native metric") :]
+    code = section[section.index("```python\n") + 10 : section.index("```\n", section.index("```python"))]
     exec(compile(code, "native.md", "exec"), {})
     try:
         assert "politeness" in implemented_metrics("native")

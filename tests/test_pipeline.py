@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from unified.io import RowError
-from unified.pipeline import aevaluate_pipeline, build_samples, evaluate_pipeline
+from unified.data.io import RowError
+from unified.run.pipeline import aevaluate_pipeline, build_samples, evaluate_pipeline
 from unified.sample import Sample
 
 REPO = Path(__file__).resolve().parent.parent
@@ -23,10 +23,16 @@ RETRIEVAL = "precision@3,recall@3,mrr"
 
 
 def test_build_samples_from_bm25_and_template_generator():
-    samples = asyncio.run(build_samples(
-        QUESTIONS, BM25Retriever(k=3), template_generator,
-        references=[r["reference"] for r in ROWS], relevant_ids=[r["relevant_ids"] for r in ROWS],
-        ids=[r["id"] for r in ROWS]))
+    samples = asyncio.run(
+        build_samples(
+            QUESTIONS,
+            BM25Retriever(k=3),
+            template_generator,
+            references=[r["reference"] for r in ROWS],
+            relevant_ids=[r["relevant_ids"] for r in ROWS],
+            ids=[r["id"] for r in ROWS],
+        )
+    )
     assert [s.id for s in samples] == [r["id"] for r in ROWS]
     for s, r in zip(samples, ROWS):
         assert isinstance(s, Sample)
@@ -50,6 +56,7 @@ def test_hit_shapes_async_callables_and_concurrency_limits():
             active["now"] += 1
             active["max"] = max(active["max"], active["now"])
         import time
+
         time.sleep(0.05)
         with lock:
             active["now"] -= 1
@@ -59,8 +66,7 @@ def test_hit_shapes_async_callables_and_concurrency_limits():
         await asyncio.sleep(0)
         return " / ".join(contexts)
 
-    samples = asyncio.run(build_samples(["q1?", "q2?", "q3?", "q4?"], retrieve, generate,
-                                        retrieve_concurrency=2))
+    samples = asyncio.run(build_samples(["q1?", "q2?", "q3?", "q4?"], retrieve, generate, retrieve_concurrency=2))
     assert [s.id for s in samples] == ["q1", "q2", "q3", "q4"]
     assert samples[0].retrieved_ids == ["a", "b", "c"]
     assert samples[0].response == "alpha text / beta text / gamma text"
@@ -98,9 +104,17 @@ def test_evaluate_pipeline_end_to_end_with_a_failing_question(tmp_path):
             raise TimeoutError("retriever timed out")
         return bm25(q)
 
-    report = evaluate_pipeline(QUESTIONS, flaky, template_generator, RETRIEVAL,
-                               relevant_ids=[r["relevant_ids"] for r in ROWS], backends=("native",),
-                               out=tmp_path / "run", progress=False, quiet=True)
+    report = evaluate_pipeline(
+        QUESTIONS,
+        flaky,
+        template_generator,
+        RETRIEVAL,
+        relevant_ids=[r["relevant_ids"] for r in ROWS],
+        backends=("native",),
+        out=tmp_path / "run",
+        progress=False,
+        quiet=True,
+    )
     scores = list(report.iter_scores())
     assert len(scores) == 3 * len(QUESTIONS)  # every (question, metric) has a Score
     bad = [s for s in scores if s.error]
@@ -115,10 +129,19 @@ def test_evaluate_pipeline_end_to_end_with_a_failing_question(tmp_path):
 
 @pytest.mark.local
 def test_aevaluate_pipeline_with_embedding_backend(tmp_path):
-    report = asyncio.run(aevaluate_pipeline(
-        QUESTIONS[:3], BM25Retriever(k=3), template_generator, "faithfulness,mrr",
-        relevant_ids=[r["relevant_ids"] for r in ROWS[:3]], backends=("native", "embedding"),
-        out=tmp_path / "run", progress=False, quiet=True))
+    report = asyncio.run(
+        aevaluate_pipeline(
+            QUESTIONS[:3],
+            BM25Retriever(k=3),
+            template_generator,
+            "faithfulness,mrr",
+            relevant_ids=[r["relevant_ids"] for r in ROWS[:3]],
+            backends=("native", "embedding"),
+            out=tmp_path / "run",
+            progress=False,
+            quiet=True,
+        )
+    )
     scores = list(report.iter_scores())
     faith = [s for s in scores if s.metric == "faithfulness" and s.backend == "embedding"]
     assert len(faith) == 3

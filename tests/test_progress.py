@@ -7,7 +7,7 @@ import io
 import time
 
 from unified.judge.base import CallRecord, record_call
-from unified.progress import Progress
+from unified.run.progress import Progress
 
 
 class NotATty(io.StringIO):

@@ -19,30 +19,35 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from judge_server import JudgeServer  # noqa: E402
-from support import import_in_clean_env  # noqa: E402
+import ragas.metrics.collections as rc
+from judge_server import JudgeServer
+from support import import_in_clean_env
 
-from unified.adapters.ragas import JudgeRagasLLM  # noqa: E402  (before ragas: quiet)
-import ragas.metrics.collections as rc  # noqa: E402
-from unified.adapters import get_backend  # noqa: E402
-from unified.adapters._quiet import QUIET_ENV, ragas_user_dir  # noqa: E402
-from unified.judge import EmbeddingConfig, JudgeConfig, build_judges  # noqa: E402
-from unified.judge.base import Judges, task_scope  # noqa: E402
-from unified.metrics import get_metric, parse_metric, parse_metrics  # noqa: E402
-from unified.sample import Sample  # noqa: E402
+from unified.adapters import get_backend
+from unified.adapters._quiet import QUIET_ENV, ragas_user_dir
+from unified.adapters.ragas import JudgeRagasLLM
+from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
+from unified.judge.base import Judges, task_scope
+from unified.metrics import get_metric, parse_metric, parse_metrics
+from unified.sample import Sample
 
 pytestmark = pytest.mark.ragas
 
-SAMPLE = Sample(user_input="What is the capital of France?", response="Paris.",
-                retrieved_contexts=["Paris is the capital of France."], reference="Paris",
-                id="s1")
+SAMPLE = Sample(
+    user_input="What is the capital of France?",
+    response="Paris.",
+    retrieved_contexts=["Paris is the capital of France."],
+    reference="Paris",
+    id="s1",
+)
 
 
 def _judges(srv: JudgeServer, cache_path=None) -> Judges:
-    return build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
-                        embedding=EmbeddingConfig(kind="openai", base_url=srv.base_url,
-                                                  model="fake-embed", max_retries=0),
-                        cache_path=cache_path)
+    return build_judges(
+        JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
+        embedding=EmbeddingConfig(kind="openai", base_url=srv.base_url, model="fake-embed", max_retries=0),
+        cache_path=cache_path,
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -51,8 +56,9 @@ def _key(monkeypatch):
 
 
 def test_telemetry_switches_are_set_after_import():
-    got = import_in_clean_env("unified.adapters.ragas", list(QUIET_ENV),
-                              "import ragas._analytics as a; assert a.do_not_track() is True")
+    got = import_in_clean_env(
+        "unified.adapters.ragas", list(QUIET_ENV), "import ragas._analytics as a; assert a.do_not_track() is True"
+    )
     assert got == QUIET_ENV
 
 
@@ -77,8 +83,7 @@ def test_uuid_file_goes_to_the_chosen_folder_not_xdg(tmp_path):
     env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(xdg)}
     for k in QUIET_ENV:  # the module must set these itself
         env.pop(k, None)
-    out = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", script], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["uid"].startswith("a-")  # a real id was written, not the fallback
@@ -91,8 +96,7 @@ async def test_missing_field_gives_a_one_line_error_without_judge_calls(judge_se
     bare = Sample(user_input="q?", response="a", id="bare")
     [score] = await backend.score(bare, [parse_metric("faithfulness")])
     assert score.value is None and score.raw is None
-    assert score.error == ("sample 'bare': field 'retrieved_contexts' is missing or empty "
-                           "(needed by faithfulness)")
+    assert score.error == ("sample 'bare': field 'retrieved_contexts' is missing or empty (needed by faithfulness)")
     assert judge_server.request_count == 0
 
 
@@ -124,18 +128,20 @@ async def test_swallowed_judge_error_is_named_in_nan_error(judge_server):
 async def test_nan_from_ragas_matches_direct_call_and_is_an_error(tmp_path):
     """No statements -> ragas Faithfulness returns NaN: the adapter turns it into an error,
     and ragas called directly on the same cached answers gives NaN too."""
+
     def no_statements(body):
         return {"statements": []}
 
     with JudgeServer(answer_fn=no_statements) as srv:
         [score] = await get_backend("ragas", _judges(srv, tmp_path / "c.sqlite")).score(
-            SAMPLE, [parse_metric("faithfulness")])
+            SAMPLE, [parse_metric("faithfulness")]
+        )
         srv.reset_counts()
         judges = _judges(srv, tmp_path / "c.sqlite")
         with task_scope("ragas", "faithfulness", SAMPLE.id):
             direct = await rc.Faithfulness(llm=JudgeRagasLLM(judges)).ascore(
-                user_input=SAMPLE.user_input, response=SAMPLE.response,
-                retrieved_contexts=SAMPLE.retrieved_contexts)
+                user_input=SAMPLE.user_input, response=SAMPLE.response, retrieved_contexts=SAMPLE.retrieved_contexts
+            )
         assert srv.request_count == 0
     assert math.isnan(direct.value)
     assert score.value is None and score.raw is None
@@ -183,6 +189,7 @@ def test_ragas_user_dir_is_outside_home():
     import tempfile
 
     import ragas._analytics as analytics
+
     target = ragas_user_dir()
     assert not str(target).startswith(os.path.expanduser("~"))
     assert str(target).startswith(tempfile.gettempdir())  # no run folder given: a private temp one
@@ -194,6 +201,7 @@ def test_table_reads_exactly_the_fields_the_registry_requires():
     """The runner refuses samples by ``MetricSpec.required``; ragas must read no other
     Sample field, or a sample could pass the check and still fail inside ragas."""
     from unified.adapters.ragas import RAGAS_METRICS
+
     full = Sample(user_input="q", response="r", retrieved_contexts=["c"], reference="ref")
     for name, m in RAGAS_METRICS.items():
         assert set(m.fields(full)) == set(get_metric(name).required), name
@@ -212,7 +220,8 @@ def test_private_temp_folder_is_removed_at_exit(tmp_path):
         assert ragas_user_dir().parent.exists()
     """)
     env = {**os.environ, "TMPDIR": str(tmp_path)}
-    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True,
-                         text=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     assert list(tmp_path.glob("unified-ragas-*")) == []

@@ -18,25 +18,28 @@ import pytest
 
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
-from judge_server import JudgeServer, binary_answer_fn  # noqa: E402
+import ragas.metrics.collections as rc
+from judge_server import JudgeServer, binary_answer_fn
+
+from unified.adapters import get_backend
 
 # the adapter first: it switches ragas's telemetry off and moves its uuid file before import
-from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM  # noqa: E402
-import ragas.metrics.collections as rc  # noqa: E402
-from unified.adapters import get_backend  # noqa: E402
-from unified.judge import EmbeddingConfig, JudgeConfig, build_judges  # noqa: E402
-from unified.judge.base import task_scope  # noqa: E402
-from unified.metrics import parse_metric  # noqa: E402
-from unified.sample import Sample  # noqa: E402
+from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM
+from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
+from unified.judge.base import task_scope
+from unified.metrics import parse_metric
+from unified.sample import Sample
 
 pytestmark = pytest.mark.ragas
 
 SAMPLE = Sample(
     user_input="What is the capital of France, and which river runs through it?",
     response="Paris is the capital of France. The Seine runs through Paris.",
-    retrieved_contexts=["Paris is the capital and largest city of France.",
-                        "The Seine flows through Paris before reaching the English Channel.",
-                        "Lyon is known for its cuisine."],
+    retrieved_contexts=[
+        "Paris is the capital and largest city of France.",
+        "The Seine flows through Paris before reaching the English Channel.",
+        "Lyon is known for its cuisine.",
+    ],
     reference="The capital of France is Paris; the Seine flows through it.",
     id="fr-1",
 )
@@ -45,37 +48,61 @@ SAMPLE = Sample(
 # table: class, constructor components, ascore keyword arguments.
 S = SAMPLE
 DIRECT = {
-    "faithfulness": (rc.Faithfulness, ("llm",),
-                     dict(user_input=S.user_input, response=S.response,
-                          retrieved_contexts=S.retrieved_contexts)),
-    "answer_relevancy": (rc.AnswerRelevancy, ("llm", "embeddings"),
-                         dict(user_input=S.user_input, response=S.response)),
-    "context_relevancy": (rc.ContextRelevance, ("llm",),
-                          dict(user_input=S.user_input, retrieved_contexts=S.retrieved_contexts)),
-    "context_recall": (rc.ContextRecall, ("llm",),
-                       dict(user_input=S.user_input, retrieved_contexts=S.retrieved_contexts,
-                            reference=S.reference)),
-    "context_precision": (rc.ContextPrecisionWithReference, ("llm",),
-                          dict(user_input=S.user_input, reference=S.reference,
-                               retrieved_contexts=S.retrieved_contexts)),
-    "answer_correctness": (rc.AnswerCorrectness, ("llm", "embeddings"),
-                           dict(user_input=S.user_input, response=S.response, reference=S.reference)),
-    "response_groundedness": (rc.ResponseGroundedness, ("llm",),
-                              dict(response=S.response, retrieved_contexts=S.retrieved_contexts)),
-    "semantic_similarity": (rc.SemanticSimilarity, ("embeddings",),
-                            dict(reference=S.reference, response=S.response)),
-    "factual_correctness": (rc.FactualCorrectness, ("llm",),
-                            dict(response=S.response, reference=S.reference)),
-    "context_utilization": (rc.ContextPrecisionWithoutReference, ("llm",),
-                            dict(user_input=S.user_input, response=S.response,
-                                 retrieved_contexts=S.retrieved_contexts)),
-    "context_entity_recall": (rc.ContextEntityRecall, ("llm",),
-                              dict(reference=S.reference, retrieved_contexts=S.retrieved_contexts)),
-    "answer_accuracy": (rc.AnswerAccuracy, ("llm",),
-                        dict(user_input=S.user_input, response=S.response, reference=S.reference)),
-    "noise_sensitivity": (rc.NoiseSensitivity, ("llm",),
-                          dict(user_input=S.user_input, response=S.response, reference=S.reference,
-                               retrieved_contexts=S.retrieved_contexts)),
+    "faithfulness": (
+        rc.Faithfulness,
+        ("llm",),
+        dict(user_input=S.user_input, response=S.response, retrieved_contexts=S.retrieved_contexts),
+    ),
+    "answer_relevancy": (rc.AnswerRelevancy, ("llm", "embeddings"), dict(user_input=S.user_input, response=S.response)),
+    "context_relevancy": (
+        rc.ContextRelevance,
+        ("llm",),
+        dict(user_input=S.user_input, retrieved_contexts=S.retrieved_contexts),
+    ),
+    "context_recall": (
+        rc.ContextRecall,
+        ("llm",),
+        dict(user_input=S.user_input, retrieved_contexts=S.retrieved_contexts, reference=S.reference),
+    ),
+    "context_precision": (
+        rc.ContextPrecisionWithReference,
+        ("llm",),
+        dict(user_input=S.user_input, reference=S.reference, retrieved_contexts=S.retrieved_contexts),
+    ),
+    "answer_correctness": (
+        rc.AnswerCorrectness,
+        ("llm", "embeddings"),
+        dict(user_input=S.user_input, response=S.response, reference=S.reference),
+    ),
+    "response_groundedness": (
+        rc.ResponseGroundedness,
+        ("llm",),
+        dict(response=S.response, retrieved_contexts=S.retrieved_contexts),
+    ),
+    "semantic_similarity": (rc.SemanticSimilarity, ("embeddings",), dict(reference=S.reference, response=S.response)),
+    "factual_correctness": (rc.FactualCorrectness, ("llm",), dict(response=S.response, reference=S.reference)),
+    "context_utilization": (
+        rc.ContextPrecisionWithoutReference,
+        ("llm",),
+        dict(user_input=S.user_input, response=S.response, retrieved_contexts=S.retrieved_contexts),
+    ),
+    "context_entity_recall": (
+        rc.ContextEntityRecall,
+        ("llm",),
+        dict(reference=S.reference, retrieved_contexts=S.retrieved_contexts),
+    ),
+    "answer_accuracy": (
+        rc.AnswerAccuracy,
+        ("llm",),
+        dict(user_input=S.user_input, response=S.response, reference=S.reference),
+    ),
+    "noise_sensitivity": (
+        rc.NoiseSensitivity,
+        ("llm",),
+        dict(
+            user_input=S.user_input, response=S.response, reference=S.reference, retrieved_contexts=S.retrieved_contexts
+        ),
+    ),
 }
 
 
@@ -86,10 +113,11 @@ _scripted = binary_answer_fn(max_items=1)
 
 
 def _judges(srv: JudgeServer, cache_path):
-    return build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
-                        embedding=EmbeddingConfig(kind="openai", base_url=srv.base_url,
-                                                  model="fake-embed", max_retries=0),
-                        cache_path=cache_path)
+    return build_judges(
+        JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
+        embedding=EmbeddingConfig(kind="openai", base_url=srv.base_url, model="fake-embed", max_retries=0),
+        cache_path=cache_path,
+    )
 
 
 def test_direct_table_covers_every_mapped_metric():

@@ -24,11 +24,12 @@ import pytest
 
 pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'unified-rag-eval[ray]'")
 
-from judge_server import JudgeServer  # noqa: E402
-from unified.judge import JudgeConfig, OpenAIChatJudge, build_judges  # noqa: E402
-from unified.judge.base import ChatJudge, Judges  # noqa: E402
-from unified.ray_executor import RayExecutor, connect  # noqa: E402
-from unified.runner import aevaluate, evaluate  # noqa: E402
+from judge_server import JudgeServer
+
+from unified.integrations.ray_executor import RayExecutor, connect
+from unified.judge import JudgeConfig, OpenAIChatJudge, build_judges
+from unified.judge.base import ChatJudge, Judges
+from unified.run.runner import aevaluate, evaluate
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -77,7 +78,7 @@ def _judge(server: JudgeServer, **kw: Any) -> JudgeConfig:
 def _lines(out: Path) -> list[dict]:
     path = out / "scores.jsonl"
     rows = []
-    for line in (path.read_text().splitlines() if path.exists() else []):
+    for line in path.read_text().splitlines() if path.exists() else []:
         try:
             rows.append(json.loads(line))
         except ValueError:
@@ -104,8 +105,12 @@ def reference(server, data, tmp_path_factory) -> dict[str, Any]:
     rows = _lines(out)
     _exactly_once(rows)
     summary = json.loads((out / "summary.json").read_text())
-    return {"values": _values(rows), "calls": server.chat_count, "summary": summary,
-            "hashes": {(d["sample_id"], d["metric"]): (d["sample_hash"], d["config_hash"]) for d in rows}}
+    return {
+        "values": _values(rows),
+        "calls": server.chat_count,
+        "summary": summary,
+        "hashes": {(d["sample_id"], d["metric"]): (d["sample_hash"], d["config_hash"]) for d in rows},
+    }
 
 
 def _descendants(pid: int) -> set[int]:
@@ -143,24 +148,44 @@ def _alive(pids: set[int]) -> set[int]:
 
 
 def _cli(data: Path, out: Path, url: str, *extra: str) -> list[str]:
-    return [str(CLI), "run", str(data), "--metrics", METRICS, "--out", str(out), "--base-url", url,
-            "--model", "loopback", "--concurrency", "4", "--quiet", "--executor", "ray", *extra]
+    return [
+        str(CLI),
+        "run",
+        str(data),
+        "--metrics",
+        METRICS,
+        "--out",
+        str(out),
+        "--base-url",
+        url,
+        "--model",
+        "loopback",
+        "--concurrency",
+        "4",
+        "--quiet",
+        "--executor",
+        "ray",
+        *extra,
+    ]
 
 
 def _env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL", "UNIFIED_EMBEDDING", "RAY_ADDRESS")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL", "UNIFIED_EMBEDDING", "RAY_ADDRESS")
+    }
     env["OPENAI_API_KEY"] = KEY
     return env
 
 
-def test_cli_ray_run_killed_with_9_then_resumed_on_ray_is_exactly_once(server, ray_session, data, reference,
-                                                                        tmp_path):
+def test_cli_ray_run_killed_with_9_then_resumed_on_ray_is_exactly_once(server, ray_session, data, reference, tmp_path):
     out = tmp_path / "run"
     # the killed run starts its own local Ray (the default); the resume joins the module's
     server.reset_counts()
-    proc = subprocess.Popen(_cli(data, out, server.base_url), env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _cli(data, out, server.base_url), env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     end = time.monotonic() + 180
     while time.monotonic() < end and proc.poll() is None and len(_lines(out)) < 40:
         time.sleep(0.01)
@@ -180,8 +205,13 @@ def test_cli_ray_run_killed_with_9_then_resumed_on_ray_is_exactly_once(server, r
     assert not _alive(family - agents), f"the killed run's Ray still runs: {[_cmdline(p) for p in _alive(family)]}"
 
     address = ray_session.get_runtime_context().gcs_address
-    res = subprocess.run(_cli(data, out, server.base_url, "--ray-address", address), env=_env(),
-                         capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        _cli(data, out, server.base_url, "--ray-address", address),
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Traceback" not in res.stderr
     rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
@@ -193,13 +223,19 @@ def test_cli_ray_run_killed_with_9_then_resumed_on_ray_is_exactly_once(server, r
     assert "--executor ray" in " ".join(json.loads((out / "run.json").read_text())["invocations"][-1]["command"])
 
 
-def test_a_ray_run_writes_what_a_local_run_writes_with_limits_divided(server, ray_session, data, reference,
-                                                                     tmp_path):
+def test_a_ray_run_writes_what_a_local_run_writes_with_limits_divided(server, ray_session, data, reference, tmp_path):
     out = tmp_path / "ray"
     ex = RayExecutor(num_actors=2)
     server.reset_counts()
-    evaluate(str(data), METRICS, judge=_judge(server, concurrency=5, requests_per_minute=60000), out=out,
-             quiet=True, concurrency=7, executor=ex)
+    evaluate(
+        str(data),
+        METRICS,
+        judge=_judge(server, concurrency=5, requests_per_minute=60000),
+        out=out,
+        quiet=True,
+        concurrency=7,
+        executor=ex,
+    )
     rows = _lines(out)
     _exactly_once(rows)
     assert _values(rows) == reference["values"]
@@ -266,6 +302,7 @@ class OwnJudge(ChatJudge):
 
 def test_a_callers_own_judge_is_shipped_with_cloudpickle(server, ray_session, data, reference, tmp_path):
     from ray import cloudpickle
+
     from unified.judge.cache import CachedChatJudge, JudgeCache
 
     cloudpickle.register_pickle_by_value(sys.modules[__name__])  # workers cannot import tests/
@@ -273,19 +310,29 @@ def test_a_callers_own_judge_is_shipped_with_cloudpickle(server, ray_session, da
         store = JudgeCache(tmp_path / "cache.sqlite")
         judges = Judges(chat=CachedChatJudge(OwnJudge(server.base_url), store))
         out = tmp_path / "run"
-        evaluate(str(data), METRICS, judges=judges, out=out, quiet=True, concurrency=4, max_samples=20,
-                 executor=RayExecutor(num_actors=2))
+        evaluate(
+            str(data),
+            METRICS,
+            judges=judges,
+            out=out,
+            quiet=True,
+            concurrency=4,
+            max_samples=20,
+            executor=RayExecutor(num_actors=2),
+        )
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
     rows = _lines(out)
     assert len(rows) == 60 and not [d for d in rows if d.get("error")]
-    assert {k: v for k, v in _values(rows).items()} == {k: v for k, v in reference["values"].items()
-                                                         if k in _values(rows)}
+    assert {k: v for k, v in _values(rows).items()} == {
+        k: v for k, v in reference["values"].items() if k in _values(rows)
+    }
     assert store.stats()["chat"] > 0  # the actors wrote their answers to the caller's cache file
 
 
-def test_a_judge_key_missing_on_the_workers_stops_the_run_with_one_line(server, ray_session, data, tmp_path,
-                                                                       monkeypatch):
+def test_a_judge_key_missing_on_the_workers_stops_the_run_with_one_line(
+    server, ray_session, data, tmp_path, monkeypatch
+):
     # set only now, after Ray started: its workers do not have it, as on a node where nobody exported it
     monkeypatch.setenv("UNIFIED_TEST_DRIVER_ONLY_KEY", "sk-test-driver-only-key")
     judge = _judge(server, api_key_env="UNIFIED_TEST_DRIVER_ONLY_KEY")
@@ -297,9 +344,9 @@ def test_a_judge_key_missing_on_the_workers_stops_the_run_with_one_line(server, 
     assert not (tmp_path / "run" / "scores.jsonl").read_text().strip()
 
 
-def test_a_backend_that_cannot_be_built_in_an_actor_stops_the_run_with_one_line(server, ray_session, data,
-                                                                                tmp_path):
+def test_a_backend_that_cannot_be_built_in_an_actor_stops_the_run_with_one_line(server, ray_session, data, tmp_path):
     from ray import cloudpickle
+
     from unified.adapters.native import NativeBackend
 
     class DriverOnly(NativeBackend):
@@ -312,12 +359,20 @@ def test_a_backend_that_cannot_be_built_in_an_actor_stops_the_run_with_one_line(
     try:
         judges = build_judges(_judge(server), cache=False)
         with pytest.raises(ValueError) as e:
-            evaluate(str(data), METRICS, [DriverOnly(judges, driver_pid=os.getpid())], judges=judges,
-                     out=tmp_path / "run", quiet=True, executor=RayExecutor(num_actors=1))
+            evaluate(
+                str(data),
+                METRICS,
+                [DriverOnly(judges, driver_pid=os.getpid())],
+                judges=judges,
+                out=tmp_path / "run",
+                quiet=True,
+                executor=RayExecutor(num_actors=1),
+            )
     finally:
         cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
-    assert str(e.value) == ("a Ray actor could not build the run's backends: RuntimeError: this backend needs "
-                            "a device the worker lacks")
+    assert str(e.value) == (
+        "a Ray actor could not build the run's backends: RuntimeError: this backend needs a device the worker lacks"
+    )
 
 
 def test_retry_errors_on_ray_rescores_only_the_failed_tasks(server, ray_session, data, reference, tmp_path):
@@ -330,14 +385,21 @@ def test_retry_errors_on_ray_rescores_only_the_failed_tasks(server, ray_session,
     failed = {(d["sample_id"], d["metric"]) for d in first if d.get("error") or d.get("degraded")}
     assert failed and len(first) == TASKS
     server.reset_counts()
-    evaluate(str(data), METRICS, judge=judge, out=out, quiet=True, concurrency=4, retry_errors=True,
-             executor=RayExecutor(num_actors=2))
+    evaluate(
+        str(data),
+        METRICS,
+        judge=judge,
+        out=out,
+        quiet=True,
+        concurrency=4,
+        retry_errors=True,
+        executor=RayExecutor(num_actors=2),
+    )
     rows = _lines(out)
     _exactly_once(rows)
     new = _values(rows)
     # the redone tasks now hold what a healthy judge gives; the others are untouched
     assert all(new[(sid, m, "native")] == reference["values"][(sid, m, "native")] for sid, m in failed)
-    kept = {(d["sample_id"], d["metric"]): d["value"] for d in first
-            if not d.get("error") and not d.get("degraded")}
+    kept = {(d["sample_id"], d["metric"]): d["value"] for d in first if not d.get("error") and not d.get("degraded")}
     assert all(new[(sid, m, "native")] == v for (sid, m), v in kept.items())
     assert 0 < server.chat_count < reference["calls"] / 2  # only the failed groups went to the judge again

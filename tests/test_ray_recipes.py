@@ -11,20 +11,31 @@ from pathlib import Path
 
 import pytest
 
-from unified.executor import Pair, TaskGroup
+from unified.integrations.ray_executor import (
+    INSTALL_HINT,
+    Block,
+    RayExecutorError,
+    RayUnavailableError,
+    divided,
+    import_ray,
+    max_actors,
+    run_recipe,
+    share,
+)
 from unified.judge import JudgeConfig, build_judges
 from unified.judge.base import ChatJudge, Judges
 from unified.metrics import parse_metric
-from unified.ray_executor import (INSTALL_HINT, Block, RayExecutorError, RayUnavailableError, divided,
-                                  import_ray, max_actors, run_recipe, share)
+from unified.run.executor import Pair, TaskGroup
 from unified.sample import Sample
 
 HAS_RAY = importlib.util.find_spec("ray") is not None
-needs_ray = pytest.mark.skipif(not HAS_RAY, reason="the ray extra is not installed: "
-                                                   "pip install 'unified-rag-eval[ray]'")
+needs_ray = pytest.mark.skipif(
+    not HAS_RAY, reason="the ray extra is not installed: pip install 'unified-rag-eval[ray]'"
+)
 
 
 # ---------------------------------------------------------------- limits
+
 
 @pytest.mark.parametrize("total,n", [(16, 2), (7, 2), (5, 3), (3, 3), (1, 1), (33, 8)])
 def test_shares_sum_to_the_total_and_differ_by_at_most_one(total, n):
@@ -42,9 +53,9 @@ def test_judge_limits_are_divided_not_copied():
 
 
 def test_actor_count_is_capped_by_the_smallest_remote_limit():
-    judges = build_judges(JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", concurrency=3),
-                          cache=False)
+    judges = build_judges(JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1", concurrency=3), cache=False)
     from unified.adapters import get_backend
+
     backend = get_backend("native", judges)
     if not HAS_RAY:
         pytest.skip("recipes pickle with ray.cloudpickle")
@@ -54,12 +65,19 @@ def test_actor_count_is_capped_by_the_smallest_remote_limit():
 
 # ---------------------------------------------------------------- exactly once
 
+
 def _groups(n: int) -> list[TaskGroup]:
     ref = parse_metric("precision@3")
     backend = type("B", (), {"name": "native"})()
-    return [TaskGroup(sample=Sample(id=f"s{i}", user_input="q", retrieved_ids=["a"], relevant_ids=["a"]),
-                      backend=backend, pairs=[Pair(ref, backend, 0, "cfg", False)], sample_hash=f"h{i}")
-            for i in range(n)]
+    return [
+        TaskGroup(
+            sample=Sample(id=f"s{i}", user_input="q", retrieved_ids=["a"], relevant_ids=["a"]),
+            backend=backend,
+            pairs=[Pair(ref, backend, 0, "cfg", False)],
+            sample_hash=f"h{i}",
+        )
+        for i in range(n)
+    ]
 
 
 def test_a_block_delivers_each_group_once_whatever_arrives():
@@ -76,12 +94,14 @@ def test_a_block_that_gives_up_writes_one_error_line_per_undelivered_task():
     lines: list[tuple[str, list]] = []
     assert block.fail_pending(lambda g, scores: lines.append((g.sample.id, scores)), "ray: gave up") == 2
     assert [sid for sid, _ in lines] == ["s0", "s2"]
-    assert all(s.error == "ray: gave up" and s.sample_hash and s.config_hash == "cfg"
-               for _, scores in lines for s in scores)
+    assert all(
+        s.error == "ray: gave up" and s.sample_hash and s.config_hash == "cfg" for _, scores in lines for s in scores
+    )
     assert block.pending() == [] and block.fail_pending(lambda g, s: lines.append(g), "again") == 0
 
 
 # ---------------------------------------------------------------- what can be shipped
+
 
 class _Unpicklable(ChatJudge):
     model = "own"
@@ -96,6 +116,7 @@ class _Unpicklable(ChatJudge):
 @needs_ray
 def test_a_judge_that_cannot_be_shipped_is_one_line_naming_it_and_the_way_out():
     from unified.adapters import get_backend
+
     backend = get_backend("native", Judges(chat=_Unpicklable()))
     with pytest.raises(RayExecutorError) as e:
         run_recipe([backend], concurrency=4)
@@ -107,6 +128,7 @@ def test_a_judge_that_cannot_be_shipped_is_one_line_naming_it_and_the_way_out():
 @needs_ray
 def test_configured_judges_are_rebuilt_from_config_and_share_one_bundle(tmp_path):
     from unified.adapters import get_backend
+
     cfg = JudgeConfig(model="m", base_url="http://127.0.0.1:9/v1")
     judges = build_judges(cfg, cfg.model_copy(update={"model": "m2"}), cache_path=tmp_path / "c.sqlite")
     recipe = run_recipe([get_backend("native", judges), get_backend("embedding", judges)], concurrency=4)
@@ -118,6 +140,7 @@ def test_configured_judges_are_rebuilt_from_config_and_share_one_bundle(tmp_path
 
 def test_missing_extra_is_one_line_naming_the_pip_install(monkeypatch):
     import sys
+
     monkeypatch.delitem(sys.modules, "ray", raising=False)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else object())
     with pytest.raises(RayUnavailableError) as e:
@@ -128,7 +151,9 @@ def test_missing_extra_is_one_line_naming_the_pip_install(monkeypatch):
 
 def test_evaluate_without_the_extra_fails_before_scoring(monkeypatch, tmp_path):
     import sys
-    from unified.runner import evaluate
+
+    from unified.run.runner import evaluate
+
     monkeypatch.delitem(sys.modules, "ray", raising=False)
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "ray" else real(name, *a))
@@ -139,13 +164,15 @@ def test_evaluate_without_the_extra_fails_before_scoring(monkeypatch, tmp_path):
 
 
 def test_unknown_executor_is_refused(tmp_path):
-    from unified.runner import evaluate
+    from unified.run.runner import evaluate
+
     data = [{"id": "a", "user_input": "q", "retrieved_ids": ["x"], "relevant_ids": ["x"]}]
     with pytest.raises(ValueError, match="unknown executor 'spark'; choose local or ray"):
         evaluate(data, "precision@3", out=tmp_path / "run", executor="spark", quiet=True)
 
 
 def test_run_and_compare_take_executor_flags():
-    from unified.cli_run import flag_names
+    from unified.cli.run import flag_names
+
     for command in ("run", "compare"):
         assert {"executor", "ray_address"} <= set(flag_names(command))

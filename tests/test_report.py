@@ -17,9 +17,16 @@ XSS = "<script>alert('x')</script>"
 
 
 def _samples(n: int = 8) -> list[Sample]:
-    return [Sample(id=f"q{i}", user_input=f"What is item {i}? {XSS if i == 0 else ''}",
-                   response=f"Item {i} is a thing & more", retrieved_contexts=[f"ctx {i} <b>bold</b>", "other"],
-                   reference=f"ref {i}") for i in range(n)]
+    return [
+        Sample(
+            id=f"q{i}",
+            user_input=f"What is item {i}? {XSS if i == 0 else ''}",
+            response=f"Item {i} is a thing & more",
+            retrieved_contexts=[f"ctx {i} <b>bold</b>", "other"],
+            reference=f"ref {i}",
+        )
+        for i in range(n)
+    ]
 
 
 def _scores(samples: list[Sample]) -> list[Score]:
@@ -27,9 +34,18 @@ def _scores(samples: list[Sample]) -> list[Score]:
     for i, s in enumerate(samples):
         for b, shift in (("native", 0.0), ("ragas", 0.15)):
             raw = min(1.0, (i % 5) / 5 + shift * (i % 2))
-            out.append(Score.from_raw("faithfulness", b, s.id, raw, threshold=7.0,
-                                      reason=f"{b} says {i} <i>", details={"judge_a": [1, 2], "judge_b": [2, 2]},
-                                      cost=Cost(calls=2, input_tokens=100, output_tokens=10, seconds=0.5)))
+            out.append(
+                Score.from_raw(
+                    "faithfulness",
+                    b,
+                    s.id,
+                    raw,
+                    threshold=7.0,
+                    reason=f"{b} says {i} <i>",
+                    details={"judge_a": [1, 2], "judge_b": [2, 2]},
+                    cost=Cost(calls=2, input_tokens=100, output_tokens=10, seconds=0.5),
+                )
+            )
             out.append(Score.from_raw("context_recall", b, s.id, (i % 3) / 2, threshold=5.0, reason="r"))
     # a later line for the same task: it wins (a retry that failed, a run read after kill -9)
     out.append(Score.failure("context_recall", "ragas", "q7", "JudgeTimeoutError: no answer"))
@@ -46,8 +62,21 @@ def test_to_pandas_one_row_per_task_with_flat_cost(report):
     df = report.to_pandas()
     # 33 lines, 32 tasks: the repeated (q7, context_recall, ragas) counts once, as its last line
     assert len(df) == len(report.scores) == 32
-    for col in ("metric", "backend", "sample_id", "value", "raw", "raw_lo", "raw_hi", "reason", "error",
-                "cost_calls", "cost_input_tokens", "cost_seconds", "details"):
+    for col in (
+        "metric",
+        "backend",
+        "sample_id",
+        "value",
+        "raw",
+        "raw_lo",
+        "raw_hi",
+        "reason",
+        "error",
+        "cost_calls",
+        "cost_input_tokens",
+        "cost_seconds",
+        "details",
+    ):
         assert col in df.columns
     assert df["cost_calls"].sum() == 32
     assert df["value"].isna().sum() == 1  # the failure: missing, never a fake 0
@@ -56,8 +85,12 @@ def test_to_pandas_one_row_per_task_with_flat_cost(report):
 def test_wide_pivot(report):
     w = report.wide()
     assert w.shape == (8, 4)
-    assert set(w.columns) == {"native:faithfulness", "ragas:faithfulness", "native:context_recall",
-                              "ragas:context_recall"}
+    assert set(w.columns) == {
+        "native:faithfulness",
+        "ragas:faithfulness",
+        "native:context_recall",
+        "ragas:context_recall",
+    }
     assert w.loc["q1", "native:faithfulness"] == pytest.approx(2.0)
 
 
@@ -95,8 +128,9 @@ def test_from_dir_reads_run_folder(report, tmp_path):
             f.write(s.model_dump_json(exclude_none=True) + "\n")
     r = Report.from_dir(tmp_path)
     assert len(r.scores) == 32 and set(r.samples()) == {f"q{i}" for i in range(8)}
-    assert r.error_list() == [{"sample_id": "q7", "metric": "context_recall", "backend": "ragas",
-                               "error": "JudgeTimeoutError: no answer"}]
+    assert r.error_list() == [
+        {"sample_id": "q7", "metric": "context_recall", "backend": "ragas", "error": "JudgeTimeoutError: no answer"}
+    ]
     with pytest.raises(FileNotFoundError, match="not a run folder"):
         Report.from_dir(tmp_path / "nope")
     for path in (tmp_path, str(tmp_path)):  # Report(DIR) reads the folder, not DIR's characters
@@ -115,11 +149,18 @@ def test_html_is_self_contained_escaped_and_complete(report, tmp_path):
     assert "<b>bold</b>" not in page
     # plots: distributions (2 metrics) + heatmap + scatters (2 metrics x 1 pair)
     assert page.count("<svg") == 5
-    for section in ("id='summary'", "id='cost'", "id='dist'", "id='agreement'", "id='disagree'",
-                    "id='errors'", "id='samples'"):
+    for section in (
+        "id='summary'",
+        "id='cost'",
+        "id='dist'",
+        "id='agreement'",
+        "id='disagree'",
+        "id='errors'",
+        "id='samples'",
+    ):
         assert section in page
     # drill-down carries question, contexts, response, reference, reasons and judge ratings
-    block = page[page.index("<details class='sample' id="):]
+    block = page[page.index("<details class='sample' id=") :]
     assert "What is item" in block and "ctx " in block and "Item " in block and "ref " in block
     assert "native says" in block and "judge_a" in block
     assert "JudgeTimeoutError: no answer" in page

@@ -20,24 +20,23 @@ import pytest
 pytest.importorskip("ragas", reason="the ragas extra is not installed")
 pytest.importorskip("deepeval", reason="the deepeval extra is not installed")
 
-from judge_server import JudgeServer  # noqa: E402
+import ragas.metrics.collections as rc
+from deepeval.evaluate.types import TestResult
+from deepeval.test_case import LLMTestCase
+from deepeval.test_run.api import MetricData
+from judge_server import JudgeServer
+from ragas.callbacks import RagasTracer
+from ragas.dataset_schema import EvaluationDataset, EvaluationResult, SingleTurnSample
+from report_runs import two_backend_run
 
-from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM  # noqa: E402
-import ragas.metrics.collections as rc  # noqa: E402
-from ragas.callbacks import RagasTracer  # noqa: E402
-from ragas.dataset_schema import EvaluationDataset, EvaluationResult, SingleTurnSample  # noqa: E402
-from unified.adapters.deepeval import DEEPEVAL_METRICS, DeepEvalBackend  # noqa: E402
-from deepeval.test_case import LLMTestCase  # noqa: E402
-from deepeval.test_run.api import MetricData  # noqa: E402
-from deepeval.evaluate.types import TestResult  # noqa: E402
-
-from unified.judge import EmbeddingConfig, JudgeConfig, build_judges  # noqa: E402
-from unified.judge.base import task_scope  # noqa: E402
-from unified.report import Report  # noqa: E402
-from unified.report.frameworks import deepeval_name, ragas_name  # noqa: E402
-from unified.runner import evaluate  # noqa: E402
-from unified.sample import Sample  # noqa: E402
-from report_runs import two_backend_run  # noqa: E402
+from unified.adapters.deepeval import DEEPEVAL_METRICS, DeepEvalBackend
+from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM
+from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
+from unified.judge.base import task_scope
+from unified.report import Report
+from unified.report.frameworks import deepeval_name, ragas_name
+from unified.run.runner import evaluate
+from unified.sample import Sample
 
 pytestmark = [pytest.mark.ragas, pytest.mark.deepeval]
 
@@ -47,10 +46,11 @@ N = 4
 
 
 def _judges(srv: JudgeServer, cache):
-    return build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
-                        embedding=EmbeddingConfig(kind="openai", base_url=srv.base_url,
-                                                  model="fake-embed", max_retries=0),
-                        cache_path=cache)
+    return build_judges(
+        JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
+        embedding=EmbeddingConfig(kind="openai", base_url=srv.base_url, model="fake-embed", max_retries=0),
+        cache_path=cache,
+    )
 
 
 def _samples() -> list[Sample]:
@@ -67,8 +67,11 @@ def _key(monkeypatch):
 RAGAS_DIRECT = {
     "faithfulness": (rc.Faithfulness, ("llm",), ("user_input", "response", "retrieved_contexts")),
     "context_recall": (rc.ContextRecall, ("llm",), ("user_input", "retrieved_contexts", "reference")),
-    "context_precision": (rc.ContextPrecisionWithReference, ("llm",),
-                          ("user_input", "reference", "retrieved_contexts")),
+    "context_precision": (
+        rc.ContextPrecisionWithReference,
+        ("llm",),
+        ("user_input", "reference", "retrieved_contexts"),
+    ),
     "context_relevancy": (rc.ContextRelevance, ("llm",), ("user_input", "retrieved_contexts")),
     "answer_relevancy": (rc.AnswerRelevancy, ("llm", "embeddings"), ("user_input", "response")),
 }
@@ -81,8 +84,10 @@ async def _ragas_direct(judges, samples: list[Sample]) -> pd.DataFrame:
     ``EvaluationDataset`` of the samples, and its ``to_pandas()`` — the steps
     ``ragas.evaluate`` itself ends with."""
     llm, emb = JudgeRagasLLM(judges), JudgeRagasEmbedding(judges)
-    metrics = {name: cls(**{k: {"llm": llm, "embeddings": emb}[k] for k in uses})
-               for name, (cls, uses, _) in RAGAS_DIRECT.items()}
+    metrics = {
+        name: cls(**{k: {"llm": llm, "embeddings": emb}[k] for k in uses})
+        for name, (cls, uses, _) in RAGAS_DIRECT.items()
+    }
     scores = []
     for s in samples:
         row = {}
@@ -91,8 +96,17 @@ async def _ragas_direct(judges, samples: list[Sample]) -> pd.DataFrame:
                 result = await m.ascore(**{f: getattr(s, f) for f in RAGAS_DIRECT[name][2]})
             row[m.name] = result.value
         scores.append(row)
-    dataset = EvaluationDataset([SingleTurnSample(user_input=s.user_input, retrieved_contexts=s.retrieved_contexts,
-                                                  response=s.response, reference=s.reference) for s in samples])
+    dataset = EvaluationDataset(
+        [
+            SingleTurnSample(
+                user_input=s.user_input,
+                retrieved_contexts=s.retrieved_contexts,
+                response=s.response,
+                reference=s.reference,
+            )
+            for s in samples
+        ]
+    )
     # ragas.evaluate records a root "ragas evaluation" trace with ragas's tracer; the
     # result's constructor needs one (it has no rows here: no per-row traces are compared)
     tracer = RagasTracer()
@@ -115,15 +129,28 @@ def test_to_ragas_equals_ragas_own_result_frame_on_the_replayed_cache(tmp_path):
     samples = _samples()
     cache = tmp_path / "cache.sqlite"
     with JudgeServer() as srv:
-        report = evaluate(samples, list(RAGAS_DIRECT), ["ragas"], judges=_judges(srv, cache),
-                          out=tmp_path / "run", quiet=True)
+        report = evaluate(
+            samples, list(RAGAS_DIRECT), ["ragas"], judges=_judges(srv, cache), out=tmp_path / "run", quiet=True
+        )
         srv.reset_counts()
         expected = asyncio.run(_ragas_direct(_judges(srv, cache), samples))
         assert srv.request_count == 0, "the direct calls must replay the cache"
     got = Report.from_dir(tmp_path / "run").to_ragas()
-    assert list(got.columns) == list(expected.columns) == [
-        "user_input", "retrieved_contexts", "response", "reference", "faithfulness", "context_recall",
-        "context_precision_with_reference", "context_relevance", "answer_relevancy"]
+    assert (
+        list(got.columns)
+        == list(expected.columns)
+        == [
+            "user_input",
+            "retrieved_contexts",
+            "response",
+            "reference",
+            "faithfulness",
+            "context_recall",
+            "context_precision_with_reference",
+            "context_relevance",
+            "answer_relevancy",
+        ]
+    )
     # one deliberate difference: a value ragas computed outside its own 0–1 range (from the
     # synthetic judge's answers) is no score here — NaN, the number kept in the details
     numbers = expected.select_dtypes("number").columns
@@ -172,8 +199,12 @@ def test_to_deepeval_matches_deepeval_metric_objects_and_result_models(tmp_path)
         for s in samples:
             for name in metrics:
                 m = backend.new_metric(name, threshold={"faithfulness": 0.7}.get(name, 0.5))
-                tc = LLMTestCase(input=s.user_input, actual_output=s.response,
-                                 expected_output=s.reference, retrieval_context=s.retrieved_contexts)
+                tc = LLMTestCase(
+                    input=s.user_input,
+                    actual_output=s.response,
+                    expected_output=s.reference,
+                    retrieval_context=s.retrieved_contexts,
+                )
                 with task_scope("deepeval", name, s.id):
                     asyncio.run(m.a_measure(tc, _show_indicator=False))
                 direct[(s.id, m.__name__)] = m
@@ -182,10 +213,16 @@ def test_to_deepeval_matches_deepeval_metric_objects_and_result_models(tmp_path)
     assert [r["name"] for r in records] == [s.id for s in samples]
     for rec, s in zip(records, samples):
         assert (rec["input"], rec["actual_output"]) == (s.user_input, s.response)
-        TestResult(name=rec["name"], success=rec["success"], conversational=False, input=rec["input"],
-                   actual_output=rec["actual_output"], expected_output=rec["expected_output"],
-                   retrieval_context=rec["retrieval_context"],
-                   metrics_data=[MetricData(**d) for d in rec["metrics_data"]])
+        TestResult(
+            name=rec["name"],
+            success=rec["success"],
+            conversational=False,
+            input=rec["input"],
+            actual_output=rec["actual_output"],
+            expected_output=rec["expected_output"],
+            retrieval_context=rec["retrieval_context"],
+            metrics_data=[MetricData(**d) for d in rec["metrics_data"]],
+        )
         assert [d["name"] for d in rec["metrics_data"]] == ["Faithfulness", "Contextual Relevancy"]
         for d in rec["metrics_data"]:
             m = direct[(s.id, d["name"])]
@@ -201,8 +238,15 @@ def test_several_backends_give_one_row_per_sample_and_backend(tmp_path):
     report = two_backend_run(tmp_path)
     n = len(report.samples())
     df = report.to_ragas()
-    assert list(df.columns) == ["user_input", "retrieved_contexts", "response", "reference", "backend",
-                                "mrr", "precision@3"]
+    assert list(df.columns) == [
+        "user_input",
+        "retrieved_contexts",
+        "response",
+        "reference",
+        "backend",
+        "mrr",
+        "precision@3",
+    ]
     assert len(df) == 2 * n and list(df["backend"][:2]) == ["native", "lastrel"]
     one = report.to_ragas(backend="lastrel")
     assert "backend" not in one.columns and len(one) == n

@@ -9,14 +9,24 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unified.diff import GateError, check_gates, diff_runs, parse_gates
-from unified.stats import UNDEFINED, bootstrap_ci
+from unified.analysis.diff import GateError, check_gates, diff_runs, parse_gates
+from unified.analysis.stats import UNDEFINED, bootstrap_ci
 from unified.scores import Aggregate, Cost, Score
 
 
 def _agg(metric: str, backend: str, mean: float | None, errors: int = 0) -> Aggregate:
-    return Aggregate(metric=metric, backend=backend, count=10, scored=10 - errors, errors=errors, mean=mean,
-                     median=mean, stdev=None, pass_rate=None, cost=Cost())
+    return Aggregate(
+        metric=metric,
+        backend=backend,
+        count=10,
+        scored=10 - errors,
+        errors=errors,
+        mean=mean,
+        median=mean,
+        stdev=None,
+        pass_rate=None,
+        cost=Cost(),
+    )
 
 
 def test_parse_gates():
@@ -34,9 +44,13 @@ def test_parse_gates():
 
 
 def test_check_gates_lines_and_exit_status():
-    aggs = [_agg("faithfulness", "native", 6.42), _agg("faithfulness", "ragas", 7.5),
-            _agg("context_recall", "native", 6.0), _agg("precision@3", "native", 4.0),
-            _agg("mrr", "native", None, errors=10)]
+    aggs = [
+        _agg("faithfulness", "native", 6.42),
+        _agg("faithfulness", "ragas", 7.5),
+        _agg("context_recall", "native", 6.0),
+        _agg("precision@3", "native", 4.0),
+        _agg("mrr", "native", None, errors=10),
+    ]
     ok, lines = check_gates(aggs, parse_gates("faithfulness=7,context_recall=6"))
     assert not ok
     assert "FAIL faithfulness (native): mean 6.42 < 7.00 (short by 0.58)" in lines
@@ -54,8 +68,11 @@ def _write_run(path: Path, values: dict[str, float | None], metric="faithfulness
     path.mkdir(parents=True, exist_ok=True)
     with open(path / "scores.jsonl", "w") as f:
         for sid, v in values.items():
-            s = (Score.failure(metric, backend, sid, "boom") if v is None
-                 else Score.from_raw(metric, backend, sid, v, raw_range=(0, 10)))
+            s = (
+                Score.failure(metric, backend, sid, "boom")
+                if v is None
+                else Score.from_raw(metric, backend, sid, v, raw_range=(0, 10))
+            )
             f.write(s.model_dump_json() + "\n")
     return path
 
@@ -85,7 +102,7 @@ def test_diff_paired_delta_ci_and_movers(tmp_path):
 
 
 def test_bootstrap_ci_edge_cases():
-    # issue 13: one bootstrap (unified.stats.bootstrap_ci) for diff and crosscheck; the
+    # issue 13: one bootstrap (unified.analysis.stats.bootstrap_ci) for diff and crosscheck; the
     # interval of one value is "undefined" with a reason, no longer None
     one = bootstrap_ci(np.mean, [1.0])
     assert one == UNDEFINED and "n=1" in one.reason

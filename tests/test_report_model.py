@@ -9,14 +9,14 @@ import re
 from pathlib import Path
 
 import pytest
-
 from report_runs import DATA, two_backend_run
+
 from unified.report import Report, render_html
 from unified.report.analysis import odd_one_out, pairs
 from unified.report.html_base import anchor
 from unified.report.model import FileSource, Task, metric_order
 from unified.report.view import build_view
-from unified.runner import evaluate
+from unified.run.runner import evaluate
 from unified.sample import Sample
 from unified.scores import Score
 
@@ -75,35 +75,44 @@ def test_row_errors_are_errors_never_a_sample():
     """An input row that failed (row_error) and a real sample whose id is ``row:2``: the
     sample's drill-down holds only its own scores; the row error sits among the errors."""
     real = Sample(id="row:2", user_input="a real question", retrieved_ids=["d1"], relevant_ids=["d1"])
-    scores = [Score.from_raw("mrr", "native", "row:2", 1.0, threshold=5.0, reason="rank 1"),
-              Score.failure("mrr", "native", "row:2", "data.jsonl:2: invalid JSON: Expecting value (char 0)",
-                            row_error=True)]
+    scores = [
+        Score.from_raw("mrr", "native", "row:2", 1.0, threshold=5.0, reason="rank 1"),
+        Score.failure("mrr", "native", "row:2", "data.jsonl:2: invalid JSON: Expecting value (char 0)", row_error=True),
+    ]
     r = Report(scores, [real])
     assert r.model().tasks["mrr"]["native"]["row:2"].value == 10.0  # not replaced by the row error
     [a] = r.summary()
     assert (a.count, a.errors) == (2, 1)
     page = render_html(r)
-    sample = page[page.index("<details class='sample'"):]
+    sample = page[page.index("<details class='sample'") :]
     assert "rank 1" in sample and "invalid JSON" not in sample
-    errors = page[page.index("id='errors'"):page.index("id='samples'")]
+    errors = page[page.index("id='errors'") : page.index("id='samples'")]
     assert "input row 2" in errors and "invalid JSON" in errors
 
 
 def test_one_stable_metric_order(tmp_path):
-    assert metric_order(["mrr", "faithfulness", "precision@3", "context_recall", "my_custom"]) == \
-        ["faithfulness", "context_recall", "precision@3", "mrr", "my_custom"]
-    assert metric_order(["mrr", "faithfulness", "precision@3"], ["precision@3", "mrr"]) == \
-        ["precision@3", "mrr", "faithfulness"]
+    assert metric_order(["mrr", "faithfulness", "precision@3", "context_recall", "my_custom"]) == [
+        "faithfulness",
+        "context_recall",
+        "precision@3",
+        "mrr",
+        "my_custom",
+    ]
+    assert metric_order(["mrr", "faithfulness", "precision@3"], ["precision@3", "mrr"]) == [
+        "precision@3",
+        "mrr",
+        "faithfulness",
+    ]
     r = evaluate(DATA, "precision@3,mrr,ndcg@5", ["native"], out=tmp_path, quiet=True)
     assert r.metrics() == ["precision@3", "mrr", "ndcg@5"]
     assert [a.metric for a in r.summary(stable=True)] == ["precision@3", "mrr", "ndcg@5"]
     page = (tmp_path / "report.html").read_text()
-    summary = page[page.index("id='summary'"):page.index("id='cost'")]
+    summary = page[page.index("id='summary'") : page.index("id='cost'")]
     assert [m for m in re.findall(r"<td>(precision@3|mrr|ndcg@5)</td>", summary)] == ["precision@3", "mrr", "ndcg@5"]
     # every sample's score table and summary line in that same order
     for block in page.split("<details class='sample'")[1:]:
         assert re.findall(r"<td>(precision@3|mrr|ndcg@5)</td>", block) == ["precision@3", "mrr", "ndcg@5"]
-        line = block[:block.index("</summary>")]
+        line = block[: block.index("</summary>")]
         assert line.index("precision@3/") < line.index("mrr/") < line.index("ndcg@5/")
 
 
@@ -116,19 +125,23 @@ def test_notes_name_the_backend():
     assert p["notes"] == [
         "pearson/spearman undefined: ragas has a single distinct value (5.0) on all 4 samples",
         "cohen_kappa undefined: pass/fail of ragas has a single distinct value (True) on all 4 samples "
-        "(threshold ragas=5, deepeval=5)"]
+        "(threshold ragas=5, deepeval=5)",
+    ]
     page = render_html(r)
     assert "ragas has a single distinct value" in page and not re.search(r"\b[ab] has a single", page)
 
 
-@pytest.mark.parametrize("values, odd", [
-    ({"native": 3.3, "ragas": 0.0, "deepeval": 10.0}, "deepeval"),  # 6.7 from the nearest, others 3.3 apart
-    ({"native": 0.0, "ragas": 9.0, "deepeval": 10.0}, "native"),
-    ({"native": 0.0, "ragas": 5.0, "deepeval": 10.0}, None),        # evenly spread: nobody stands out
-    ({"native": 5.0, "ragas": 5.5, "deepeval": 5.0}, None),         # gap 0.5 < 1: noise, not a stand
-    ({"native": 0.0, "ragas": 10.0}, None),                          # two backends: either could be wrong
-    ({"a": 8.0, "b": 8.0, "c": 9.0, "d": 1.0}, "d"),
-])
+@pytest.mark.parametrize(
+    "values, odd",
+    [
+        ({"native": 3.3, "ragas": 0.0, "deepeval": 10.0}, "deepeval"),  # 6.7 from the nearest, others 3.3 apart
+        ({"native": 0.0, "ragas": 9.0, "deepeval": 10.0}, "native"),
+        ({"native": 0.0, "ragas": 5.0, "deepeval": 10.0}, None),  # evenly spread: nobody stands out
+        ({"native": 5.0, "ragas": 5.5, "deepeval": 5.0}, None),  # gap 0.5 < 1: noise, not a stand
+        ({"native": 0.0, "ragas": 10.0}, None),  # two backends: either could be wrong
+        ({"a": 8.0, "b": 8.0, "c": 9.0, "d": 1.0}, "d"),
+    ],
+)
 def test_odd_one_out(values, odd):
     assert odd_one_out(values) == odd
 
@@ -138,11 +151,12 @@ def test_marks_contexts_and_anchors(run):
     assert ">True<" not in page and ">False<" not in page
     assert "<span class='ok'>✓</span>" in page and "<span class='err'>✗</span>" in page
     first = json.loads(DATA.read_text().splitlines()[0])
-    block = page[page.index(f"data-sid='{first['id']}'"):]
-    block = block[:block.index("</details>")]
+    block = page[page.index(f"data-sid='{first['id']}'") :]
+    block = block[: block.index("</details>")]
     doc, rel = first["retrieved_ids"][0], first["retrieved_ids"][0] in first["relevant_ids"]
-    assert re.search(rf"<span class='docid'>{re.escape(doc)}</span> <span class='(n?rel)'>", block).group(1) == \
-        ("rel" if rel else "nrel")
+    assert re.search(rf"<span class='docid'>{re.escape(doc)}</span> <span class='(n?rel)'>", block).group(1) == (
+        "rel" if rel else "nrel"
+    )
     assert anchor("q 1/ä#'") == "sample-q%201%2F%C3%A4%23%27" and " " not in anchor("a b")
     # an id with markup is escaped in the attribute and the text
     r = Report([Score.from_raw("mrr", "native", "<i>x</i>'", 0.5)], [Sample(id="<i>x</i>'", user_input="q")])
@@ -171,7 +185,7 @@ def test_run_time_after_a_resume_and_cost_in_money(run, tmp_path):
     (folder / "summary.json").write_text(json.dumps(summary))
     assert "run time 0.0 s" in Report.from_dir(folder).write_html(folder / "r2.html").read_text()
     plain = run.run_dir.joinpath("report.html").read_text()
-    assert "$" not in plain[:plain.index("</header>")]  # no price table: tokens only
+    assert "$" not in plain[: plain.index("</header>")]  # no price table: tokens only
 
 
 def test_repr_and_notebook_view(run):
@@ -191,8 +205,11 @@ def test_to_pandas_with_sample_columns(run):
     rows = {d["id"]: d for d in map(json.loads, DATA.read_text().splitlines())}
     for _, row in df.iterrows():
         src = rows[row["sample_id"]]
-        assert (row["user_input"], row["response"], row["reference"]) == \
-            (src["user_input"], src.get("response"), src.get("reference"))
+        assert (row["user_input"], row["response"], row["reference"]) == (
+            src["user_input"],
+            src.get("response"),
+            src.get("reference"),
+        )
     assert "user_input" not in run.to_pandas().columns
 
 
@@ -200,9 +217,14 @@ def test_why_falls_back_to_verdicts_then_says_a_number_only():
     from unified.report.details import verdict_summary, why
 
     # ragas-style judge outputs, as a backend would record them in details
-    ragas_like = {"framework": "ragas", "verdicts": [{"statement": "a", "verdict": 1, "reason": "x"},
-                                                     {"statement": "b", "verdict": 0, "reason": "y"},
-                                                     {"statement": "c", "verdict": 1, "reason": "z"}]}
+    ragas_like = {
+        "framework": "ragas",
+        "verdicts": [
+            {"statement": "a", "verdict": 1, "reason": "x"},
+            {"statement": "b", "verdict": 0, "reason": "y"},
+            {"statement": "c", "verdict": 1, "reason": "z"},
+        ],
+    }
     assert verdict_summary(ragas_like) == "verdicts: 2 verdict=1, 1 verdict=0"
     assert why({"backend": "ragas", "details": ragas_like}) == "verdicts: 2 verdict=1, 1 verdict=0"
     native = {"contexts": [{"context": 1, "rating_a": 2, "relevant": True}, {"context": 2, "relevant": False}]}

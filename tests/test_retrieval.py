@@ -4,8 +4,15 @@ import math
 
 import pytest
 
-from unified.adapters.native.retrieval import (hit_rate_at_k, mrr, ndcg_at_k, precision_at_k,
-                                               recall_at_k, relevant_set, score_retrieval)
+from unified.adapters.native.retrieval import (
+    hit_rate_at_k,
+    mrr,
+    ndcg_at_k,
+    precision_at_k,
+    recall_at_k,
+    relevant_set,
+    score_retrieval,
+)
 from unified.metrics import parse_metric
 from unified.sample import Sample
 
@@ -104,6 +111,7 @@ def test_bad_cutoff(k):
 
 # ---------------------------------------------------------------- score_retrieval
 
+
 def _sample(**kw):
     return Sample(user_input="q?", **kw)
 
@@ -115,15 +123,24 @@ def test_score_retrieval_precision():
     assert sc.raw == pytest.approx(1 / 3) and sc.value == pytest.approx(10 / 3)
     assert sc.reason == "1 of top 3 relevant"
     # one relevant id: the best P@3 is 1/3, and the pass bound is relative to it (issue 12)
-    assert sc.details == {"k": 3, "hits": ["d2"], "ranks": [2], "relevant": 1,
-                          "best_achievable": pytest.approx(1 / 3), "threshold_base": 5.0}
+    assert sc.details == {
+        "k": 3,
+        "hits": ["d2"],
+        "ranks": [2],
+        "relevant": 1,
+        "best_achievable": pytest.approx(1 / 3),
+        "threshold_base": 5.0,
+    }
     assert sc.threshold == pytest.approx(5 / 3) and sc.passed  # it used to be 5: never passable
     assert sc.sample_id == s.id
 
 
 def test_score_retrieval_ndcg_prefers_graded_relevance():
-    s = _sample(retrieved_ids=["a", "b", "c", "d"], relevant_ids=["a", "b", "c", "d"],
-                graded_relevance={"a": 3, "b": 2, "c": 0, "d": 1})
+    s = _sample(
+        retrieved_ids=["a", "b", "c", "d"],
+        relevant_ids=["a", "b", "c", "d"],
+        graded_relevance={"a": 3, "b": 2, "c": 0, "d": 1},
+    )
     sc = score_retrieval(s, parse_metric("ndcg@4"))
     assert sc.raw == pytest.approx(0.9926195, abs=1e-6)  # the hand-computed value above
 
@@ -144,8 +161,7 @@ def test_score_retrieval_failures_name_the_field():
     empty_rel = score_retrieval(_sample(retrieved_ids=["a"], relevant_ids=[]), m)
     assert empty_rel.value is None
     assert "no relevant ids" in empty_rel.error and "undefined" in empty_rel.error
-    not_retrieval = score_retrieval(_sample(retrieved_ids=["a"], relevant_ids=["a"]),
-                                    parse_metric("faithfulness"))
+    not_retrieval = score_retrieval(_sample(retrieved_ids=["a"], relevant_ids=["a"]), parse_metric("faithfulness"))
     assert not_retrieval.value is None and "not a retrieval metric" in not_retrieval.error
 
 

@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
 from judge_server import JudgeServer
 from support import cli_env
-from unified.cli import app
+from typer.testing import CliRunner
+
+from unified.cli.app import app
 from unified.report import Report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -48,13 +48,14 @@ def write_rows(path: Path, rows: list[dict]) -> Path:
 
 
 def ir_rows(n: int = 4) -> list[dict]:
-    return [{"id": f"s{i}", "user_input": f"question {i}?", "retrieved_ids": ["a", "b", "c"],
-             "relevant_ids": ["a"]} for i in range(n)]
-
-
+    return [
+        {"id": f"s{i}", "user_input": f"question {i}?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": ["a"]}
+        for i in range(n)
+    ]
 
 
 # ---------------------------------------------------------------- a score belongs to what produced it
+
 
 def test_edited_data_is_rescored_not_reused(tmp_path):
     data = write_rows(tmp_path / "d.jsonl", ir_rows())
@@ -87,8 +88,19 @@ def test_rows_removed_from_the_input_leave_the_folder(tmp_path):
 
 def test_changed_judge_configuration_is_refused_naming_what_changed(tmp_path, judge_server):
     out = tmp_path / "o"
-    base = ["run", DATA, "--metrics", "faithfulness,mrr", "--base-url", judge_server.base_url,
-            "--max-samples", "2", "--out", out, "--quiet"]
+    base = [
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness,mrr",
+        "--base-url",
+        judge_server.base_url,
+        "--max-samples",
+        "2",
+        "--out",
+        out,
+        "--quiet",
+    ]
     assert invoke(*base, "--model", "judge-A").exit_code == 0
     r = invoke(*base, "--model", "judge-B", "--single-judge")
     assert r.exit_code == 2
@@ -97,8 +109,21 @@ def test_changed_judge_configuration_is_refused_naming_what_changed(tmp_path, ju
     assert "single_judge: False → True" in err[0]
     assert {d["config_hash"] for d in lines(out / "scores.jsonl") if d["metric"] == "faithfulness"}.__len__() == 1
     # deterministic metrics do not depend on the judge: only faithfulness is in conflict
-    r = invoke("run", DATA, "--metrics", "mrr", "--model", "judge-B", "--base-url", judge_server.base_url,
-               "--max-samples", "2", "--out", out, "--quiet")
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "mrr",
+        "--model",
+        "judge-B",
+        "--base-url",
+        judge_server.base_url,
+        "--max-samples",
+        "2",
+        "--out",
+        out,
+        "--quiet",
+    )
     assert r.exit_code == 0, r.output
     r = invoke(*base, "--model", "judge-B", "--single-judge", "--fresh")
     assert r.exit_code == 0, r.output
@@ -110,20 +135,56 @@ def test_resume_hint_reproduces_every_option(tmp_path, judge_server):
     cfg = tmp_path / "run.toml"
     cfg.write_text('[judge]\nmodel = "m-from-config"\n')
     out = tmp_path / "o"
-    r = invoke("run", DATA, "--metrics", "faithfulness", "--base-url", "http://127.0.0.1:9/v1",
-               "--model", "m", "--single-judge", "--map", "question=user_input", "--config", cfg,
-               "--embedding-model", "e5", "--judge2-base-url", judge_server.base_url,
-               "--structured-output", "prompt", "--max-samples", "2", "--max-retries", "0",
-               "--timeout", "2", "--out", out, "--quiet")
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--single-judge",
+        "--map",
+        "question=user_input",
+        "--config",
+        cfg,
+        "--embedding-model",
+        "e5",
+        "--judge2-base-url",
+        judge_server.base_url,
+        "--structured-output",
+        "prompt",
+        "--max-samples",
+        "2",
+        "--max-retries",
+        "0",
+        "--timeout",
+        "2",
+        "--out",
+        out,
+        "--quiet",
+    )
     assert r.exit_code == 3
     hint = next(x for x in r.output.splitlines() if x.startswith("score them again once fixed:"))
-    for part in ("--single-judge", "--map question=user_input", f"--config {cfg}", "--embedding-model e5",
-                 f"--judge2-base-url {judge_server.base_url}", "--structured-output prompt",
-                 "--max-samples 2", f"--out {out}", "--retry-errors", "--max-retries 0", "--timeout 2.0"):
+    for part in (
+        "--single-judge",
+        "--map question=user_input",
+        f"--config {cfg}",
+        "--embedding-model e5",
+        f"--judge2-base-url {judge_server.base_url}",
+        "--structured-output prompt",
+        "--max-samples 2",
+        f"--out {out}",
+        "--retry-errors",
+        "--max-retries 0",
+        "--timeout 2.0",
+    ):
         assert part in hint, part
 
 
 # ---------------------------------------------------------------- every input row is accounted for
+
 
 def test_a_real_sample_named_like_a_row_error_is_still_scored(tmp_path):
     rows = [json.dumps(r) for r in ir_rows(3)]
@@ -145,11 +206,26 @@ def test_a_real_sample_named_like_a_row_error_is_still_scored(tmp_path):
 
 # ---------------------------------------------------------------- failures are loud
 
+
 def test_dead_judge_is_a_grouped_failure_summary_and_exit_3(tmp_path):
     out = tmp_path / "o"
-    r = invoke("run", DATA, "--metrics", "faithfulness,context_relevancy,precision@3", "--base-url",
-               "http://127.0.0.1:9/v1", "--model", "m", "--max-retries", "0", "--max-samples", "6",
-               "--out", out, "--quiet")
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness,context_relevancy,precision@3",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--max-retries",
+        "0",
+        "--max-samples",
+        "6",
+        "--out",
+        out,
+        "--quiet",
+    )
     assert r.exit_code == 3, r.output
     assert "12 task(s) failed:" in r.output
     cause = [x for x in r.output.splitlines() if x.strip().startswith("12 ×")]
@@ -163,8 +239,23 @@ def test_dead_judge_is_a_grouped_failure_summary_and_exit_3(tmp_path):
 
 def test_allow_errors_is_the_only_way_to_exit_0_with_failures(tmp_path):
     out = tmp_path / "o"
-    args = ["run", DATA, "--metrics", "faithfulness,mrr", "--base-url", "http://127.0.0.1:9/v1",
-            "--model", "m", "--max-retries", "0", "--max-samples", "2", "--out", out, "--quiet"]
+    args = [
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness,mrr",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--model",
+        "m",
+        "--max-retries",
+        "0",
+        "--max-samples",
+        "2",
+        "--out",
+        out,
+        "--quiet",
+    ]
     assert invoke(*args).exit_code == 3
     assert invoke(*args, "--allow-errors").exit_code == 0
 
@@ -172,9 +263,24 @@ def test_allow_errors_is_the_only_way_to_exit_0_with_failures(tmp_path):
 def test_gate_on_a_metric_with_failures_fails(tmp_path):
     """A gate is not a pass on the mean of the few tasks that scored."""
     with JudgeServer(fault_rate=0.5, faults=("500",), seed=3) as srv:
-        args = ["run", DATA, "--metrics", "context_relevancy", "--base-url", srv.base_url, "--model", "m",
-                "--max-retries", "0", "--single-judge", "--out", tmp_path / "o", "--quiet",
-                "--fail-under", "context_relevancy=0"]
+        args = [
+            "run",
+            DATA,
+            "--metrics",
+            "context_relevancy",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "m",
+            "--max-retries",
+            "0",
+            "--single-judge",
+            "--out",
+            tmp_path / "o",
+            "--quiet",
+            "--fail-under",
+            "context_relevancy=0",
+        ]
         r = invoke(*args)
         summary = json.loads((tmp_path / "o" / "summary.json").read_text())
         agg = summary["aggregates"][0]
@@ -188,12 +294,27 @@ def test_gate_on_a_metric_with_failures_fails(tmp_path):
 
 # ---------------------------------------------------------------- secrets
 
+
 def test_credentials_in_urls_never_reach_an_artefact(tmp_path):
     out = tmp_path / "o"
     secret = "SUPERSECRETKEY123"
     url = f"http://user:{secret}@127.0.0.1:9/v1?api_key={secret}2"
-    r = invoke("run", DATA, "--metrics", "faithfulness,mrr", "--base-url", url, "--model", "m",
-               "--max-retries", "0", "--max-samples", "2", "--out", out)
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness,mrr",
+        "--base-url",
+        url,
+        "--model",
+        "m",
+        "--max-retries",
+        "0",
+        "--max-samples",
+        "2",
+        "--out",
+        out,
+    )
     assert r.exit_code == 3
     assert secret not in r.output
     for f in out.iterdir():
@@ -205,10 +326,30 @@ def test_credentials_in_urls_never_reach_an_artefact(tmp_path):
 
 # ---------------------------------------------------------------- one writer, signals, disks
 
+
 def _slow_run(out: Path, url: str, *extra: str) -> subprocess.Popen:
-    return subprocess.Popen([str(CLI), "run", str(DATA), "--metrics", "faithfulness,context_relevancy",
-                             "--base-url", url, "--model", "m", "--concurrency", "2", "--out", str(out),
-                             *extra], env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [
+            str(CLI),
+            "run",
+            str(DATA),
+            "--metrics",
+            "faithfulness,context_relevancy",
+            "--base-url",
+            url,
+            "--model",
+            "m",
+            "--concurrency",
+            "2",
+            "--out",
+            str(out),
+            *extra,
+        ],
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _wait_for(pred, timeout: float = 30.0) -> bool:
@@ -227,9 +368,26 @@ def test_second_writer_exits_2_and_kill_9_releases_the_lock(tmp_path):
         first = _slow_run(out, srv.base_url, "--quiet")
         try:
             assert _wait_for(lambda: (out / "scores.jsonl").exists() and (out / "scores.jsonl").stat().st_size)
-            second = subprocess.run([str(CLI), "run", str(DATA), "--metrics", "faithfulness", "--out", str(out),
-                                     "--base-url", srv.base_url, "--model", "m", "--quiet"],
-                                    env=cli_env(), capture_output=True, text=True, timeout=60)
+            second = subprocess.run(
+                [
+                    str(CLI),
+                    "run",
+                    str(DATA),
+                    "--metrics",
+                    "faithfulness",
+                    "--out",
+                    str(out),
+                    "--base-url",
+                    srv.base_url,
+                    "--model",
+                    "m",
+                    "--quiet",
+                ],
+                env=cli_env(),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
             assert second.returncode == 2
             assert f"{out} is in use by pid {first.pid}" in second.stderr
             assert "Traceback" not in second.stderr
@@ -237,9 +395,26 @@ def test_second_writer_exits_2_and_kill_9_releases_the_lock(tmp_path):
             first.kill()
             first.wait()
         # kill -9 released the lock: a resume finishes with one line per task
-        r = subprocess.run([str(CLI), "run", str(DATA), "--metrics", "faithfulness,context_relevancy",
-                            "--base-url", srv.base_url, "--model", "m", "--out", str(out), "--quiet"],
-                           env=cli_env(), capture_output=True, text=True, timeout=300)
+        r = subprocess.run(
+            [
+                str(CLI),
+                "run",
+                str(DATA),
+                "--metrics",
+                "faithfulness,context_relevancy",
+                "--base-url",
+                srv.base_url,
+                "--model",
+                "m",
+                "--out",
+                str(out),
+                "--quiet",
+            ],
+            env=cli_env(),
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     assert r.returncode == 0, r.stderr
     k = keys(out / "scores.jsonl")
     assert len(k) == len(set(k)) == 2 * len(DATA.read_text().splitlines())
@@ -280,11 +455,18 @@ def small_disk(tmp_path):
 
 def test_full_disk_is_one_line_and_keeps_what_was_written(small_disk):
     out = small_disk / "o"
-    rows = [{"id": f"s{i}", "user_input": "q" * 400 + str(i), "retrieved_ids": ["a"], "relevant_ids": ["a"]}
-            for i in range(400)]
+    rows = [
+        {"id": f"s{i}", "user_input": "q" * 400 + str(i), "retrieved_ids": ["a"], "relevant_ids": ["a"]}
+        for i in range(400)
+    ]
     data = write_rows(small_disk.parent / "big.jsonl", rows)
-    r = subprocess.run([str(CLI), "run", str(data), "--metrics", "mrr,precision@1", "--out", str(out),
-                        "--no-cache", "--quiet"], env=cli_env(), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [str(CLI), "run", str(data), "--metrics", "mrr,precision@1", "--out", str(out), "--no-cache", "--quiet"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     err = [x for x in r.stderr.splitlines() if x.strip()]
     assert any(x.startswith("error: cannot write") and "no space left" in x for x in err), r.stderr
@@ -302,8 +484,13 @@ def test_read_only_out_is_one_line(small_disk):
     rows = ir_rows(3)
     rows[0]["retrieved_ids"] = ["b"]
     write_rows(data, rows)
-    r = subprocess.run([str(CLI), "run", str(data), "--metrics", "mrr", "--out", str(out), "--no-cache",
-                        "--quiet"], env=cli_env(), capture_output=True, text=True, timeout=120)
+    r = subprocess.run(
+        [str(CLI), "run", str(data), "--metrics", "mrr", "--out", str(out), "--no-cache", "--quiet"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 2, r.stderr
     err = [x for x in r.stderr.splitlines() if x.strip()]
     assert len(err) == 1 and "read-only file system" in err[0] and str(out) in err[0], r.stderr
@@ -311,6 +498,7 @@ def test_read_only_out_is_one_line(small_disk):
 
 
 # ---------------------------------------------------------------- the fault matrix: the rest
+
 
 def _one_line_per_task(out: Path, n_rows: int, pairs: int) -> None:
     k = keys(out / "scores.jsonl")
@@ -326,10 +514,22 @@ def test_corrupt_cache_is_one_line_exit_2_and_results_intact(tmp_path, judge_ser
     before = (out / "scores.jsonl").read_text()
     filled_cache(cache)
     raw = bytearray(cache.read_bytes())
-    raw[PAGE:PAGE + 6 * PAGE] = bytes((i * 37 + 11) % 256 for i in range(6 * PAGE))
+    raw[PAGE : PAGE + 6 * PAGE] = bytes((i * 37 + 11) % 256 for i in range(6 * PAGE))
     cache.write_bytes(bytes(raw))
-    r = invoke("run", data, "--metrics", "mrr,faithfulness", "--out", out, "--cache", cache,
-               "--base-url", judge_server.base_url, "--model", "m")
+    r = invoke(
+        "run",
+        data,
+        "--metrics",
+        "mrr,faithfulness",
+        "--out",
+        out,
+        "--cache",
+        cache,
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "m",
+    )
     assert r.exit_code == 2, r.output
     err = [x for x in r.output.splitlines() if x.startswith("error:")]
     assert len(err) == 1 and str(cache) in err[0] and "--no-cache" in err[0]
@@ -341,13 +541,37 @@ def test_judge_killed_mid_run_every_task_ends_once_and_the_exit_code_says_so(tmp
     out = tmp_path / "o"
     n_rows = len(DATA.read_text().splitlines())
     srv = JudgeServer(latency=0.15).start()
-    proc = subprocess.Popen([str(CLI), "run", str(DATA), "--metrics", "faithfulness,precision@3",
-                             "--base-url", srv.base_url, "--model", "m", "--concurrency", "2",
-                             "--max-retries", "1", "--out", str(out), "--quiet"],
-                            env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            str(CLI),
+            "run",
+            str(DATA),
+            "--metrics",
+            "faithfulness,precision@3",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "m",
+            "--concurrency",
+            "2",
+            "--max-retries",
+            "1",
+            "--out",
+            str(out),
+            "--quiet",
+        ],
+        env=cli_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
-        assert _wait_for(lambda: (out / "scores.jsonl").exists() and
-                         sum(d["metric"] == "faithfulness" for d in lines(out / "scores.jsonl")) >= 3)
+        assert _wait_for(
+            lambda: (
+                (out / "scores.jsonl").exists()
+                and sum(d["metric"] == "faithfulness" for d in lines(out / "scores.jsonl")) >= 3
+            )
+        )
     finally:
         srv.stop()  # the judge dies under the run
     _, err = proc.communicate(timeout=240)
@@ -363,9 +587,23 @@ def test_hanging_judge_ends_with_explained_failures_and_deterministic_scores(tmp
 
     out = tmp_path / "o"
     with SilentServer() as srv:
-        r = invoke("run", DATA, "--metrics", "faithfulness,context_relevancy,precision@3", "--base-url",
-                   srv.base_url, "--model", "m", "--timeout", "1", "--max-samples", "20", "--out", out,
-                   "--quiet")
+        r = invoke(
+            "run",
+            DATA,
+            "--metrics",
+            "faithfulness,context_relevancy,precision@3",
+            "--base-url",
+            srv.base_url,
+            "--model",
+            "m",
+            "--timeout",
+            "1",
+            "--max-samples",
+            "20",
+            "--out",
+            out,
+            "--quiet",
+        )
     assert r.exit_code == 3, r.output
     _one_line_per_task(out, 20, 3)
     rows = lines(out / "scores.jsonl")
@@ -377,8 +615,10 @@ def test_hanging_judge_ends_with_explained_failures_and_deterministic_scores(tmp
 
 # ---------------------------------------------------------------- no silent half-results
 
+
 def _free_port() -> int:
     import socket
+
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
@@ -389,9 +629,27 @@ def test_scores_from_fewer_judges_than_asked_are_loud_and_retried(tmp_path, judg
     judge the run asked for: exit 3, said on stderr, and --retry-errors redoes them."""
     port = _free_port()
     out = tmp_path / "o"
-    args = ["run", DATA, "--metrics", "faithfulness", "--base-url", judge_server.base_url, "--model", "a",
-            "--judge2-model", "b", "--judge2-base-url", f"http://127.0.0.1:{port}/v1", "--max-retries", "0",
-            "--max-samples", "4", "--out", out, "--quiet"]
+    args = [
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        judge_server.base_url,
+        "--model",
+        "a",
+        "--judge2-model",
+        "b",
+        "--judge2-base-url",
+        f"http://127.0.0.1:{port}/v1",
+        "--max-retries",
+        "0",
+        "--max-samples",
+        "4",
+        "--out",
+        out,
+        "--quiet",
+    ]
     r = invoke(*args)
     assert r.exit_code == 3, r.output
     assert "4 task(s) scored by fewer judges than asked (degraded):" in r.output
@@ -415,8 +673,12 @@ def test_a_metric_asked_for_and_never_scored_fails_the_run(tmp_path, monkeypatch
     r = invoke("run", DATA, "--metrics", "faithfulness,mrr", "--out", tmp_path / "o", "--quiet")
     assert r.exit_code == 3, r.output
     assert "error: faithfulness was not scored: no LLM judge configured" in r.output
-    assert invoke("run", DATA, "--metrics", "faithfulness,mrr", "--out", tmp_path / "o", "--quiet",
-                  "--allow-errors").exit_code == 0
+    assert (
+        invoke(
+            "run", DATA, "--metrics", "faithfulness,mrr", "--out", tmp_path / "o", "--quiet", "--allow-errors"
+        ).exit_code
+        == 0
+    )
 
 
 def test_a_gate_on_a_metric_not_asked_for_is_refused_before_scoring(tmp_path):
@@ -436,8 +698,18 @@ def test_wall_time_adds_up_over_resumes(tmp_path):
 
 
 def test_a_base_url_without_a_scheme_is_refused_without_echoing_it(tmp_path):
-    r = invoke("run", DATA, "--metrics", "faithfulness", "--base-url", "user:SECRETKEY9@127.0.0.1:9/v1",
-               "--model", "x", "--out", tmp_path / "o")
+    r = invoke(
+        "run",
+        DATA,
+        "--metrics",
+        "faithfulness",
+        "--base-url",
+        "user:SECRETKEY9@127.0.0.1:9/v1",
+        "--model",
+        "x",
+        "--out",
+        tmp_path / "o",
+    )
     assert r.exit_code == 2 and "base_url must start with http:// or https://" in r.output
     assert "SECRETKEY9" not in r.output and not (tmp_path / "o").exists()
 
@@ -446,7 +718,7 @@ def test_sigterm_while_the_comparison_is_written_exits_143_after_the_files_are_w
     """A SIGTERM that lands after the scores, while compare writes crosscheck.json and the
     report, must not kill the process half-way (the default action): the files end whole,
     then the command exits 143."""
-    import unified.cli_run as cli_run
+    import unified.cli.run as cli_run
 
     real = cli_run._crosscheck
 
@@ -457,8 +729,19 @@ def test_sigterm_while_the_comparison_is_written_exits_143_after_the_files_are_w
     monkeypatch.setattr(cli_run, "_crosscheck", crosscheck_under_sigterm)
     before = signal.getsignal(signal.SIGTERM)
     out = tmp_path / "o"
-    r = invoke("compare", DATA, "--metrics", "semantic_similarity", "--backends", "native,embedding",
-               "--max-samples", "4", "--out", out, "--quiet")
+    r = invoke(
+        "compare",
+        DATA,
+        "--metrics",
+        "semantic_similarity",
+        "--backends",
+        "native,embedding",
+        "--max-samples",
+        "4",
+        "--out",
+        out,
+        "--quiet",
+    )
     assert r.exit_code == 143, r.output
     assert json.loads((out / "crosscheck.json").read_text())["metrics"]
     assert "</html>" in (out / "report.html").read_text()

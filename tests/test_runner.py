@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 
 from unified.adapters import Backend
-from unified.io import RowError
+from unified.data.io import RowError
 from unified.judge.base import ChatJudge, Judges
 from unified.report import Report, RunningAggregates
-from unified.runfolder import RunFolder
-from unified.runner import aevaluate, evaluate, repair_jsonl
+from unified.run.runfolder import RunFolder
+from unified.run.runner import aevaluate, evaluate, repair_jsonl
 from unified.sample import Sample
 from unified.scores import Score, aggregate_by
 
@@ -32,8 +32,17 @@ class CountingBackend(Backend):
 
     async def score(self, sample, metrics):
         self.calls.append((sample.id, tuple(m.name for m in metrics)))
-        return [Score.from_raw(m.name, self.name, sample.id, (len(sample.user_input) % 10) / 10,
-                               threshold=5.0, reason=f"len {len(sample.user_input)}") for m in metrics]
+        return [
+            Score.from_raw(
+                m.name,
+                self.name,
+                sample.id,
+                (len(sample.user_input) % 10) / 10,
+                threshold=5.0,
+                reason=f"len {len(sample.user_input)}",
+            )
+            for m in metrics
+        ]
 
 
 class FlakyBackend(CountingBackend):
@@ -60,9 +69,18 @@ class NullJudge(ChatJudge):
 
 
 def make_samples(n: int, start: int = 0) -> list[Sample]:
-    return [Sample(id=f"s{i:05d}", user_input=f"question number {i}" + "?" * (i % 7),
-                   retrieved_ids=["a", "b", "c"], relevant_ids=["a"], response="an answer",
-                   retrieved_contexts=["ctx"], reference="the reference") for i in range(start, start + n)]
+    return [
+        Sample(
+            id=f"s{i:05d}",
+            user_input=f"question number {i}" + "?" * (i % 7),
+            retrieved_ids=["a", "b", "c"],
+            relevant_ids=["a"],
+            response="an answer",
+            retrieved_contexts=["ctx"],
+            reference="the reference",
+        )
+        for i in range(start, start + n)
+    ]
 
 
 def lines(path: Path) -> list[dict]:
@@ -114,8 +132,7 @@ def test_streaming_bounded_window_and_incremental_disk(tmp_path):
                 sizes_seen.append(scores_path.stat().st_size)
             return [Score.from_raw(m.name, self.name, sample.id, 0.5) for m in metrics]
 
-    evaluate(gen(), "precision@3", [Watching()], out=tmp_path, quiet=True, concurrency=8,
-             write_report=False)
+    evaluate(gen(), "precision@3", [Watching()], out=tmp_path, quiet=True, concurrency=8, write_report=False)
     assert produced == 20_000 and scored == 20_000
     assert max_ahead <= 8 + 1
     assert sizes_seen == sorted(sizes_seen) and sizes_seen[0] > 0  # written as they finish
@@ -161,8 +178,10 @@ def test_torn_last_line_is_truncated_and_task_redone(tmp_path):
 
 def test_repair_jsonl_and_scan(tmp_path):
     p = tmp_path / "scores.jsonl"
-    p.write_text('{"metric":"m","backend":"b","sample_id":"1","sample_hash":"h1","config_hash":"c1"}\n'
-                 '{"metric":"m","backend":"b","sample_id":"2"}\n{"metric":"m","backe')
+    p.write_text(
+        '{"metric":"m","backend":"b","sample_id":"1","sample_hash":"h1","config_hash":"c1"}\n'
+        '{"metric":"m","backend":"b","sample_id":"2"}\n{"metric":"m","backe'
+    )
     assert repair_jsonl(p) == len('{"metric":"m","backe')
     assert p.read_text().endswith("\n")
     res = RunFolder(tmp_path).scan({"m|b": 0, "m2|b": 1}, {"m|b": "c1", "m2|b": "c2"})
@@ -183,8 +202,9 @@ def test_missing_field_is_an_error_score_naming_field_and_metric(tmp_path):
     evaluate([s], "context_recall,faithfulness", [b], judges=judges, out=tmp_path, quiet=True)
     by_metric = {d["metric"]: d for d in lines(tmp_path / "scores.jsonl")}
     assert by_metric["context_recall"]["value"] is None
-    assert by_metric["context_recall"]["error"] == ("sample 'noref': field 'reference' is missing or empty "
-                                                 "(needed by context_recall)")
+    assert by_metric["context_recall"]["error"] == (
+        "sample 'noref': field 'reference' is missing or empty (needed by context_recall)"
+    )
     assert by_metric["faithfulness"]["error"] is None  # the other metric still ran
     assert b.calls == [("noref", ("faithfulness",))]
 
@@ -196,8 +216,12 @@ def test_row_errors_become_one_error_score_per_pair(tmp_path):
     evaluate(items, "mrr,precision@2", [b1, b2], out=tmp_path, quiet=True)
     rows = [d for d in lines(tmp_path / "scores.jsonl") if d["sample_id"] == "row:5"]
     assert len(rows) == 4
-    assert {(d["metric"], d["backend"]) for d in rows} == {("mrr", "countb"), ("precision@2", "countb"),
-                                                           ("mrr", "flaky"), ("precision@2", "flaky")}
+    assert {(d["metric"], d["backend"]) for d in rows} == {
+        ("mrr", "countb"),
+        ("precision@2", "countb"),
+        ("mrr", "flaky"),
+        ("precision@2", "flaky"),
+    }
     assert all(d["error"] == str(bad) and d["value"] is None for d in rows)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["counts"]["rows_rejected"] == 1 and summary["n_errors"] == 4
@@ -221,8 +245,7 @@ def test_backend_returning_wrong_count_is_caught(tmp_path):
 
 
 def test_llm_metric_without_judge_is_skipped_with_one_warning(tmp_path, capsys):
-    evaluate(make_samples(50), "faithfulness,mrr", [CountingBackend()], judges=Judges(), out=tmp_path,
-             progress=False)
+    evaluate(make_samples(50), "faithfulness,mrr", [CountingBackend()], judges=Judges(), out=tmp_path, progress=False)
     err = capsys.readouterr().err
     assert err.count("warning: skipping faithfulness (countb): no LLM judge configured") == 1
     t = triples(tmp_path / "scores.jsonl")
@@ -276,8 +299,17 @@ async def test_cancellation_leaves_consistent_file_and_message(tmp_path, capsys)
                 await asyncio.sleep(30)
             return await super().score(sample, metrics)
 
-    task = asyncio.create_task(aevaluate(make_samples(40), "mrr", [Slow()], out=tmp_path, quiet=True,
-                                         concurrency=4, resume_hint="unified-eval run X --out D"))
+    task = asyncio.create_task(
+        aevaluate(
+            make_samples(40),
+            "mrr",
+            [Slow()],
+            out=tmp_path,
+            quiet=True,
+            concurrency=4,
+            resume_hint="unified-eval run X --out D",
+        )
+    )
     for _ in range(200):
         await asyncio.sleep(0.01)
         p = tmp_path / "scores.jsonl"
@@ -340,8 +372,10 @@ def test_repeated_metric_or_backend_is_scored_once(tmp_path):
 
 def test_two_input_errors_that_name_the_same_sample_get_one_line_each(tmp_path):
     # a pipeline whose two questions with id "a" both fail: two tasks, two keys, two lines
-    errs = [RowError("pipeline", 1, None, "retrieval failed", sample_id="a"),
-            RowError("pipeline", 2, None, "retrieval failed", sample_id="a")]
+    errs = [
+        RowError("pipeline", 1, None, "retrieval failed", sample_id="a"),
+        RowError("pipeline", 2, None, "retrieval failed", sample_id="a"),
+    ]
     evaluate(errs + make_samples(1), "mrr", [CountingBackend()], out=tmp_path, quiet=True)
     rows = lines(tmp_path / "scores.jsonl")
     keys = [(d["row_error"], d["sample_id"], d["metric"], d["backend"]) for d in rows]

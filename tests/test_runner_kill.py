@@ -21,7 +21,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from judge_server import JudgeServer
 from support import cli_env
 
@@ -35,10 +34,22 @@ pytestmark = pytest.mark.slow
 
 
 def _cmd(out: Path, url: str) -> list[str]:
-    return [str(CLI), "run", str(DATA), "--metrics", METRICS, "--out", str(out), "--base-url", url,
-            "--model", "loopback", "--concurrency", str(CONCURRENCY), "--quiet"]
-
-
+    return [
+        str(CLI),
+        "run",
+        str(DATA),
+        "--metrics",
+        METRICS,
+        "--out",
+        str(out),
+        "--base-url",
+        url,
+        "--model",
+        "loopback",
+        "--concurrency",
+        str(CONCURRENCY),
+        "--quiet",
+    ]
 
 
 def _score_lines(path: Path) -> list[dict]:
@@ -73,8 +84,11 @@ def cold(server, tmp_path_factory):
     server.reset_counts()
     subprocess.run(_cmd(out, server.base_url), env=cli_env(), check=True, capture_output=True, timeout=300)
     rows = _score_lines(out / "scores.jsonl")
-    return {"calls": server.chat_count, "values": {(d["sample_id"], d["metric"]): d["value"] for d in rows},
-            "n": len(rows)}
+    return {
+        "calls": server.chat_count,
+        "values": {(d["sample_id"], d["metric"]): d["value"] for d in rows},
+        "n": len(rows),
+    }
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -82,8 +96,9 @@ def test_kill_9_then_resume_is_exactly_once_and_not_rebilled(server, cold, tmp_p
     rng = random.Random(seed)
     out = tmp_path / "run"
     server.reset_counts()
-    proc = subprocess.Popen(_cmd(out, server.base_url), env=cli_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _cmd(out, server.base_url), env=cli_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     target = rng.randint(1, cold["n"] - 2)
     _wait_lines(out / "scores.jsonl", target, proc)
     time.sleep(rng.uniform(0, 0.05))
@@ -99,16 +114,19 @@ def test_kill_9_then_resume_is_exactly_once_and_not_rebilled(server, cold, tmp_p
     keys = [(d["sample_id"], d["metric"], d["backend"]) for d in rows]
     assert len(keys) == len(set(keys)) == cold["n"]
     assert {(d["sample_id"], d["metric"]): d["value"] for d in rows} == cold["values"]
-    print(f"seed {seed}: killed at {before}/{cold['n']} lines; paid {server.chat_count} calls over "
-          f"both runs vs {cold['calls']} cold")
+    print(
+        f"seed {seed}: killed at {before}/{cold['n']} lines; paid {server.chat_count} calls over "
+        f"both runs vs {cold['calls']} cold"
+    )
     assert server.chat_count <= cold["calls"] + CONCURRENCY, (server.chat_count, cold["calls"])
     assert "sk-test" not in (out / "summary.json").read_text()
 
 
 def test_ctrl_c_stops_cleanly_and_resume_completes(server, cold, tmp_path):
     out = tmp_path / "run"
-    proc = subprocess.Popen(_cmd(out, server.base_url), env=cli_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        _cmd(out, server.base_url), env=cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     _wait_lines(out / "scores.jsonl", 10, proc)
     assert proc.poll() is None
     proc.send_signal(signal.SIGINT)

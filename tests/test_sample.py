@@ -21,8 +21,12 @@ FRAMEWORK_ROWS = {
     "ragas_v1": {"question": Q, "answer": A, "contexts": CTX, "ground_truth": REF},
     "deepeval": {"input": Q, "actual_output": A, "retrieval_context": CTX, "expected_output": REF},
     "dingo": {"prompt": Q, "content": A, "context": CTX, "reference": REF},
-    "patronus": {"evaluated_model_input": Q, "evaluated_model_output": A,
-                 "evaluated_model_retrieved_context": CTX, "evaluated_model_gold_answer": REF},
+    "patronus": {
+        "evaluated_model_input": Q,
+        "evaluated_model_output": A,
+        "evaluated_model_retrieved_context": CTX,
+        "evaluated_model_gold_answer": REF,
+    },
     "others": {"query": Q, "answer": A, "contexts": CTX, "reference_answer": REF},
 }
 
@@ -131,8 +135,7 @@ def test_has_treats_empty_retrieval_as_present():
 def test_deepeval_context_beside_retrieval_context_is_the_reference_context():
     # DeepEval rows carry both: `retrieval_context` (what the retriever found) and
     # `context` (the ideal context); Dingo's lone `context` is the retrieved one
-    deepeval_row = {"input": "q?", "actual_output": "a", "retrieval_context": ["found"],
-                    "context": ["ideal"]}
+    deepeval_row = {"input": "q?", "actual_output": "a", "retrieval_context": ["found"], "context": ["ideal"]}
     s = Sample.from_record(deepeval_row)
     assert s.retrieved_contexts == ["found"] and s.reference_contexts == ["ideal"]
     dingo_row = {"prompt": "q?", "content": "a", "context": ["found"]}

@@ -7,16 +7,19 @@ import pytest
 from unified.scores import Cost, Score, aggregate, aggregate_by, normalize
 
 
-@pytest.mark.parametrize("raw, rng, hib, expected", [
-    (0.5, (0, 1), True, 5.0),          # 10 * (0.5 - 0) / 1
-    (3, (1, 5), True, 5.0),            # 10 * (3 - 1) / 4
-    (4, (0, 10), True, 4.0),
-    (0.2, (0, 1), False, 8.0),         # inverted: 10 * (1 - 0.2) / 1
-    (1, (1, 5), False, 10.0),          # lowest raw is best when lower is better
-    (1.5, (0, 1), True, 10.0),         # clipped above
-    (-0.3, (0, 1), True, 0.0),         # a negative cosine clips to 0
-    (-0.3, (-1, 1), True, 3.5),        # 10 * (-0.3 + 1) / 2
-])
+@pytest.mark.parametrize(
+    "raw, rng, hib, expected",
+    [
+        (0.5, (0, 1), True, 5.0),  # 10 * (0.5 - 0) / 1
+        (3, (1, 5), True, 5.0),  # 10 * (3 - 1) / 4
+        (4, (0, 10), True, 4.0),
+        (0.2, (0, 1), False, 8.0),  # inverted: 10 * (1 - 0.2) / 1
+        (1, (1, 5), False, 10.0),  # lowest raw is best when lower is better
+        (1.5, (0, 1), True, 10.0),  # clipped above
+        (-0.3, (0, 1), True, 0.0),  # a negative cosine clips to 0
+        (-0.3, (-1, 1), True, 3.5),  # 10 * (-0.3 + 1) / 2
+    ],
+)
 def test_normalize(raw, rng, hib, expected):
     assert normalize(raw, rng, higher_is_better=hib) == pytest.approx(expected)
 
@@ -71,14 +74,15 @@ def test_aggregate_mixed_skips_failures():
     assert agg.mean == pytest.approx(6.0) and agg.median == 6.0
     assert agg.stdev == pytest.approx(2.0)  # sample stdev of 4, 6, 8
     assert agg.pass_rate == 0.5 and agg.errors == 1 and agg.scored == 3
-    assert not any(isinstance(x, float) and math.isnan(x)
-                   for x in agg.model_dump().values())
+    assert not any(isinstance(x, float) and math.isnan(x) for x in agg.model_dump().values())
 
 
 def test_aggregate_by_groups_in_first_seen_order():
-    scores = [Score(metric="b", backend="x", sample_id="1", value=2.0),
-              Score(metric="a", backend="x", sample_id="1", value=4.0),
-              Score(metric="b", backend="x", sample_id="2", value=4.0)]
+    scores = [
+        Score(metric="b", backend="x", sample_id="1", value=2.0),
+        Score(metric="a", backend="x", sample_id="1", value=4.0),
+        Score(metric="b", backend="x", sample_id="2", value=4.0),
+    ]
     aggs = aggregate_by(scores)
     assert [(a.metric, a.count, a.mean) for a in aggs] == [("b", 2, 3.0), ("a", 1, 4.0)]
 

@@ -27,8 +27,8 @@ def doc(sid: str, retrieved: list[str], relevant: list[str], **extra) -> Sample:
     return Sample(id=sid, user_input=f"question {sid}", retrieved_ids=retrieved, relevant_ids=relevant, **extra)
 
 
-HIT = doc("hit", ["a", "b", "c"], ["a"])          # precision@3 = 1/3 → 3.33, mrr = 10
-MISS = doc("miss", ["x", "y", "z"], ["a"])        # precision@3 = 0, mrr = 0
+HIT = doc("hit", ["a", "b", "c"], ["a"])  # precision@3 = 1/3 → 3.33, mrr = 10
+MISS = doc("miss", ["x", "y", "z"], ["a"])  # precision@3 = 0, mrr = 0
 # three relevant documents, one retrieved: precision@3 = 3.33 where 10 was achievable
 PARTIAL = doc("partial", ["a", "b", "c"], ["a", "x", "y"])
 
@@ -46,9 +46,10 @@ def test_passing_checks_return_the_report():
     report = assert_scores([HIT], ["mrr", "hit_rate@3"])
     assert sorted((s.metric, s.value) for s in report.iter_scores()) == [("hit_rate@3", 10.0), ("mrr", 10.0)]
     tallies = [{k: v for k, v in r.items() if k != "cost"} for r in testing._records]
-    assert tallies == [{"metric": "mrr", "backend": "native", "checks": 1, "passed": 1, "failed": 0, "errors": 0},
-                       {"metric": "hit_rate@3", "backend": "native", "checks": 1, "passed": 1, "failed": 0,
-                        "errors": 0}]
+    assert tallies == [
+        {"metric": "mrr", "backend": "native", "checks": 1, "passed": 1, "failed": 0, "errors": 0},
+        {"metric": "hit_rate@3", "backend": "native", "checks": 1, "passed": 1, "failed": 0, "errors": 0},
+    ]
     assert all(r["cost"]["calls"] == 0 for r in testing._records)  # no judge for retrieval metrics
 
 
@@ -68,7 +69,10 @@ def test_failure_table_names_sample_metric_value_threshold_and_reason():
     assert "relevant" in " ".join(rows[("miss", "mrr")][3:])  # the backend's reason
     # rows follow the input order, then the metric order
     assert [ln.split()[:2] for ln in msg.splitlines()[2:]] == [
-        ["miss", "mrr"], ["miss", "precision@3"], ["partial", "precision@3"]]
+        ["miss", "mrr"],
+        ["miss", "precision@3"],
+        ["partial", "precision@3"],
+    ]
 
 
 def test_thresholds_override_the_registry():
@@ -106,8 +110,13 @@ def test_an_errored_task_fails_with_its_error():
 
 def test_a_bad_input_row_fails_too():
     with pytest.raises(AssertionError) as e:
-        assert_scores([{"id": "ok", "user_input": "q", "retrieved_ids": ["a"], "relevant_ids": ["a"]},
-                       {"id": "broken", "retrieved_ids": "not a list of ids"}], ["mrr"])
+        assert_scores(
+            [
+                {"id": "ok", "user_input": "q", "retrieved_ids": ["a"], "relevant_ids": ["a"]},
+                {"id": "broken", "retrieved_ids": "not a list of ids"},
+            ],
+            ["mrr"],
+        )
     msg = str(e.value)
     assert "(input row)" in msg and "error" in msg
     assert "1 of 2 checks failed" in msg
@@ -137,8 +146,12 @@ def test_not_implemented_is_fine_when_another_backend_scored_the_metric():
 
 def test_an_llm_metric_through_the_loopback_judge(judge_server):
     good = Sample(id="g", user_input="q", response="Paris is in France.", retrieved_contexts=["Paris is in France."])
-    report = assert_scores([good], ["faithfulness"], thresholds={"faithfulness": 0},
-                           judge={"base_url": judge_server.base_url, "model": "loopback"})
+    report = assert_scores(
+        [good],
+        ["faithfulness"],
+        thresholds={"faithfulness": 0},
+        judge={"base_url": judge_server.base_url, "model": "loopback"},
+    )
     (score,) = report.iter_scores()
     assert score.ok and judge_server.chat_count > 0
     assert testing._records[0]["cost"]["calls"] == judge_server.chat_count
@@ -166,6 +179,7 @@ def test_keep_the_run_folder_with_out(tmp_path):
 
 # ---------------------------------------------------------------- assert_gates
 
+
 def test_assert_gates_matches_fail_under(tmp_path):
     report = assert_scores([HIT], ["mrr", "precision@3"], thresholds={"precision": 3}, out=tmp_path / "run")
     assert assert_gates(report, {"mrr": 7}) == ["PASS mrr (native): mean 10.00 >= 7.00"]
@@ -182,8 +196,12 @@ def test_a_gate_on_a_metric_with_errors_fails_like_the_cli():
     from unified.report import Report
     from unified.scores import Score
 
-    report = Report([Score.from_raw("mrr", "native", "a", 1.0, threshold=5.0),
-                     Score.failure("mrr", "native", "b", "judge unavailable")])
+    report = Report(
+        [
+            Score.from_raw("mrr", "native", "a", 1.0, threshold=5.0),
+            Score.failure("mrr", "native", "b", "judge unavailable"),
+        ]
+    )
     with pytest.raises(AssertionError, match=r"1 of 2 tasks failed \(50% > --max-error-rate 0\)"):
         assert_gates(report, {"mrr": 5})
     assert assert_gates(report, {"mrr": 5}, max_error_rate=0.5) == ["PASS mrr (native): mean 10.00 >= 5.00"]

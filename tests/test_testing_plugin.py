@@ -18,13 +18,12 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 import pytest
-
 from judge_server import JudgeServer, _seed_for, _text_of, request_schema, synthesize
 
 SECTION = " unified-rag-eval -"  # the rule over the plugin's terminal summary
 INI = "[pytest]\nasyncio_default_fixture_loop_scope = function\n"
 
-USER_TESTS = '''
+USER_TESTS = """
 import pytest
 from unified import Sample
 from unified.testing import assert_scores
@@ -54,7 +53,7 @@ def test_marker_sets_backend_and_threshold():
     hit = Sample(id="hit", user_input="q", retrieved_ids=["d1", "d2"], relevant_ids=["d1"])
     report = assert_scores([hit], ["hit_rate@1"])
     assert report.backends() == ["native"]
-'''
+"""
 
 
 def _verdicts(value, bad: bool):
@@ -94,10 +93,22 @@ def user_dir(tmp_path):
 
 
 def run_pytest(where: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "UNIFIED_JUDGE", "UNIFIED_EMBEDDING"))}
-    cmd = [sys.executable, "-m", "pytest", "-p", "no:deepeval", "-p", "no:cacheprovider", "-p", "no:randomly",
-           "-rs", "--rootdir", str(where), *args]
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "UNIFIED_JUDGE", "UNIFIED_EMBEDDING"))}
+    cmd = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:deepeval",
+        "-p",
+        "no:cacheprovider",
+        "-p",
+        "no:randomly",
+        "-rs",
+        "--rootdir",
+        str(where),
+        *args,
+    ]
     return subprocess.run(cmd, cwd=where, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -114,7 +125,7 @@ def summary_rows(output: str) -> dict[tuple[str, str], list[str]]:
     start = next(i for i, x in enumerate(lines) if SECTION in x)
     header = next(i for i in range(start, len(lines)) if lines[i].startswith("metric "))
     rows = {}
-    for line in lines[header + 1:]:
+    for line in lines[header + 1 :]:
         cells = line.split()
         if len(cells) != 10 or not cells[2].isdigit():
             break
@@ -124,7 +135,7 @@ def summary_rows(output: str) -> dict[tuple[str, str], list[str]]:
 
 def test_the_plugin_is_registered_by_the_package():
     eps = [e for e in entry_points(group="pytest11") if e.name == "unified"]
-    assert [e.value for e in eps] == ["unified.pytest_plugin"]
+    assert [e.value for e in eps] == ["unified.integrations.pytest_plugin"]
 
 
 @pytest.mark.slow
@@ -134,7 +145,7 @@ def test_one_file_against_the_loopback_judge_then_the_embedding_backend(judge, u
     out = r.stdout + r.stderr
     assert r.returncode == 1, out
     assert "3 passed" in out and "1 failed" in out, out
-    fail = out[out.index("test_ungrounded_answer_fails"):]
+    fail = out[out.index("test_ungrounded_answer_fails") :]
     assert "assert_scores: 1 of 1 check failed" in fail
     assert failure_row(fail, "cheese-answer")[:5] == ["cheese-answer", "faithfulness", "native", "0.00", "7.00"]
     assert judge.chat_count > 0
@@ -149,7 +160,7 @@ def test_one_file_against_the_loopback_judge_then_the_embedding_backend(judge, u
     assert r.returncode == 1, out
     assert "2 passed" in out and "1 failed" in out and "1 skipped" in out, out
     assert "no judge configured" in out  # the unified_judge fixture skips, saying why
-    row = failure_row(out[out.index("test_ungrounded_answer_fails"):], "cheese-answer")
+    row = failure_row(out[out.index("test_ungrounded_answer_fails") :], "cheese-answer")
     assert row[:3] == ["cheese-answer", "faithfulness", "embedding"] and float(row[3]) < 7.0, row
     rows = summary_rows(out)
     assert set(rows) == {("faithfulness", "embedding"), ("hit_rate@1", "native")}  # the marker wins
@@ -161,8 +172,17 @@ def test_one_file_against_the_loopback_judge_then_the_embedding_backend(judge, u
 @pytest.mark.slow
 def test_xdist_workers_report_to_one_summary_and_the_cache_outlives_the_session(judge, user_dir):
     pytest.importorskip("xdist")
-    args = ["test_rag.py", "-k", "not marker", "--unified-judge-base-url", judge.base_url,
-            "--unified-judge-model", "loopback", "--unified-cache", str(user_dir / "cache.sqlite")]
+    args = [
+        "test_rag.py",
+        "-k",
+        "not marker",
+        "--unified-judge-base-url",
+        judge.base_url,
+        "--unified-judge-model",
+        "loopback",
+        "--unified-cache",
+        str(user_dir / "cache.sqlite"),
+    ]
     r = run_pytest(user_dir, "-n", "2", *args)
     out = r.stdout + r.stderr
     assert r.returncode == 1 and "2 passed" in out and "1 failed" in out, out
@@ -185,9 +205,11 @@ def test_plugin_is_inert_in_a_session_that_does_not_use_it(tmp_path):
     (tmp_path / "test_plain.py").write_text(
         "import sys\n\n"
         "def test_nothing_heavy_was_imported():\n"
-        "    assert 'unified.pytest_plugin' in sys.modules\n"
-        "    heavy = [m for m in ('unified.testing', 'unified.runner', 'openai', 'mlflow') if m in sys.modules]\n"
-        "    assert heavy == []\n", encoding="utf-8")
+        "    assert 'unified.integrations.pytest_plugin' in sys.modules\n"
+        "    heavy = [m for m in ('unified.testing', 'unified.run.runner', 'openai', 'mlflow') if m in sys.modules]\n"
+        "    assert heavy == []\n",
+        encoding="utf-8",
+    )
     r = run_pytest(tmp_path, "test_plain.py")
     assert r.returncode == 0 and "1 passed" in r.stdout, r.stdout + r.stderr
     assert SECTION not in r.stdout

@@ -8,16 +8,32 @@ layer and its HTTP client only when a run starts.
 
 __version__ = "0.1.0"
 
+from unified import _moved
+
+_moved.install()  # old flat module paths (unified.runner, ...) keep importing
+
 _LAZY = {
-    "Sample": "unified.sample", "SampleError": "unified.sample",
-    "Score": "unified.scores", "Cost": "unified.scores", "Aggregate": "unified.scores",
-    "aggregate": "unified.scores", "normalize": "unified.scores",
-    "MetricSpec": "unified.metrics", "get_metric": "unified.metrics", "metric_names": "unified.metrics",
-    "parse_metric": "unified.metrics", "register_metric": "unified.metrics",
+    "Sample": "unified.sample",
+    "SampleError": "unified.sample",
+    "Score": "unified.scores",
+    "Cost": "unified.scores",
+    "Aggregate": "unified.scores",
+    "aggregate": "unified.scores",
+    "normalize": "unified.scores",
+    "MetricSpec": "unified.metrics",
+    "get_metric": "unified.metrics",
+    "metric_names": "unified.metrics",
+    "parse_metric": "unified.metrics",
+    "register_metric": "unified.metrics",
     "register_rubric": "unified.metrics",
-    "evaluate": "unified.runner", "aevaluate": "unified.runner", "Report": "unified.report",
-    "evaluate_pipeline": "unified.pipeline", "aevaluate_pipeline": "unified.pipeline",
-    "load_samples": "unified.io", "read_samples": "unified.io", "write_samples": "unified.io",
+    "evaluate": "unified.api",
+    "aevaluate": "unified.api",
+    "Report": "unified.report",
+    "evaluate_pipeline": "unified.run.pipeline",
+    "aevaluate_pipeline": "unified.run.pipeline",
+    "load_samples": "unified.data.io",
+    "read_samples": "unified.data.io",
+    "write_samples": "unified.data.io",
 }
 __all__ = list(_LAZY)
 
@@ -25,6 +41,7 @@ __all__ = list(_LAZY)
 def __getattr__(name: str):  # PEP 562
     if name in _LAZY:
         import importlib
+
         return getattr(importlib.import_module(_LAZY[name]), name)
     raise AttributeError(f"module 'unified' has no attribute {name!r}")
 

@@ -253,10 +253,17 @@ def _coerce(val: str) -> Any:
 
 # ---------------------------------------------------------------- custom metrics
 
-def register_metric(name: str, *, required: tuple[str, ...] | list[str] = ("user_input",),
-                    raw_range: tuple[float, float] = (0.0, 1.0), higher_is_better: bool = True,
-                    threshold: float = 5.0, description: str | None = None,
-                    kind: Kind = "deterministic") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+
+def register_metric(
+    name: str,
+    *,
+    required: tuple[str, ...] | list[str] = ("user_input",),
+    raw_range: tuple[float, float] = (0.0, 1.0),
+    higher_is_better: bool = True,
+    threshold: float = 5.0,
+    description: str | None = None,
+    kind: Kind = "deterministic",
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorator: register ``fn(sample) -> float | Score`` as a metric.
 
     The returned raw number is normalised from ``raw_range`` to 0–10 like any built-in.
@@ -265,24 +272,48 @@ def register_metric(name: str, *, required: tuple[str, ...] | list[str] = ("user
     """
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
-        register(MetricSpec(
-            name=name, description=description or (fn.__doc__ or name).strip().splitlines()[0],
-            required=tuple(required), kind=kind, threshold=threshold, raw_range=raw_range,
-            higher_is_better=higher_is_better, fn=fn, custom=True), replace=True)
+        register(
+            MetricSpec(
+                name=name,
+                description=description or (fn.__doc__ or name).strip().splitlines()[0],
+                required=tuple(required),
+                kind=kind,
+                threshold=threshold,
+                raw_range=raw_range,
+                higher_is_better=higher_is_better,
+                fn=fn,
+                custom=True,
+            ),
+            replace=True,
+        )
         return fn
 
     return deco
 
 
-def register_rubric(name: str, criteria: str, *, scale: tuple[int, int] = (0, 10),
-                    required: tuple[str, ...] | list[str] = ("user_input", "response"),
-                    threshold: float = 5.0) -> MetricSpec:
+def register_rubric(
+    name: str,
+    criteria: str,
+    *,
+    scale: tuple[int, int] = (0, 10),
+    required: tuple[str, ...] | list[str] = ("user_input", "response"),
+    threshold: float = 5.0,
+) -> MetricSpec:
     """Register an LLM rubric metric: the judge reads ``criteria`` and the sample's
     ``required`` fields and answers an integer on ``scale``; value = normalised score."""
-    return register(MetricSpec(
-        name=name, description=f"LLM rubric: {criteria}", required=tuple(required), kind="llm",
-        threshold=threshold, raw_range=(float(scale[0]), float(scale[1])),
-        rubric={"criteria": criteria, "scale": tuple(scale)}, custom=True), replace=True)
+    return register(
+        MetricSpec(
+            name=name,
+            description=f"LLM rubric: {criteria}",
+            required=tuple(required),
+            kind="llm",
+            threshold=threshold,
+            raw_range=(float(scale[0]), float(scale[1])),
+            rubric={"criteria": criteria, "scale": tuple(scale)},
+            custom=True,
+        ),
+        replace=True,
+    )
 
 
 def load_plugins(modules: list[str] | str | None) -> None:
@@ -311,103 +342,222 @@ def load_plugins(modules: list[str] | str | None) -> None:
 
 # ---------------------------------------------------------------- built-ins
 
-def _builtin(name: str, description: str, required: tuple[str, ...], kind: Kind,
-             threshold: float = 5.0, **aliases: str) -> None:
-    register(MetricSpec(name=name, description=description, required=required, kind=kind,
-                        threshold=threshold, aliases=aliases))
+
+def _builtin(
+    name: str, description: str, required: tuple[str, ...], kind: Kind, threshold: float = 5.0, **aliases: str
+) -> None:
+    register(
+        MetricSpec(
+            name=name, description=description, required=required, kind=kind, threshold=threshold, aliases=aliases
+        )
+    )
 
 
 Q, R, C, REF = "user_input", "response", "retrieved_contexts", "reference"
 
-_builtin("faithfulness",
-         "Share of the response's claims supported by the retrieved contexts: supported / total claims.",
-         (Q, R, C), "llm", 7.0, ragas="Faithfulness", deepeval="FaithfulnessMetric",
-         dingo="LLMRAGFaithfulness", patronus="answer-faithfulness", embedchain="groundedness")
-_builtin("answer_relevancy",
-         "Mean cosine similarity between the question and questions generated back from the "
-         "response; 0 when the response is noncommittal.",
-         (Q, R), "llm", 5.0, ragas="AnswerRelevancy", deepeval="AnswerRelevancyMetric",
-         dingo="LLMRAGAnswerRelevancy", patronus="answer-relevance", embedchain="answer_relevancy",
-         ragas_v1="answer_relevance")
-_builtin("context_relevancy",
-         "Share of retrieved contexts relevant to the question (each rated 0/1/2 by two judges; "
-         "relevant when the mean rating ≥ 1).",
-         (Q, C), "llm", 5.0, ragas="ContextRelevance", deepeval="ContextualRelevancyMetric",
-         dingo="LLMRAGContextRelevancy", patronus="context-relevance", embedchain="context_relevancy",
-         ragas_v1="context_relevance")
-_builtin("context_recall",
-         "Share of the reference's claims attributable to the retrieved contexts.",
-         (Q, C, REF), "llm", 5.0, ragas="ContextRecall", deepeval="ContextualRecallMetric",
-         dingo="LLMRAGContextRecall", patronus="context-recall")
-_builtin("context_precision",
-         "Average precision of the per-context 'useful for the reference' verdicts: "
-         "Σ_k (P@k · v_k) / Σ_k v_k.",
-         (Q, C, REF), "llm", 5.0, ragas="ContextPrecisionWithReference",
-         deepeval="ContextualPrecisionMetric", dingo="LLMRAGContextPrecision",
-         ragas_short="ContextPrecision")
-_builtin("answer_correctness",
-         "F1 of the response's claims against the reference's claims: TP / (TP + ½(FP + FN)).",
-         (Q, R, REF), "llm", 5.0, ragas="AnswerCorrectness", deepeval="GEval",
-         patronus="answer-correctness", ragas_factual="FactualCorrectness")
-_builtin("context_sufficiency",
-         "Whether the contexts alone suffice to answer the question as the reference does "
-         "(rating 0/1/2).",
-         (Q, C, REF), "llm", 5.0, patronus="context-sufficiency")
-_builtin("context_correctness",
-         "Share of the reference's facts that the contexts state consistently (Patronus).",
-         (Q, C, REF), "llm", 5.0, patronus="context-correctness")
-_builtin("response_groundedness",
-         "Whole-response grounding in the contexts, rated 0/1/2.",
-         (R, C), "llm", 5.0, ragas="ResponseGroundedness")
-_builtin("hallucination",
-         "Pass/fail: passes when faithfulness reaches the threshold; the reason lists the "
-         "unsupported claims. Value = share of contexts/claims not contradicted.",
-         (Q, R, C), "llm", 5.0, deepeval="HallucinationMetric", patronus="hallucination",
-         dingo="LLMRAGHallucination")
-_builtin("semantic_similarity",
-         "Cosine similarity of the response and reference embeddings, clipped to [0, 1].",
-         (R, REF), "embedding", 5.0, ragas="SemanticSimilarity", ragas_v1="answer_similarity")
-_builtin("bertscore",
-         "BERTScore F1 between response and reference from contextual token embeddings.",
-         (R, REF), "embedding", 5.0)
+_builtin(
+    "faithfulness",
+    "Share of the response's claims supported by the retrieved contexts: supported / total claims.",
+    (Q, R, C),
+    "llm",
+    7.0,
+    ragas="Faithfulness",
+    deepeval="FaithfulnessMetric",
+    dingo="LLMRAGFaithfulness",
+    patronus="answer-faithfulness",
+    embedchain="groundedness",
+)
+_builtin(
+    "answer_relevancy",
+    "Mean cosine similarity between the question and questions generated back from the "
+    "response; 0 when the response is noncommittal.",
+    (Q, R),
+    "llm",
+    5.0,
+    ragas="AnswerRelevancy",
+    deepeval="AnswerRelevancyMetric",
+    dingo="LLMRAGAnswerRelevancy",
+    patronus="answer-relevance",
+    embedchain="answer_relevancy",
+    ragas_v1="answer_relevance",
+)
+_builtin(
+    "context_relevancy",
+    "Share of retrieved contexts relevant to the question (each rated 0/1/2 by two judges; "
+    "relevant when the mean rating ≥ 1).",
+    (Q, C),
+    "llm",
+    5.0,
+    ragas="ContextRelevance",
+    deepeval="ContextualRelevancyMetric",
+    dingo="LLMRAGContextRelevancy",
+    patronus="context-relevance",
+    embedchain="context_relevancy",
+    ragas_v1="context_relevance",
+)
+_builtin(
+    "context_recall",
+    "Share of the reference's claims attributable to the retrieved contexts.",
+    (Q, C, REF),
+    "llm",
+    5.0,
+    ragas="ContextRecall",
+    deepeval="ContextualRecallMetric",
+    dingo="LLMRAGContextRecall",
+    patronus="context-recall",
+)
+_builtin(
+    "context_precision",
+    "Average precision of the per-context 'useful for the reference' verdicts: Σ_k (P@k · v_k) / Σ_k v_k.",
+    (Q, C, REF),
+    "llm",
+    5.0,
+    ragas="ContextPrecisionWithReference",
+    deepeval="ContextualPrecisionMetric",
+    dingo="LLMRAGContextPrecision",
+    ragas_short="ContextPrecision",
+)
+_builtin(
+    "answer_correctness",
+    "F1 of the response's claims against the reference's claims: TP / (TP + ½(FP + FN)).",
+    (Q, R, REF),
+    "llm",
+    5.0,
+    ragas="AnswerCorrectness",
+    deepeval="GEval",
+    patronus="answer-correctness",
+    ragas_factual="FactualCorrectness",
+)
+_builtin(
+    "context_sufficiency",
+    "Whether the contexts alone suffice to answer the question as the reference does (rating 0/1/2).",
+    (Q, C, REF),
+    "llm",
+    5.0,
+    patronus="context-sufficiency",
+)
+_builtin(
+    "context_correctness",
+    "Share of the reference's facts that the contexts state consistently (Patronus).",
+    (Q, C, REF),
+    "llm",
+    5.0,
+    patronus="context-correctness",
+)
+_builtin(
+    "response_groundedness",
+    "Whole-response grounding in the contexts, rated 0/1/2.",
+    (R, C),
+    "llm",
+    5.0,
+    ragas="ResponseGroundedness",
+)
+_builtin(
+    "hallucination",
+    "Pass/fail: passes when faithfulness reaches the threshold; the reason lists the "
+    "unsupported claims. Value = share of contexts/claims not contradicted.",
+    (Q, R, C),
+    "llm",
+    5.0,
+    deepeval="HallucinationMetric",
+    patronus="hallucination",
+    dingo="LLMRAGHallucination",
+)
+_builtin(
+    "semantic_similarity",
+    "Cosine similarity of the response and reference embeddings, clipped to [0, 1].",
+    (R, REF),
+    "embedding",
+    5.0,
+    ragas="SemanticSimilarity",
+    ragas_v1="answer_similarity",
+)
+_builtin(
+    "bertscore",
+    "BERTScore F1 between response and reference from contextual token embeddings.",
+    (R, REF),
+    "embedding",
+    5.0,
+)
 # further ragas collections metrics (served by the ragas backend; table in adapters/ragas.py)
-_builtin("factual_correctness",
-         "F1 of claim overlap: response claims supported by the reference (precision) and "
-         "reference claims supported by the response (recall); F1 = 2PR / (P + R). "
-         "(The bare alias 'FactualCorrectness' resolves to answer_correctness.)",
-         (R, REF), "llm", 5.0)
-_builtin("context_utilization",
-         "Average precision of per-context 'useful for the response' verdicts: "
-         "Σ_k (P@k · v_k) / Σ_k v_k (no reference needed).",
-         (Q, R, C), "llm", 5.0, ragas="ContextPrecisionWithoutReference",
-         ragas_short="ContextUtilization")
-_builtin("context_entity_recall",
-         "Share of the reference's entities found in the contexts: |E_ref ∩ E_ctx| / |E_ref|.",
-         (C, REF), "llm", 5.0, ragas="ContextEntityRecall")
-_builtin("answer_accuracy",
-         "Agreement of response and reference, rated 0/2/4 by two judges with swapped roles; "
-         "mean rating / 4.",
-         (Q, R, REF), "llm", 5.0, ragas="AnswerAccuracy")
-_builtin("noise_sensitivity",
-         "Share of the response's claims that are incorrect (unsupported by the reference) "
-         "yet drawn from the contexts; ragas's raw score is lower-is-better, shown inverted: "
-         "value = 10 · (1 − raw).",
-         (Q, R, C, REF), "llm", 5.0, ragas="NoiseSensitivity")
+_builtin(
+    "factual_correctness",
+    "F1 of claim overlap: response claims supported by the reference (precision) and "
+    "reference claims supported by the response (recall); F1 = 2PR / (P + R). "
+    "(The bare alias 'FactualCorrectness' resolves to answer_correctness.)",
+    (R, REF),
+    "llm",
+    5.0,
+)
+_builtin(
+    "context_utilization",
+    "Average precision of per-context 'useful for the response' verdicts: "
+    "Σ_k (P@k · v_k) / Σ_k v_k (no reference needed).",
+    (Q, R, C),
+    "llm",
+    5.0,
+    ragas="ContextPrecisionWithoutReference",
+    ragas_short="ContextUtilization",
+)
+_builtin(
+    "context_entity_recall",
+    "Share of the reference's entities found in the contexts: |E_ref ∩ E_ctx| / |E_ref|.",
+    (C, REF),
+    "llm",
+    5.0,
+    ragas="ContextEntityRecall",
+)
+_builtin(
+    "answer_accuracy",
+    "Agreement of response and reference, rated 0/2/4 by two judges with swapped roles; mean rating / 4.",
+    (Q, R, REF),
+    "llm",
+    5.0,
+    ragas="AnswerAccuracy",
+)
+_builtin(
+    "noise_sensitivity",
+    "Share of the response's claims that are incorrect (unsupported by the reference) "
+    "yet drawn from the contexts; ragas's raw score is lower-is-better, shown inverted: "
+    "value = 10 · (1 − raw).",
+    (Q, R, C, REF),
+    "llm",
+    5.0,
+    ragas="NoiseSensitivity",
+)
 
 for _name, _desc, _req, _thr in [
-    ("precision_at_k", "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k. "
-     "Passes at ≥ threshold · min(k, |rel|)/k, the best this sample allows.",
-     ("retrieved_ids",), 5.0),
-    ("recall_at_k", "Share of the relevant ids found in the top k: |rel ∩ top_k| / |rel|. "
-     "Passes at ≥ threshold · min(k, |rel|)/|rel|, the best this sample allows.",
-     ("retrieved_ids",), 5.0),
-    ("mrr", "Reciprocal rank of the first relevant id in the top k: 1 / rank (0 if none).",
-     ("retrieved_ids",), 5.0),
-    ("ndcg_at_k", "Normalised discounted cumulative gain, gain 2^rel − 1, discount log2(rank + 1).",
-     ("retrieved_ids",), 5.0),
-    ("hit_rate_at_k", "1 when at least one relevant id is in the top k, else 0.",
-     ("retrieved_ids",), 5.0),
+    (
+        "precision_at_k",
+        "Share of the top-k retrieved ids that are relevant: |rel ∩ top_k| / k. "
+        "Passes at ≥ threshold · min(k, |rel|)/k, the best this sample allows.",
+        ("retrieved_ids",),
+        5.0,
+    ),
+    (
+        "recall_at_k",
+        "Share of the relevant ids found in the top k: |rel ∩ top_k| / |rel|. "
+        "Passes at ≥ threshold · min(k, |rel|)/|rel|, the best this sample allows.",
+        ("retrieved_ids",),
+        5.0,
+    ),
+    ("mrr", "Reciprocal rank of the first relevant id in the top k: 1 / rank (0 if none).", ("retrieved_ids",), 5.0),
+    (
+        "ndcg_at_k",
+        "Normalised discounted cumulative gain, gain 2^rel − 1, discount log2(rank + 1).",
+        ("retrieved_ids",),
+        5.0,
+    ),
+    ("hit_rate_at_k", "1 when at least one relevant id is in the top k, else 0.", ("retrieved_ids",), 5.0),
 ]:
-    register(MetricSpec(name=_name, description=_desc, required=_req, kind="deterministic",
-                        threshold=_thr, takes_k=True,
-                        aliases={"short": _name.removesuffix("_at_k")} if _name.endswith("_at_k") else {}))
+    register(
+        MetricSpec(
+            name=_name,
+            description=_desc,
+            required=_req,
+            kind="deterministic",
+            threshold=_thr,
+            takes_k=True,
+            aliases={"short": _name.removesuffix("_at_k")} if _name.endswith("_at_k") else {},
+        )
+    )

@@ -31,7 +31,9 @@ _SECRET_NAME = re.compile(
     r"(^|[_\-.])(api[_\-]?key|apikey|key|token|access[_\-]?token|refresh[_\-]?token|"
     r"id[_\-]?token|auth|authorization|secret|client[_\-]?secret|password|passwd|pwd|"
     r"signature|sig|x[_\-]amz[_\-]signature|x[_\-]amz[_\-]credential|credential|"
-    r"session[_\-]?token|code)($|[_\-.])", re.I)
+    r"session[_\-]?token|code)($|[_\-.])",
+    re.I,
+)
 # config keys that merely *count* tokens or *name* a variable
 _NOT_SECRET_NAME = re.compile(r"(_env$|^max_|_tokens$|^tokens$|^n_|_count$)", re.I)
 # key-shaped strings, even when we were not told the exact key
@@ -99,7 +101,7 @@ def _redact_match(m: re.Match) -> str:
     ("at http://h/v1?key=K: failed") is not part of it and is kept."""
     url = m.group(0)
     core = url.rstrip(".,:;!?")
-    return redact_url(core) + url[len(core):]
+    return redact_url(core) + url[len(core) :]
 
 
 def one_line(text: Any, limit: int = 300, secrets: Iterable[str | None] = ()) -> str:
@@ -113,8 +115,14 @@ def redact_config(obj: Any) -> Any:
     """A copy of a config tree (dicts, lists, strings) safe to write anywhere: values of
     credential-named keys become ``***``, URLs in strings are redacted."""
     if isinstance(obj, dict):
-        return {k: (MASK if is_secret_name(str(k)) and obj[k] not in (None, "") and not isinstance(obj[k], (int, float, bool))
-                    else redact_config(v)) for k, v in obj.items()}
+        return {
+            k: (
+                MASK
+                if is_secret_name(str(k)) and obj[k] not in (None, "") and not isinstance(obj[k], (int, float, bool))
+                else redact_config(v)
+            )
+            for k, v in obj.items()
+        }
     if isinstance(obj, (list, tuple)):
         return [redact_config(v) for v in obj]
     if isinstance(obj, str):
@@ -143,7 +151,7 @@ def url_secrets(url: str | None) -> list[str]:
     if "@" in parts.netloc:
         userinfo = parts.netloc.rsplit("@", 1)[0]
         _user, colon, password = userinfo.partition(":")
-        for piece in ((userinfo, password) if colon else (userinfo,)):
+        for piece in (userinfo, password) if colon else (userinfo,):
             found += [piece, unquote(piece)]
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
         if is_secret_name(name):
@@ -176,7 +184,7 @@ class RedactingFilter(logging.Filter):
             secrets = sorted(_known_secrets, key=len, reverse=True)
         try:
             message = record.getMessage()
-        except Exception:  # noqa: BLE001 — a malformed record is logging's problem, not ours
+        except Exception:
             return True
         clean = scrub(message, secrets)
         if clean != message:
@@ -198,13 +206,24 @@ def redact_logs(prefixes: Iterable[str] = LOG_PREFIXES) -> None:
     so each one gets it). Idempotent; call it after importing the client library, whose
     loggers then exist."""
     prefixes = tuple(prefixes)
-    names = [n for n in list(logging.Logger.manager.loggerDict)
-             if n.split(".")[0].startswith(prefixes)]
+    names = [n for n in list(logging.Logger.manager.loggerDict) if n.split(".")[0].startswith(prefixes)]
     for name in {*names, *prefixes}:
         logger = logging.getLogger(name)
         if _FILTER not in logger.filters:
             logger.addFilter(_FILTER)
 
 
-__all__ = ["LOG_PREFIXES", "MASK", "RedactingFilter", "is_secret_name", "one_line", "redact_argv",
-           "redact_config", "redact_logs", "redact_url", "remember_secret", "scrub", "url_secrets"]
+__all__ = [
+    "LOG_PREFIXES",
+    "MASK",
+    "RedactingFilter",
+    "is_secret_name",
+    "one_line",
+    "redact_argv",
+    "redact_config",
+    "redact_logs",
+    "redact_url",
+    "remember_secret",
+    "scrub",
+    "url_secrets",
+]

@@ -37,17 +37,26 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 # RAGAS v1, DeepEval, Dingo, Patronus (legacy and current SDK), Embedchain, RAGChecker,
 # others (see DESIGN.md).
 ALIASES: dict[str, tuple[str, ...]] = {
-    "user_input": ("user_input", "question", "input", "prompt", "evaluated_model_input",
-                   "task_input", "query"),
-    "response": ("response", "answer", "actual_output", "content", "evaluated_model_output",
-                 "task_output"),
+    "user_input": ("user_input", "question", "input", "prompt", "evaluated_model_input", "task_input", "query"),
+    "response": ("response", "answer", "actual_output", "content", "evaluated_model_output", "task_output"),
     "retrieved_contexts": (
-        "retrieved_contexts", "contexts", "retrieval_context", "context",
-        "evaluated_model_retrieved_context", "task_context", "retrieved_context",
+        "retrieved_contexts",
+        "contexts",
+        "retrieval_context",
+        "context",
+        "evaluated_model_retrieved_context",
+        "task_context",
+        "retrieved_context",
     ),
     "reference": (
-        "reference", "ground_truth", "expected_output", "evaluated_model_gold_answer",
-        "reference_answer", "gold_answer", "ground_truths", "gt_answer",
+        "reference",
+        "ground_truth",
+        "expected_output",
+        "evaluated_model_gold_answer",
+        "reference_answer",
+        "gold_answer",
+        "ground_truths",
+        "gt_answer",
     ),
     "retrieved_ids": ("retrieved_ids", "retrieved_context_ids"),
     "relevant_ids": ("relevant_ids", "relevant_docs", "reference_context_ids"),
@@ -59,30 +68,52 @@ ALIASES: dict[str, tuple[str, ...]] = {
 
 # Which framework uses which alias, for `convert` (canonical -> framework -> name).
 FRAMEWORK_FIELDS: dict[str, dict[str, str]] = {
-    "ragas": {"user_input": "user_input", "response": "response",
-              "retrieved_contexts": "retrieved_contexts", "reference": "reference",
-              "reference_contexts": "reference_contexts",
-              "retrieved_ids": "retrieved_context_ids", "relevant_ids": "reference_context_ids"},
-    "ragas_v1": {"user_input": "question", "response": "answer",
-                 "retrieved_contexts": "contexts", "reference": "ground_truth"},
-    "deepeval": {"user_input": "input", "response": "actual_output",
-                 "retrieved_contexts": "retrieval_context", "reference": "expected_output"},
-    "dingo": {"user_input": "prompt", "response": "content", "retrieved_contexts": "context",
-              "reference": "reference"},
+    "ragas": {
+        "user_input": "user_input",
+        "response": "response",
+        "retrieved_contexts": "retrieved_contexts",
+        "reference": "reference",
+        "reference_contexts": "reference_contexts",
+        "retrieved_ids": "retrieved_context_ids",
+        "relevant_ids": "reference_context_ids",
+    },
+    "ragas_v1": {
+        "user_input": "question",
+        "response": "answer",
+        "retrieved_contexts": "contexts",
+        "reference": "ground_truth",
+    },
+    "deepeval": {
+        "user_input": "input",
+        "response": "actual_output",
+        "retrieved_contexts": "retrieval_context",
+        "reference": "expected_output",
+    },
+    "dingo": {"user_input": "prompt", "response": "content", "retrieved_contexts": "context", "reference": "reference"},
     # the current Patronus SDK's names (the legacy evaluated_model_* ones are read too)
-    "patronus": {"user_input": "task_input", "response": "task_output",
-                 "retrieved_contexts": "task_context", "reference": "gold_answer"},
+    "patronus": {
+        "user_input": "task_input",
+        "response": "task_output",
+        "retrieved_contexts": "task_context",
+        "reference": "gold_answer",
+    },
     "embedchain": {"user_input": "question", "response": "answer", "retrieved_contexts": "contexts"},
 }
 
-ALIAS_TO_CANONICAL: dict[str, str] = {
-    alias: canonical for canonical, names in ALIASES.items() for alias in names
-}
+ALIAS_TO_CANONICAL: dict[str, str] = {alias: canonical for canonical, names in ALIASES.items() for alias in names}
 _ALIAS_TO_CANONICAL = ALIAS_TO_CANONICAL  # the name older code imports
 LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "relevant_ids", "reference_contexts")
 #: the fields that define an interaction (its content hash): all but id and metadata
-CONTENT_FIELDS = ("user_input", "response", "retrieved_contexts", "reference", "retrieved_ids",
-                  "relevant_ids", "graded_relevance", "reference_contexts")
+CONTENT_FIELDS = (
+    "user_input",
+    "response",
+    "retrieved_contexts",
+    "reference",
+    "retrieved_ids",
+    "relevant_ids",
+    "graded_relevance",
+    "reference_contexts",
+)
 # a context list -> the id list its objects' ids fill
 _IDS_OF_CONTEXTS = {"retrieved_contexts": "retrieved_ids", "reference_contexts": "relevant_ids"}
 _TEXT_KEYS = ("text", "content", "page_content")
@@ -109,6 +140,7 @@ class SampleError(ValueError):
 
 
 # ---------------------------------------------------------------- JSON safety
+
 
 def surrogate_reason(text: str) -> str | None:
     """Why ``text`` cannot be written as UTF-8, or None. A lone surrogate in U+DC80–U+DCFF
@@ -180,8 +212,12 @@ def sample_problem(sample: Any, content_blob: str | None = None) -> tuple[str, s
     try:
         blob = content_blob if content_blob is not None else sample._content_blob()
         meta = json.dumps(fields["metadata"], ensure_ascii=False, allow_nan=False)
-        clean = (_SURROGATE.search(blob) is None and _SURROGATE.search(meta) is None
-                 and _SURROGATE.search(fields["id"]) is None and not _too_deep(fields["metadata"]))
+        clean = (
+            _SURROGATE.search(blob) is None
+            and _SURROGATE.search(meta) is None
+            and _SURROGATE.search(fields["id"]) is None
+            and not _too_deep(fields["metadata"])
+        )
     except (TypeError, ValueError, RecursionError):
         clean = False
     if clean:
@@ -203,14 +239,23 @@ def check_grade(key: Any, value: Any) -> float:
         raise SampleError(field, f"expected a finite number, got {value}")
     if abs(value) > MAX_GRADE:  # compared before float(): a huge int does not fit a float
         digits = len(str(abs(value))) if isinstance(value, int) else 0
-        shown = (f"{value:.3g}" if isinstance(value, float) else
-                 str(value) if digits <= 20 else f"{str(value)[:8]}… (an integer of {digits} digits)")
-        raise SampleError(field, f"grade {shown} is out of range; grades must lie in "
-                                 f"[-{MAX_GRADE:g}, {MAX_GRADE:g}] (nDCG's gain is 2**grade - 1)")
+        shown = (
+            f"{value:.3g}"
+            if isinstance(value, float)
+            else str(value)
+            if digits <= 20
+            else f"{str(value)[:8]}… (an integer of {digits} digits)"
+        )
+        raise SampleError(
+            field,
+            f"grade {shown} is out of range; grades must lie in "
+            f"[-{MAX_GRADE:g}, {MAX_GRADE:g}] (nDCG's gain is 2**grade - 1)",
+        )
     return float(value)
 
 
 # ---------------------------------------------------------------- the record
+
 
 class Sample(BaseModel):
     """One RAG interaction. Only ``user_input`` is always required; each metric names
@@ -280,8 +325,9 @@ class Sample(BaseModel):
         return True
 
     @classmethod
-    def from_record(cls, record: Mapping[str, Any], mapping: Mapping[str, str] | None = None,
-                    *, warn_unknown: bool = True) -> "Sample":
+    def from_record(
+        cls, record: Mapping[str, Any], mapping: Mapping[str, str] | None = None, *, warn_unknown: bool = True
+    ) -> "Sample":
         """Build a Sample from a dict written in any framework's field names.
 
         ``mapping`` renames source fields first (``{"question": "user_input"}``, as the
@@ -314,8 +360,10 @@ def _one_line(e: ValidationError) -> SampleError:
 
 # ---------------------------------------------------------------- aliases
 
-def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = None,
-                 *, warn_unknown: bool = True) -> dict[str, Any]:
+
+def canonicalize(
+    record: Mapping[str, Any], mapping: Mapping[str, str] | None = None, *, warn_unknown: bool = True
+) -> dict[str, Any]:
     """Rename aliases to canonical names, check types of list fields, move unknown
     fields to metadata. Raises ``SampleError``."""
     if not isinstance(record, Mapping):
@@ -337,8 +385,9 @@ def canonicalize(record: Mapping[str, Any], mapping: Mapping[str, str] | None = 
         if value is None:
             continue
         if target in out and out[target] != value:
-            raise SampleError(target, f"given twice with different values, as '{source_of[target]}' "
-                                      f"and '{key}'; keep one")
+            raise SampleError(
+                target, f"given twice with different values, as '{source_of[target]}' and '{key}'; keep one"
+            )
         out[target] = value
         source_of[target] = key
     _normalise_fields(out, source_of, metadata)
@@ -413,8 +462,7 @@ def _context_texts(field: str, value: Any, source: str) -> tuple[Any, list[str] 
             continue
         text = _text_of(item)
         if text is None:
-            raise SampleError(f"{field}[{i}]", f"a context object needs a text ({', '.join(_TEXT_KEYS)}) "
-                                               f"in '{source}'")
+            raise SampleError(f"{field}[{i}]", f"a context object needs a text ({', '.join(_TEXT_KEYS)}) in '{source}'")
         texts.append(text)
         ids.append(_id_of(item))
     return texts, (None if any(i is None for i in ids) else ids)  # type: ignore[return-value]
@@ -424,8 +472,7 @@ def _text_of(item: Any) -> Any:
     if isinstance(item, Mapping):
         return next((item[k] for k in _TEXT_KEYS if item.get(k) is not None), None)
     # a LangChain Document, or anything shaped like one (no import needed)
-    return next((getattr(item, k) for k in ("page_content", "text")
-                 if isinstance(getattr(item, k, None), str)), None)
+    return next((getattr(item, k) for k in ("page_content", "text") if isinstance(getattr(item, k, None), str)), None)
 
 
 def _id_of(item: Any) -> str | None:
@@ -439,8 +486,9 @@ def _id_of(item: Any) -> str | None:
 
 def _as_str_list(field: str, value: Any, source: str) -> list[str]:
     if isinstance(value, str):
-        raise SampleError(field, f"expected a list of strings, got a single string in '{source}'; "
-                                 f"wrap it in a list: [\"...\"]")
+        raise SampleError(
+            field, f"expected a list of strings, got a single string in '{source}'; wrap it in a list: [\"...\"]"
+        )
     if not isinstance(value, (list, tuple)):
         try:  # numpy arrays and pyarrow lists from parquet / HF datasets
             value = list(value)

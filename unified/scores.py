@@ -69,7 +69,7 @@ class Score(BaseModel):
     Provenance (set by the runner, checked on resume): ``sample_hash`` fingerprints the
     sample content the score was computed from, ``config_hash`` the task's configuration
     (backend, metric and parameters, judge models and sampling, ...; see
-    ``unified.fingerprint``). ``row_error`` marks the line of an input row that never
+    ``unified.run.fingerprint``). ``row_error`` marks the line of an input row that never
     became a sample: its ``sample_id`` (``row:<n>``) lives in a namespace of its own and
     never matches a real sample.
     """
@@ -101,9 +101,18 @@ class Score(BaseModel):
         return cls(metric=metric, backend=backend, sample_id=sample_id, value=None, error=error, **kw)
 
     @classmethod
-    def from_raw(cls, metric: str, backend: str, sample_id: str, raw: float | None, *,
-                 raw_range: tuple[float, float] = (0.0, 1.0), higher_is_better: bool = True,
-                 threshold: float | None = None, **kw: Any) -> "Score":
+    def from_raw(
+        cls,
+        metric: str,
+        backend: str,
+        sample_id: str,
+        raw: float | None,
+        *,
+        raw_range: tuple[float, float] = (0.0, 1.0),
+        higher_is_better: bool = True,
+        threshold: float | None = None,
+        **kw: Any,
+    ) -> "Score":
         """Normalise ``raw`` to 0–10 and set ``passed``. A None/NaN/inf raw becomes a
         failure whose error is ``error`` when given (what the backend said), else a generic
         one. ``error`` applies only then: a usable raw never yields a Score with an error."""
@@ -111,13 +120,31 @@ class Score(BaseModel):
         value = normalize(raw, raw_range, higher_is_better=higher_is_better)
         if value is None:
             err = error or f"backend returned no usable score (raw={raw!r})"
-            return cls(metric=metric, backend=backend, sample_id=sample_id, value=None, raw=None,
-                       raw_range=raw_range, higher_is_better=higher_is_better,
-                       threshold=threshold, error=err, **kw)
+            return cls(
+                metric=metric,
+                backend=backend,
+                sample_id=sample_id,
+                value=None,
+                raw=None,
+                raw_range=raw_range,
+                higher_is_better=higher_is_better,
+                threshold=threshold,
+                error=err,
+                **kw,
+            )
         passed = None if threshold is None else value >= threshold
-        return cls(metric=metric, backend=backend, sample_id=sample_id, value=value, raw=float(raw),
-                   raw_range=raw_range, higher_is_better=higher_is_better, threshold=threshold,
-                   passed=passed, **kw)
+        return cls(
+            metric=metric,
+            backend=backend,
+            sample_id=sample_id,
+            value=value,
+            raw=float(raw),
+            raw_range=raw_range,
+            higher_is_better=higher_is_better,
+            threshold=threshold,
+            passed=passed,
+            **kw,
+        )
 
 
 def degraded_reason(line: Mapping[str, Any]) -> str | None:
@@ -129,8 +156,9 @@ def degraded_reason(line: Mapping[str, Any]) -> str | None:
     return str(details.get("degraded_reason") or line.get("reason") or "degraded")
 
 
-def normalize(raw: float | None, raw_range: tuple[float, float] = (0.0, 1.0), *,
-              higher_is_better: bool = True) -> float | None:
+def normalize(
+    raw: float | None, raw_range: tuple[float, float] = (0.0, 1.0), *, higher_is_better: bool = True
+) -> float | None:
     """Map a raw score onto 0–10.
 
         value = 10 · (raw − lo) / (hi − lo)          (higher is better)
@@ -192,8 +220,9 @@ class RunningAggregates:
     def add(self, s: Score) -> None:
         self.add_value(s.metric, s.backend, s.value if s.ok else None, s.passed, s.cost)
 
-    def add_value(self, metric: str, backend: str, value: float | None, passed: bool | None,
-                  cost: Cost | None = None) -> None:
+    def add_value(
+        self, metric: str, backend: str, value: float | None, passed: bool | None, cost: Cost | None = None
+    ) -> None:
         """One task's outcome: ``value`` None (or not finite) counts as an error."""
         g = self._groups.get((metric, backend))
         if g is None:
@@ -229,12 +258,17 @@ class _Group:
     def aggregate(self, metric: str, backend: str) -> Aggregate:
         v = self.values
         return Aggregate(
-            metric=metric, backend=backend, count=self.count, scored=len(v), errors=self.errors,
+            metric=metric,
+            backend=backend,
+            count=self.count,
+            scored=len(v),
+            errors=self.errors,
             mean=statistics.fmean(v) if v else None,
             median=statistics.median(v) if v else None,
             stdev=statistics.stdev(v) if len(v) > 1 else None,
             pass_rate=self.passes / self.verdicts if self.verdicts else None,
-            cost=self.cost)
+            cost=self.cost,
+        )
 
 
 def aggregate(scores: Iterable[Score], metric: str = "", backend: str = "") -> Aggregate:

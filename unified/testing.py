@@ -1,6 +1,6 @@
 """Assertions for test suites: score samples through the normal runner and fail loudly.
 
-``assert_scores(samples, metrics)`` runs ``unified.runner.evaluate`` (the same plan,
+``assert_scores(samples, metrics)`` runs ``unified.run.runner.evaluate`` (the same plan,
 fingerprints, judge cache and error handling as ``unified-eval run``) and raises an
 ``AssertionError`` listing every failing check, one (sample, metric, backend) a row::
 
@@ -22,11 +22,11 @@ default bound — the registry's unless the backend sets one). Never a silent pa
   ...", with the reasons) propagates.
 
 ``assert_gates(report, {"faithfulness": 7})`` is ``--fail-under`` for a Report: the same
-gate rules (``unified.diff``) and the same error-rate rule as the CLI (a gated metric
+gate rules (``unified.analysis.diff``) and the same error-rate rule as the CLI (a gated metric
 with a failed task fails at the default ``max_error_rate=0``).
 
 Defaults: ``backend=None`` means the pytest plugin's ``--unified-backend`` (see
-``unified.pytest_plugin``), else ``native``. Precedence, highest first: the call's own
+``unified.integrations.pytest_plugin``), else ``native``. Precedence, highest first: the call's own
 arguments, ``@pytest.mark.unified(...)`` on the test, the plugin's command-line options.
 This module imports nothing heavy until a function is called: the pytest plugin imports it
 in every session.
@@ -101,15 +101,23 @@ class _Tally:
     cost: dict[str, Any] = field(default_factory=dict)
 
     def as_record(self) -> dict[str, Any]:
-        return {"metric": self.metric, "backend": self.backend, "checks": self.checks,
-                "passed": self.passed, "failed": self.checks - self.passed, "errors": self.errors,
-                "cost": self.cost}
+        return {
+            "metric": self.metric,
+            "backend": self.backend,
+            "checks": self.checks,
+            "passed": self.passed,
+            "failed": self.checks - self.passed,
+            "errors": self.errors,
+            "cost": self.cost,
+        }
 
 
 # ---------------------------------------------------------------- assert_scores
 
-def assert_scores(samples: Any, metrics: Any, backend: Any = None,
-                  thresholds: Mapping[str, float] | None = None, **run_options: Any) -> Any:
+
+def assert_scores(
+    samples: Any, metrics: Any, backend: Any = None, thresholds: Mapping[str, float] | None = None, **run_options: Any
+) -> Any:
     """Score ``samples`` on ``metrics`` with ``backend`` (a name, comma list, list of names
     or Backend instances; None: the session default, else ``native``) and raise
     ``AssertionError`` naming every failing (sample, metric, backend) — see the module
@@ -118,7 +126,7 @@ def assert_scores(samples: Any, metrics: Any, backend: Any = None,
     ``run_options``: any ``evaluate`` keyword (``judge=``, ``embedding=``, ``cache=``,
     ``out=`` to keep the run folder, ...). Returns the run's ``Report``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this frame
-    from unified.runner import _as_metric_refs
+    from unified.run.runner import _as_metric_refs
 
     opts = _merged_options(backend, run_options)
     names = [r.name for r in _as_metric_refs(metrics)]
@@ -138,8 +146,14 @@ def assert_scores(samples: Any, metrics: Any, backend: Any = None,
 
 def _merged_options(backend: Any, run_options: Mapping[str, Any]) -> dict[str, Any]:
     """evaluate() keywords: built-in < session (plugin options) < marker < this call."""
-    opts: dict[str, Any] = {"backends": "native", "quiet": True, "progress": False,
-                            **_session_defaults, **_test_defaults, **run_options}
+    opts: dict[str, Any] = {
+        "backends": "native",
+        "quiet": True,
+        "progress": False,
+        **_session_defaults,
+        **_test_defaults,
+        **run_options,
+    }
     opts.pop("thresholds", None)  # a marker's thresholds are read by _bounds, not evaluate
     if backend is not None:
         opts["backends"] = backend
@@ -153,10 +167,11 @@ def _merged_options(backend: Any, run_options: Mapping[str, Any]) -> dict[str, A
 def _bounds(thresholds: Mapping[str, float] | None, names: list[str]) -> dict[str, float]:
     """``thresholds`` (this call's, else the marker's) checked: each key a known metric
     among ``names``, each bound on 0–10. A typo must not silently keep the default."""
-    from unified.diff import gate_matches, parse_gates
+    from unified.analysis.gates import gate_matches, parse_gates
 
-    given = thresholds if thresholds is not None else _test_defaults.get(
-        "thresholds", _session_defaults.get("thresholds"))
+    given = (
+        thresholds if thresholds is not None else _test_defaults.get("thresholds", _session_defaults.get("thresholds"))
+    )
     bounds = parse_gates(dict(given)) if given else {}
     for key in bounds:
         if not any(gate_matches(key, n) for n in names):
@@ -167,8 +182,8 @@ def _bounds(thresholds: Mapping[str, float] | None, names: list[str]) -> dict[st
 def _score(samples: Any, names: list[str], opts: dict[str, Any]) -> tuple[Any, list[dict[str, str]]]:
     """(Report, skipped pairs with their reasons). Without ``out=`` the run goes to a
     temporary folder (for its summary's skipped pairs) and the Report lives in memory."""
+    from unified.api import evaluate
     from unified.report import Report
-    from unified.runner import evaluate
 
     if opts.get("out") is not None:
         report = evaluate(samples, names, **opts)
@@ -179,10 +194,11 @@ def _score(samples: Any, names: list[str], opts: dict[str, Any]) -> tuple[Any, l
         return Report(list(report.iter_scores()), list(report.iter_samples())), skipped
 
 
-def _checks(report: Any, names: list[str], backends: list[str],
-            bounds: Mapping[str, float]) -> tuple[list[_Check], dict[tuple[str, str], _Tally]]:
+def _checks(
+    report: Any, names: list[str], backends: list[str], bounds: Mapping[str, float]
+) -> tuple[list[_Check], dict[tuple[str, str], _Tally]]:
     """A failing row per score that errored or fell short, and a tally per pair."""
-    from unified.diff import gate_matches
+    from unified.analysis.gates import gate_matches
     from unified.scores import Cost
 
     failures: list[_Check] = []
@@ -217,19 +233,28 @@ def _verdict(s: Any, bound: float | None) -> _Check | None:
     if not s.ok:
         return _Check(sample, s.metric, s.backend, "error", shown, one_line(s.error or "no value", 240))
     if threshold is None:
-        return _Check(sample, s.metric, s.backend, f"{s.value:.2f}", shown,
-                      f"no threshold for {s.metric}: pass thresholds={{'{s.metric}': bound}}")
+        return _Check(
+            sample,
+            s.metric,
+            s.backend,
+            f"{s.value:.2f}",
+            shown,
+            f"no threshold for {s.metric}: pass thresholds={{'{s.metric}': bound}}",
+        )
     passed = s.value >= threshold if bound is not None or s.passed is None else s.passed
     if passed:
         return None
-    return _Check(sample, s.metric, s.backend, f"{s.value:.2f}", shown, one_line(s.reason or "below the threshold", 240))
+    return _Check(
+        sample, s.metric, s.backend, f"{s.value:.2f}", shown, one_line(s.reason or "below the threshold", 240)
+    )
 
 
-def _not_run(names: list[str], backends: list[str], skipped: list[dict[str, str]],
-             tallies: Mapping[tuple[str, str], _Tally]) -> list[_Check]:
+def _not_run(
+    names: list[str], backends: list[str], skipped: list[dict[str, str]], tallies: Mapping[tuple[str, str], _Tally]
+) -> list[_Check]:
     """A failing row per requested pair that produced no score, with the planner's reason.
     "Not implemented" is no failure when another chosen backend scored the metric."""
-    from unified.runplan import NOT_IMPLEMENTED
+    from unified.run.runplan import NOT_IMPLEMENTED
 
     why = {(d.get("metric"), d.get("backend")): d.get("reason", "") for d in skipped}
     scored = {m for m, _ in tallies}
@@ -261,14 +286,16 @@ def format_failures(rows: list[_Check], total: int) -> str:
 
 # ---------------------------------------------------------------- assert_gates
 
-def assert_gates(report: Any, gates: Mapping[str, float] | str | Iterable[str],
-                 max_error_rate: float = 0.0) -> list[str]:
+
+def assert_gates(
+    report: Any, gates: Mapping[str, float] | str | Iterable[str], max_error_rate: float = 0.0
+) -> list[str]:
     """``--fail-under`` for a Report (or a run folder path): raise ``AssertionError``
     with the FAIL lines when a gated mean is below its bound, a gated metric has no
     successful score or was not scored, or its error rate exceeds ``max_error_rate``
     (default 0, as the CLI's ``--max-error-rate``). Returns the PASS lines otherwise."""
     __tracebackhide__ = True
-    from unified.diff import check_gates, parse_gates
+    from unified.analysis.gates import check_gates, parse_gates
     from unified.report import Report
 
     if isinstance(report, (str, Path)):
@@ -280,6 +307,9 @@ def assert_gates(report: Any, gates: Mapping[str, float] | str | Iterable[str],
     ok, lines = check_gates(aggregates, parsed, max_error_rate)
     if not ok:
         failed = [x for x in lines if not x.startswith("PASS")]
-        raise AssertionError("assert_gates: " + "; ".join(failed) if len(failed) == 1 else
-                             "assert_gates failed:\n  " + "\n  ".join(failed))
+        raise AssertionError(
+            "assert_gates: " + "; ".join(failed)
+            if len(failed) == 1
+            else "assert_gates failed:\n  " + "\n  ".join(failed)
+        )
     return lines

@@ -18,11 +18,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from unified.metrics import MetricRef, get_metric, UnknownMetricError
+from unified.adapters import Backend, unknown_param_error
+from unified.metrics import MetricRef, UnknownMetricError, get_metric
 from unified.sample import Sample
 from unified.scores import Score
-
-from unified.adapters import Backend, unknown_param_error
 
 from .plan import SamplePlan
 from .table import NATIVE_METRICS, entry_for, metric_names

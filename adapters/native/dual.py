@@ -17,8 +17,8 @@ from pydantic import ValidationError
 
 from unified.judge.base import ChatJudge, JudgeError, JudgeOutputError, Judges
 
-from .prompts import Ask, Variant
 from .formulas import agreement, mean_pair
+from .prompts import Ask, Variant
 
 
 class StepFailed(Exception):
@@ -68,8 +68,7 @@ async def ask_dual(judges: Judges, build: Callable[[Variant], Ask], step: str) -
         except JudgeError as e:
             raise StepFailed(f"{step}: judge failed: {e}") from None
     chat_b = judges.chat2 or chat
-    got = await asyncio.gather(ask_one(chat, build("A")), ask_one(chat_b, build("B")),
-                               return_exceptions=True)
+    got = await asyncio.gather(ask_one(chat, build("A")), ask_one(chat_b, build("B")), return_exceptions=True)
     res = DualResult()
     for slot, out in zip(("a", "b"), got):
         if isinstance(out, JudgeError):
@@ -102,5 +101,4 @@ def combine(res: DualResult, items: Callable[[Any], list[float]], width: float) 
     a = items(res.a) if res.a is not None else None
     b = items(res.b) if res.b is not None else None
     agree = agreement(a, b, width) if (a is not None and b is not None and a) else None
-    return Combined(a=a, b=b, mean=mean_pair(a, b), agreement=agree,
-                    degraded_reason=res.degraded_reason)
+    return Combined(a=a, b=b, mean=mean_pair(a, b), agreement=agree, degraded_reason=res.degraded_reason)

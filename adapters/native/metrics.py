@@ -25,6 +25,7 @@ BACKEND = "native"
 
 # ---------------------------------------------------------------- helpers
 
+
 def _x10(v: float | None) -> float | None:
     return None if v is None else round(10.0 * v, 6)
 
@@ -41,16 +42,32 @@ def _per_judge(comb: Combined, formula: Callable[[list[float]], float]) -> dict[
     return out
 
 
-def _make(ctx: MetricContext, raw: float, *, raw_range: tuple[float, float] = (0.0, 1.0),
-          reason: str, details: dict[str, Any], degraded: bool = False) -> Score:
+def _make(
+    ctx: MetricContext,
+    raw: float,
+    *,
+    raw_range: tuple[float, float] = (0.0, 1.0),
+    reason: str,
+    details: dict[str, Any],
+    degraded: bool = False,
+) -> Score:
     details = {"judges": ctx.judges_info(), **details}
     shared = ctx.shared_steps()
     if shared:
         details["shared_steps"] = shared
     if degraded and details.get("degraded_reason"):
         reason = f"{reason} [degraded: {details['degraded_reason']}]"
-    return Score.from_raw(ctx.ref.name, BACKEND, ctx.sample.id, raw, raw_range=raw_range,
-                          threshold=ctx.threshold, reason=reason, details=details, degraded=degraded)
+    return Score.from_raw(
+        ctx.ref.name,
+        BACKEND,
+        ctx.sample.id,
+        raw,
+        raw_range=raw_range,
+        threshold=ctx.threshold,
+        reason=reason,
+        details=details,
+        degraded=degraded,
+    )
 
 
 def _support_items(key: str) -> Callable[[Any], list[float]]:
@@ -58,8 +75,10 @@ def _support_items(key: str) -> Callable[[Any], list[float]]:
 
 
 def _verdicts(res: DualResult, key: str, j: int) -> dict[str, Any]:
-    return {"verdict_a": res.a[key][j] if res.a is not None else None,
-            "verdict_b": res.b[key][j] if res.b is not None else None}
+    return {
+        "verdict_a": res.a[key][j] if res.a is not None else None,
+        "verdict_b": res.b[key][j] if res.b is not None else None,
+    }
 
 
 def _listing(texts: Sequence[str], limit: int = 5) -> str:
@@ -68,6 +87,7 @@ def _listing(texts: Sequence[str], limit: int = 5) -> str:
 
 
 # ---------------------------------------------------------------- claims vs contexts
+
 
 async def _response_support(ctx: MetricContext) -> tuple[list[str], DualResult | None, Combined | None]:
     claims = await ctx.step("claims:response")
@@ -87,8 +107,12 @@ async def faithfulness(ctx: MetricContext) -> Score:
     """
     claims, res, comb = await _response_support(ctx)
     if not claims:
-        return _make(ctx, 1.0, reason="the response states no factual claim; nothing in it "
-                     "can be unfaithful (value 10 by definition)", details={"no_claims": True, "claims": []})
+        return _make(
+            ctx,
+            1.0,
+            reason="the response states no factual claim; nothing in it can be unfaithful (value 10 by definition)",
+            details={"no_claims": True, "claims": []},
+        )
     assert res is not None and comb is not None
     rows = [{"claim": c, **_verdicts(res, "response", j), "support": comb.mean[j]} for j, c in enumerate(claims)]
     supported = sum(comb.mean)
@@ -96,9 +120,13 @@ async def faithfulness(ctx: MetricContext) -> Score:
     reason = f"{supported:g} of {len(claims)} claims supported by the contexts"
     if unsupported:
         reason += f"; not fully supported: {_listing(unsupported)}"
-    return _make(ctx, F.share(comb.mean), reason=reason, degraded=bool(comb.degraded_reason),
-                 details={"no_claims": False, "claims": rows, "supported": supported,
-                          **_per_judge(comb, F.share)})
+    return _make(
+        ctx,
+        F.share(comb.mean),
+        reason=reason,
+        degraded=bool(comb.degraded_reason),
+        details={"no_claims": False, "claims": rows, "supported": supported, **_per_judge(comb, F.share)},
+    )
 
 
 async def hallucination(ctx: MetricContext) -> Score:
@@ -111,8 +139,12 @@ async def hallucination(ctx: MetricContext) -> Score:
     """
     claims, res, comb = await _response_support(ctx)
     if not claims:
-        return _make(ctx, 1.0, reason="passed: the response states no factual claim",
-                     details={"no_claims": True, "claims": [], "unsupported_claims": []})
+        return _make(
+            ctx,
+            1.0,
+            reason="passed: the response states no factual claim",
+            details={"no_claims": True, "claims": [], "unsupported_claims": []},
+        )
     assert res is not None and comb is not None
     rows = [{"claim": c, **_verdicts(res, "response", j), "support": comb.mean[j]} for j, c in enumerate(claims)]
     unsupported = [c for c, s in zip(claims, comb.mean) if s < 1.0]
@@ -124,16 +156,25 @@ async def hallucination(ctx: MetricContext) -> Score:
         reason = f"{verdict}: {len(unsupported)} of {len(claims)} claims not supported: {_listing(unsupported)}"
     else:
         reason = f"{verdict}: all {len(claims)} claims supported by the contexts"
-    return _make(ctx, F.share(comb.mean), reason=reason, degraded=bool(comb.degraded_reason),
-                 details={"no_claims": False, "claims": rows, "unsupported_claims": unsupported,
-                          "contradicted_claims": contradicted, **_per_judge(comb, F.share)})
+    return _make(
+        ctx,
+        F.share(comb.mean),
+        reason=reason,
+        degraded=bool(comb.degraded_reason),
+        details={
+            "no_claims": False,
+            "claims": rows,
+            "unsupported_claims": unsupported,
+            "contradicted_claims": contradicted,
+            **_per_judge(comb, F.share),
+        },
+    )
 
 
 async def _reference_support(ctx: MetricContext) -> tuple[list[str], DualResult, Combined]:
     claims = await ctx.step("claims:reference")
     if not claims:
-        raise ValueError(f"sample '{ctx.sample.id}': the reference states no factual claim to look for "
-                         "in the contexts")
+        raise ValueError(f"sample '{ctx.sample.id}': the reference states no factual claim to look for in the contexts")
     res = await ctx.step("verify")
     return claims, res, combine(res, _support_items("reference"), 1.0)
 
@@ -148,8 +189,13 @@ async def context_recall(ctx: MetricContext) -> Score:
     reason = f"{sum(comb.mean):g} of {len(claims)} reference claims found in the contexts"
     if missing:
         reason += f"; missing: {_listing(missing)}"
-    return _make(ctx, F.share(comb.mean), reason=reason, degraded=bool(comb.degraded_reason),
-                 details={"claims": rows, **_per_judge(comb, F.share)})
+    return _make(
+        ctx,
+        F.share(comb.mean),
+        reason=reason,
+        degraded=bool(comb.degraded_reason),
+        details={"claims": rows, **_per_judge(comb, F.share)},
+    )
 
 
 async def context_correctness(ctx: MetricContext) -> Score:
@@ -162,11 +208,17 @@ async def context_correctness(ctx: MetricContext) -> Score:
     contradicted = [r["fact"] for r in rows if "contradicted" in (r["verdict_a"], r["verdict_b"])]
     reason = f"{sum(comb.mean):g} of {len(claims)} reference facts stated consistently by the contexts"
     reason += f"; contradicted: {_listing(contradicted)}" if contradicted else "; no contradiction"
-    return _make(ctx, F.share(comb.mean), reason=reason, degraded=bool(comb.degraded_reason),
-                 details={"facts": rows, "contradicted": contradicted, **_per_judge(comb, F.share)})
+    return _make(
+        ctx,
+        F.share(comb.mean),
+        reason=reason,
+        degraded=bool(comb.degraded_reason),
+        details={"facts": rows, "contradicted": contradicted, **_per_judge(comb, F.share)},
+    )
 
 
 # ---------------------------------------------------------------- contexts
+
 
 async def context_relevancy(ctx: MetricContext) -> Score:
     """context_relevancy = |{k : r̄_k ≥ t}| / K on [0, 1] → × 10, where r̄_k is the mean
@@ -175,14 +227,24 @@ async def context_relevancy(ctx: MetricContext) -> Score:
     res = await ctx.step("contexts")
     t = float(ctx.option("relevance_threshold", 1.0))
     comb = combine(res, lambda r: [float(x) for x in r["relevance"]], 2.0)
-    rows = [{"context": k + 1, "rating_a": comb.a[k] if comb.a else None,
-             "rating_b": comb.b[k] if comb.b else None, "rating": comb.mean[k],
-             "relevant": comb.mean[k] >= t} for k in range(len(comb.mean))]
+    rows = [
+        {
+            "context": k + 1,
+            "rating_a": comb.a[k] if comb.a else None,
+            "rating_b": comb.b[k] if comb.b else None,
+            "rating": comb.mean[k],
+            "relevant": comb.mean[k] >= t,
+        }
+        for k in range(len(comb.mean))
+    ]
     n_rel = sum(r["relevant"] for r in rows)
-    return _make(ctx, F.share_at_least(comb.mean, t), degraded=bool(comb.degraded_reason),
-                 reason=f"{n_rel} of {len(rows)} contexts relevant (mean rating ≥ {t:g} of 2)",
-                 details={"contexts": rows, "relevance_threshold": t,
-                          **_per_judge(comb, lambda xs: F.share_at_least(xs, t))})
+    return _make(
+        ctx,
+        F.share_at_least(comb.mean, t),
+        degraded=bool(comb.degraded_reason),
+        reason=f"{n_rel} of {len(rows)} contexts relevant (mean rating ≥ {t:g} of 2)",
+        details={"contexts": rows, "relevance_threshold": t, **_per_judge(comb, lambda xs: F.share_at_least(xs, t))},
+    )
 
 
 async def context_precision(ctx: MetricContext) -> Score:
@@ -196,14 +258,28 @@ async def context_precision(ctx: MetricContext) -> Score:
     def ap(xs: list[float]) -> float:
         return F.average_precision([x >= 0.5 for x in xs])
 
-    rows = [{"context": k + 1, "useful_a": comb.a[k] if comb.a else None,
-             "useful_b": comb.b[k] if comb.b else None, "useful": comb.mean[k] >= 0.5}
-            for k in range(len(comb.mean))]
+    rows = [
+        {
+            "context": k + 1,
+            "useful_a": comb.a[k] if comb.a else None,
+            "useful_b": comb.b[k] if comb.b else None,
+            "useful": comb.mean[k] >= 0.5,
+        }
+        for k in range(len(comb.mean))
+    ]
     n_use = sum(r["useful"] for r in rows)
-    reason = (f"{n_use} of {len(rows)} contexts useful for the reference; average precision by rank"
-              if n_use else "no context is useful for arriving at the reference")
-    return _make(ctx, ap(comb.mean), reason=reason, degraded=bool(comb.degraded_reason),
-                 details={"contexts": rows, **_per_judge(comb, ap)})
+    reason = (
+        f"{n_use} of {len(rows)} contexts useful for the reference; average precision by rank"
+        if n_use
+        else "no context is useful for arriving at the reference"
+    )
+    return _make(
+        ctx,
+        ap(comb.mean),
+        reason=reason,
+        degraded=bool(comb.degraded_reason),
+        details={"contexts": rows, **_per_judge(comb, ap)},
+    )
 
 
 async def context_sufficiency(ctx: MetricContext) -> Score:
@@ -225,13 +301,23 @@ async def _whole_rating(ctx: MetricContext, step: str) -> Score:
     comb = combine(res, lambda r: [float(r[0])], 2.0)
     reasons = {"A": res.a[1] if res.a else None, "B": res.b[1] if res.b else None}
     text = reasons["A"] or reasons["B"] or ""
-    return _make(ctx, comb.mean[0], raw_range=(0.0, 2.0), degraded=bool(comb.degraded_reason),
-                 reason=f"rating {comb.mean[0]:g} of 2: {text}",
-                 details={"rating_a": comb.a[0] if comb.a else None, "rating_b": comb.b[0] if comb.b else None,
-                          "reasons": reasons, **_per_judge(comb, lambda xs: xs[0] / 2.0)})
+    return _make(
+        ctx,
+        comb.mean[0],
+        raw_range=(0.0, 2.0),
+        degraded=bool(comb.degraded_reason),
+        reason=f"rating {comb.mean[0]:g} of 2: {text}",
+        details={
+            "rating_a": comb.a[0] if comb.a else None,
+            "rating_b": comb.b[0] if comb.b else None,
+            "reasons": reasons,
+            **_per_judge(comb, lambda xs: xs[0] / 2.0),
+        },
+    )
 
 
 # ---------------------------------------------------------------- response vs reference
+
 
 async def answer_correctness(ctx: MetricContext) -> Score:
     """answer_correctness = TP / (TP + ½(FP + FN)) on [0, 1] → × 10 (claim-level F1).
@@ -246,8 +332,12 @@ async def answer_correctness(ctx: MetricContext) -> Score:
     if n == 0 or m == 0:
         F.claim_f1(0.0, float(n), float(m))  # raises when both are empty
         side = "response" if n == 0 else "reference"
-        return _make(ctx, 0.0, reason=f"the {side} states no factual claim: nothing matches (F1 = 0)",
-                     details={"tp": 0, "fp": n, "fn": m, "response_claims": resp, "reference_claims": refc})
+        return _make(
+            ctx,
+            0.0,
+            reason=f"the {side} states no factual claim: nothing matches (F1 = 0)",
+            details={"tp": 0, "fp": n, "fn": m, "response_claims": resp, "reference_claims": refc},
+        )
     res = await ctx.step("compare")
     comb = combine(res, lambda r: [float(x) for x in r["tp"]] + [float(x) for x in r["covered"]], 1.0)
 
@@ -259,10 +349,20 @@ async def answer_correctness(ctx: MetricContext) -> Score:
     fn = sum(1.0 - x for x in comb.mean[n:])
     rows_r = [{"claim": c, "in_reference": comb.mean[j]} for j, c in enumerate(resp)]
     rows_f = [{"claim": c, "in_response": comb.mean[n + j]} for j, c in enumerate(refc)]
-    return _make(ctx, f1(comb.mean), degraded=bool(comb.degraded_reason),
-                 reason=f"TP {tp:g}, FP {n - tp:g}, FN {fn:g} over {n} response and {m} reference claims",
-                 details={"tp": tp, "fp": n - tp, "fn": fn, "response_claims": rows_r,
-                          "reference_claims": rows_f, **_per_judge(comb, f1)})
+    return _make(
+        ctx,
+        f1(comb.mean),
+        degraded=bool(comb.degraded_reason),
+        reason=f"TP {tp:g}, FP {n - tp:g}, FN {fn:g} over {n} response and {m} reference claims",
+        details={
+            "tp": tp,
+            "fp": n - tp,
+            "fn": fn,
+            "response_claims": rows_r,
+            "reference_claims": rows_f,
+            **_per_judge(comb, f1),
+        },
+    )
 
 
 async def answer_relevancy(ctx: MetricContext) -> Score:
@@ -286,18 +386,26 @@ async def answer_relevancy(ctx: MetricContext) -> Score:
             per[slot] = None
             continue
         k = len(r[0])
-        s = sims[pos:pos + k]
+        s = sims[pos : pos + k]
         pos += k
         per[slot] = 0.0 if r[1] else max(0.0, sum(s) / len(s))
     vals = [v for v in per.values() if v is not None]
     raw = max(0.0, sum(vals) / len(vals))
     noncommittal = {slot: (r[1] if r is not None else None) for slot, r in (("A", res.a), ("B", res.b))}
     agree = 1.0 - abs(per["A"] - per["B"]) if per["A"] is not None and per["B"] is not None else None
-    reason = ("the response is noncommittal" if all(v for v in noncommittal.values() if v is not None)
-              else f"mean cosine similarity {raw:.3f} between the question and questions generated from the response")
-    details = {"generated_questions": generated, "noncommittal": noncommittal,
-               "similarities": [round(x, 6) for x in sims], "value_judge_a": _x10(per["A"]),
-               "value_judge_b": _x10(per["B"]), "judge_agreement": agree}
+    reason = (
+        "the response is noncommittal"
+        if all(v for v in noncommittal.values() if v is not None)
+        else f"mean cosine similarity {raw:.3f} between the question and questions generated from the response"
+    )
+    details = {
+        "generated_questions": generated,
+        "noncommittal": noncommittal,
+        "similarities": [round(x, 6) for x in sims],
+        "value_judge_a": _x10(per["A"]),
+        "value_judge_b": _x10(per["B"]),
+        "judge_agreement": agree,
+    }
     if res.degraded_reason:
         details["degraded_reason"] = res.degraded_reason
     return _make(ctx, min(raw, 1.0), reason=reason, details=details, degraded=bool(res.degraded_reason))
@@ -308,13 +416,19 @@ async def semantic_similarity(ctx: MetricContext) -> Score:
     (one embedding call, no LLM)."""
     r, g = await ctx.embed([ctx.sample.response or "", ctx.sample.reference or ""])
     cos = F.cosine(r, g)
-    return Score.from_raw(ctx.ref.name, BACKEND, ctx.sample.id, min(1.0, max(0.0, cos)),
-                          threshold=ctx.threshold,
-                          reason=f"cosine similarity {cos:.3f} of response and reference embeddings",
-                          details={"cosine": cos})
+    return Score.from_raw(
+        ctx.ref.name,
+        BACKEND,
+        ctx.sample.id,
+        min(1.0, max(0.0, cos)),
+        threshold=ctx.threshold,
+        reason=f"cosine similarity {cos:.3f} of response and reference embeddings",
+        details={"cosine": cos},
+    )
 
 
 # ---------------------------------------------------------------- custom metrics
+
 
 async def custom_function(ctx: MetricContext) -> Score:
     """``@register_metric`` functions: ``fn(sample)`` returns a raw number, normalised
@@ -326,17 +440,24 @@ async def custom_function(ctx: MetricContext) -> Score:
         if inspect.isawaitable(out):
             out = await out
     except Exception as e:  # the user's code: report, never raise
-        return Score.failure(ref.name, BACKEND, ctx.sample.id,
-                             f"custom metric '{spec.name}' raised {type(e).__name__}: {e}")
+        return Score.failure(
+            ref.name, BACKEND, ctx.sample.id, f"custom metric '{spec.name}' raised {type(e).__name__}: {e}"
+        )
     if isinstance(out, Score):
-        return out.model_copy(update={"metric": ref.name, "backend": out.backend or BACKEND,
-                                      "sample_id": out.sample_id or ctx.sample.id})
-    score = Score.from_raw(ref.name, BACKEND, ctx.sample.id, out, raw_range=spec.raw_range,
-                           higher_is_better=spec.higher_is_better,
-                           threshold=ctx.threshold)
+        return out.model_copy(
+            update={"metric": ref.name, "backend": out.backend or BACKEND, "sample_id": out.sample_id or ctx.sample.id}
+        )
+    score = Score.from_raw(
+        ref.name,
+        BACKEND,
+        ctx.sample.id,
+        out,
+        raw_range=spec.raw_range,
+        higher_is_better=spec.higher_is_better,
+        threshold=ctx.threshold,
+    )
     if score.value is None:  # only then: from_raw would keep an ``error`` on a good score
-        score = score.model_copy(update={
-            "error": f"custom metric '{spec.name}' returned {out!r}, not a finite number"})
+        score = score.model_copy(update={"error": f"custom metric '{spec.name}' returned {out!r}, not a finite number"})
     return score
 
 
@@ -348,18 +469,28 @@ async def custom_rubric(ctx: MetricContext) -> Score:
     assert spec.rubric is not None
     lo, hi = (int(x) for x in spec.rubric["scale"])
     fields = {f: getattr(ctx.sample, f) for f in spec.required}
-    res = await ctx.ask_dual(f"rubric {spec.name}",
-                              lambda v: rubric_prompts.rubric(v, spec.rubric["criteria"], (lo, hi), fields))
+    res = await ctx.ask_dual(
+        f"rubric {spec.name}", lambda v: rubric_prompts.rubric(v, spec.rubric["criteria"], (lo, hi), fields)
+    )
     comb = combine(res, lambda r: [float(r[0])], float(hi - lo))
     reasons = {"A": res.a[1] if res.a else None, "B": res.b[1] if res.b else None}
-    return _make(ctx, comb.mean[0], raw_range=(float(lo), float(hi)), degraded=bool(comb.degraded_reason),
-                 reason=f"score {comb.mean[0]:g} on {lo}–{hi}: {reasons['A'] or reasons['B'] or ''}",
-                 details={"score_a": comb.a[0] if comb.a else None, "score_b": comb.b[0] if comb.b else None,
-                          "reasons": reasons,
-                          **_per_judge(comb, lambda xs: (xs[0] - lo) / (hi - lo))})
+    return _make(
+        ctx,
+        comb.mean[0],
+        raw_range=(float(lo), float(hi)),
+        degraded=bool(comb.degraded_reason),
+        reason=f"score {comb.mean[0]:g} on {lo}–{hi}: {reasons['A'] or reasons['B'] or ''}",
+        details={
+            "score_a": comb.a[0] if comb.a else None,
+            "score_b": comb.b[0] if comb.b else None,
+            "reasons": reasons,
+            **_per_judge(comb, lambda xs: (xs[0] - lo) / (hi - lo)),
+        },
+    )
 
 
 # ---------------------------------------------------------------- retrieval
+
 
 async def retrieval(ctx: MetricContext) -> Score:
     """precision@k, recall@k, mrr, ndcg@k, hit_rate@k from document ids: no judge, no

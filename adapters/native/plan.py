@@ -33,8 +33,9 @@ from .table import STEPS, NativeMetric, entry_for, step_key
 BACKEND = "native"
 
 
-def precheck(entry: NativeMetric | None, ref: MetricRef, sample: Sample, judges: Judges,
-             contexts: list[str]) -> str | None:
+def precheck(
+    entry: NativeMetric | None, ref: MetricRef, sample: Sample, judges: Judges, contexts: list[str]
+) -> str | None:
     """Why ``ref`` cannot run on ``sample`` natively (one line), or None."""
     if entry is None:
         return f"metric '{ref.name}' is not implemented by the native backend"
@@ -109,8 +110,9 @@ class SamplePlan:
         except ValueError as e:  # a formula's undefined case, with its reason
             return Score.failure(ref.name, BACKEND, self.sample.id, str(e))
         except Exception as e:  # never raise per sample: report the bug as this task's error
-            return Score.failure(ref.name, BACKEND, self.sample.id,
-                                 f"native {ref.name} crashed: {type(e).__name__}: {e}")
+            return Score.failure(
+                ref.name, BACKEND, self.sample.id, f"native {ref.name} crashed: {type(e).__name__}: {e}"
+            )
 
     # ------------------------------------------------------------ accounting
 
@@ -142,16 +144,22 @@ class SamplePlan:
         for key in self.step_keys(i):
             users = self.users.get(key, [])
             if len(users) > 1:
-                note[key] = {"charged_to": self.refs[self.owner[key]].name,
-                             "shared_with": [self.refs[j].name for j in users if j != i]}
+                note[key] = {
+                    "charged_to": self.refs[self.owner[key]].name,
+                    "shared_with": [self.refs[j].name for j in users if j != i],
+                }
         return note
 
     def judges_info(self) -> dict[str, Any]:
         j = self.judges
         if j.single_judge:
             return {"mode": "single", "A": getattr(j.chat, "model", "")}
-        return {"mode": "dual", "A": getattr(j.chat, "model", ""),
-                "B": getattr(j.chat2 or j.chat, "model", ""), "B_model": "second" if j.chat2 else "same"}
+        return {
+            "mode": "dual",
+            "A": getattr(j.chat, "model", ""),
+            "B": getattr(j.chat2 or j.chat, "model", ""),
+            "B_model": "second" if j.chat2 else "same",
+        }
 
     # ------------------------------------------------------------ steps
 

@@ -46,8 +46,15 @@ from unified.sample import Sample
 from unified.scores import Score
 
 __all__ = [
-    "precision_at_k", "recall_at_k", "mrr", "ndcg_at_k", "hit_rate_at_k",
-    "relevant_set", "score_retrieval", "best_achievable", "RETRIEVAL_METRICS",
+    "precision_at_k",
+    "recall_at_k",
+    "mrr",
+    "ndcg_at_k",
+    "hit_rate_at_k",
+    "relevant_set",
+    "score_retrieval",
+    "best_achievable",
+    "RETRIEVAL_METRICS",
 ]
 
 
@@ -76,8 +83,7 @@ def _hit_ranks(retrieved: Sequence[str], relevant: Iterable[str], k: int) -> lis
 def _require_relevant(relevant: Iterable[str]) -> set[str]:
     rel = set(relevant)
     if not rel:
-        raise ValueError("no relevant ids: the metric is undefined for a question without "
-                         "relevance judgments")
+        raise ValueError("no relevant ids: the metric is undefined for a question without relevance judgments")
     return rel
 
 
@@ -247,8 +253,7 @@ def score_retrieval(sample: Sample, metric: MetricRef, backend: str = "native") 
         return Score.failure(name, backend, sid, "missing field 'retrieved_ids'")
     rel = relevant_set(sample)
     if rel is None:
-        return Score.failure(name, backend, sid,
-                             "missing field 'relevant_ids' (or 'graded_relevance')")
+        return Score.failure(name, backend, sid, "missing field 'relevant_ids' (or 'graded_relevance')")
     retrieved = sample.retrieved_ids
     try:
         if metric.canonical == "ndcg_at_k":
@@ -262,9 +267,14 @@ def score_retrieval(sample: Sample, metric: MetricRef, backend: str = "native") 
         return Score.failure(name, backend, sid, str(e))
     except Exception as e:  # never raise per sample; keep the type for debugging
         return Score.failure(name, backend, sid, f"{type(e).__name__}: {e}")
-    details: dict[str, Any] = {"k": k, "hits": [retrieved[r - 1] for r in ranks],
-                               "ranks": ranks, "relevant": len(rel)}
-    return Score.from_raw(name, backend, sid, raw, raw_range=(0.0, 1.0),
-                          threshold=_pass_bound(metric, k, len(rel), details),
-                          reason=_reason(metric.canonical, raw, k, ranks, len(rel)),
-                          details=details)
+    details: dict[str, Any] = {"k": k, "hits": [retrieved[r - 1] for r in ranks], "ranks": ranks, "relevant": len(rel)}
+    return Score.from_raw(
+        name,
+        backend,
+        sid,
+        raw,
+        raw_range=(0.0, 1.0),
+        threshold=_pass_bound(metric, k, len(rel), details),
+        reason=_reason(metric.canonical, raw, k, ranks, len(rel)),
+        details=details,
+    )

@@ -55,5 +55,9 @@ def keyed_model(name: str, fields: tuple[tuple[str, str], ...]) -> type[BaseMode
 @lru_cache(maxsize=64)
 def rubric_model(lo: int, hi: int) -> type[BaseModel]:
     """``{"reason": str, "score": int in [lo, hi]}`` for a custom rubric metric."""
-    return create_model(f"RubricScore_{lo}_{hi}", __config__=ConfigDict(extra="forbid"),
-                        reason=(str, ...), score=(int, Field(ge=lo, le=hi)))
+    return create_model(
+        f"RubricScore_{lo}_{hi}",
+        __config__=ConfigDict(extra="forbid"),
+        reason=(str, ...),
+        score=(int, Field(ge=lo, le=hi)),
+    )

@@ -53,8 +53,11 @@ async def judge_contexts(ctx: StepContext) -> DualResult:
     s = ctx.sample
     use = ctx.wants("contexts.usefulness") and s.has("reference")
     rel = ctx.wants("contexts.relevance")
-    return await ctx.ask_dual(lambda v: contexts_prompts.context_judgement(
-        v, s.user_input, ctx.contexts, s.reference, relevance=rel, usefulness=use))
+    return await ctx.ask_dual(
+        lambda v: contexts_prompts.context_judgement(
+            v, s.user_input, ctx.contexts, s.reference, relevance=rel, usefulness=use
+        )
+    )
 
 
 async def compare_claims(ctx: StepContext) -> DualResult | None:
@@ -78,15 +81,21 @@ async def generate_questions(ctx: StepContext) -> DualResult:
 async def rate_sufficiency(ctx: StepContext) -> DualResult:
     """Per judge, one call: 0/1/2 — do the contexts alone suffice for the reference answer?"""
     s = ctx.sample
-    return await ctx.ask_dual(lambda v: grounding_prompts.sufficiency(v, s.user_input, ctx.contexts,
-                                                                        s.reference or ""))
+    return await ctx.ask_dual(lambda v: grounding_prompts.sufficiency(v, s.user_input, ctx.contexts, s.reference or ""))
 
 
 async def rate_groundedness(ctx: StepContext) -> DualResult:
     """Per judge, one call: 0/1/2 — how much of the whole response the contexts support."""
-    return await ctx.ask_dual(lambda v: grounding_prompts.groundedness(v, ctx.sample.response or "",
-                                                                         ctx.contexts))
+    return await ctx.ask_dual(lambda v: grounding_prompts.groundedness(v, ctx.sample.response or "", ctx.contexts))
 
 
-__all__ = ["response_claims", "reference_claims", "verify", "judge_contexts", "compare_claims",
-           "generate_questions", "rate_sufficiency", "rate_groundedness"]
+__all__ = [
+    "response_claims",
+    "reference_claims",
+    "verify",
+    "judge_contexts",
+    "compare_claims",
+    "generate_questions",
+    "rate_sufficiency",
+    "rate_groundedness",
+]

@@ -68,8 +68,10 @@ class Step:
 
 def judged(build: Callable[[StepContext, Any], Any], **options: Any) -> Step:
     """A step that asks each judge one prompt, ``build(ctx, variant) -> Ask``."""
+
     async def run(ctx: StepContext) -> Any:
         return await ctx.ask_dual(lambda v: build(ctx, v))
+
     return Step(run, options=options)
 
 
@@ -104,8 +106,7 @@ class NativeMetric:
 
     def requirements(self) -> frozenset[str]:
         """What the metric needs from the Judges: a subset of {"chat", "embedder"}."""
-        return frozenset({"chat"} if self.needs_chat else set()) | (
-            {"embedder"} if self.needs_embedder else set())
+        return frozenset({"chat"} if self.needs_chat else set()) | ({"embedder"} if self.needs_embedder else set())
 
     def accepted_params(self) -> set[str]:
         return {"threshold", *self.params, *(k for st in self.steps for k in STEPS[st].options)}
@@ -122,10 +123,12 @@ STEPS: dict[str, Step] = {
     "groundedness": Step(S.rate_groundedness),
 }
 
-_RESPONSE_SUPPORT = dict(steps=("claims:response", "verify"), sections=frozenset({"verify.response"}),
-                         needs_contexts=True)
-_REFERENCE_SUPPORT = dict(steps=("claims:reference", "verify"), sections=frozenset({"verify.reference"}),
-                          needs_contexts=True)
+_RESPONSE_SUPPORT = dict(
+    steps=("claims:response", "verify"), sections=frozenset({"verify.response"}), needs_contexts=True
+)
+_REFERENCE_SUPPORT = dict(
+    steps=("claims:reference", "verify"), sections=frozenset({"verify.reference"}), needs_contexts=True
+)
 
 
 def _retrieval(fn: Callable[..., float]) -> NativeMetric:
@@ -137,17 +140,20 @@ NATIVE_METRICS: dict[str, NativeMetric] = {
     "hallucination": NativeMetric(M.hallucination, **_RESPONSE_SUPPORT),
     "context_recall": NativeMetric(M.context_recall, **_REFERENCE_SUPPORT),
     "context_correctness": NativeMetric(M.context_correctness, **_REFERENCE_SUPPORT),
-    "answer_correctness": NativeMetric(M.answer_correctness,
-                                       steps=("claims:response", "claims:reference", "compare")),
-    "context_relevancy": NativeMetric(M.context_relevancy, steps=("contexts",), needs_contexts=True,
-                                      sections=frozenset({"contexts.relevance"}),
-                                      params=("relevance_threshold",)),
-    "context_precision": NativeMetric(M.context_precision, steps=("contexts",), needs_contexts=True,
-                                      sections=frozenset({"contexts.usefulness"})),
+    "answer_correctness": NativeMetric(M.answer_correctness, steps=("claims:response", "claims:reference", "compare")),
+    "context_relevancy": NativeMetric(
+        M.context_relevancy,
+        steps=("contexts",),
+        needs_contexts=True,
+        sections=frozenset({"contexts.relevance"}),
+        params=("relevance_threshold",),
+    ),
+    "context_precision": NativeMetric(
+        M.context_precision, steps=("contexts",), needs_contexts=True, sections=frozenset({"contexts.usefulness"})
+    ),
     "answer_relevancy": NativeMetric(M.answer_relevancy, steps=("questions",), needs_embedder=True),
     "context_sufficiency": NativeMetric(M.context_sufficiency, steps=("sufficiency",), needs_contexts=True),
-    "response_groundedness": NativeMetric(M.response_groundedness, steps=("groundedness",),
-                                          needs_contexts=True),
+    "response_groundedness": NativeMetric(M.response_groundedness, steps=("groundedness",), needs_contexts=True),
     "semantic_similarity": NativeMetric(M.semantic_similarity, needs_embedder=True),
     **{name: _retrieval(fn) for name, fn in R.RETRIEVAL_METRICS.items()},
 }
@@ -179,8 +185,9 @@ def step_key(name: str, option: Callable[[str, Any], Any]) -> str:
     return name + ("[" + ",".join(f"{k}={v}" for k, v in changed) + "]" if changed else "")
 
 
-def estimate_calls(refs: Sequence[MetricRef], sample: Any, *,
-                   single_judge: bool = False) -> list[tuple[int, int] | None]:
+def estimate_calls(
+    refs: Sequence[MetricRef], sample: Any, *, single_judge: bool = False
+) -> list[tuple[int, int] | None]:
     """(chat calls, embedding calls) one sample costs per metric requested together, as
     the plan bills them: each step once, to the first metric that needs it; judged steps
     1 call per judge, extractions 1; ``needs_embedder`` 1 embedding call. None for a
@@ -206,8 +213,9 @@ def estimate_calls(refs: Sequence[MetricRef], sample: Any, *,
 _ADDED: dict[str, tuple[tuple[str, ...], str | None]] = {}  # metric -> (its new steps, its spec)
 
 
-def register_native_metric(name: str, entry: NativeMetric, *, spec: MetricSpec | None = None,
-                           steps: Mapping[str, Step] | None = None) -> NativeMetric:
+def register_native_metric(
+    name: str, entry: NativeMetric, *, spec: MetricSpec | None = None, steps: Mapping[str, Step] | None = None
+) -> NativeMetric:
     """Add a native metric: its table entry, the new steps it brings, and — for a metric
     the registry does not know yet — its ``MetricSpec`` (name, description with the
     formula, required fields, kind, threshold)."""
@@ -244,8 +252,9 @@ def unregister_native_metric(name: str) -> None:
 
 
 @contextlib.contextmanager
-def native_metric(name: str, entry: NativeMetric, *, spec: MetricSpec | None = None,
-                  steps: Mapping[str, Step] | None = None) -> Iterator[NativeMetric]:
+def native_metric(
+    name: str, entry: NativeMetric, *, spec: MetricSpec | None = None, steps: Mapping[str, Step] | None = None
+) -> Iterator[NativeMetric]:
     """``register_native_metric`` for the duration of a ``with`` block (tests)."""
     register_native_metric(name, entry, spec=spec, steps=steps)
     try:

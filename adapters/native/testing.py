@@ -28,8 +28,7 @@ class ScriptedJudge(ChatJudge):
 
     async def ask(self, messages, schema, **params: Any):
         self.calls.append((schema.__name__, messages))
-        record_call(CallRecord(kind="chat", backend="", metric="", sample_id="", model=self.model,
-                               cached=False))
+        record_call(CallRecord(kind="chat", backend="", metric="", sample_id="", model=self.model, cached=False))
         out = self.script(schema, messages)
         if isinstance(out, BaseException):
             raise out
@@ -42,8 +41,12 @@ class ScriptedJudge(ChatJudge):
 class ScriptedEmbedder(Embedder):
     """Embeds by a lookup table (text -> vector), default ``default`` for unknown texts."""
 
-    def __init__(self, table: dict[str, Sequence[float]] | None = None,
-                 default: Sequence[float] = (1.0, 0.0), model: str = "scripted-embed"):
+    def __init__(
+        self,
+        table: dict[str, Sequence[float]] | None = None,
+        default: Sequence[float] = (1.0, 0.0),
+        model: str = "scripted-embed",
+    ):
         self.table = dict(table or {})
         self.default = list(default)
         self.model = model
@@ -51,8 +54,7 @@ class ScriptedEmbedder(Embedder):
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls.append(list(texts))
-        record_call(CallRecord(kind="embedding", backend="", metric="", sample_id="", model=self.model,
-                               cached=False))
+        record_call(CallRecord(kind="embedding", backend="", metric="", sample_id="", model=self.model, cached=False))
         return [list(self.table.get(t, self.default)) for t in texts]
 
 

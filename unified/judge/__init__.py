@@ -32,19 +32,38 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, str] = {
     # the contract
     **dict.fromkeys(
-        ("CallRecord", "ChatJudge", "Embedder", "JudgeCacheError", "JudgeConnectionError",
-         "JudgeError", "JudgeHTTPError", "JudgeLengthError", "JudgeNotConfiguredError",
-         "JudgeOutputError", "JudgeTimeoutError", "JudgeUnavailableError", "Judges",
-         "TaskMeter", "add_listener", "current_meter", "metric_scope", "record_call",
-         "remove_listener", "task_scope"), "unified.judge.base"),
-    **dict.fromkeys(("CachedChatJudge", "CachedEmbedder", "JudgeCache", "JudgeCacheWarning",
-                     "default_cache_path"), "unified.judge.cache"),
-    **dict.fromkeys(("EmbeddingConfig", "JudgeConfig", "RunConfig", "load_run_config"),
-                    "unified.judge.config"),
+        (
+            "CallRecord",
+            "ChatJudge",
+            "Embedder",
+            "JudgeCacheError",
+            "JudgeConnectionError",
+            "JudgeError",
+            "JudgeHTTPError",
+            "JudgeLengthError",
+            "JudgeNotConfiguredError",
+            "JudgeOutputError",
+            "JudgeTimeoutError",
+            "JudgeUnavailableError",
+            "Judges",
+            "TaskMeter",
+            "add_listener",
+            "current_meter",
+            "metric_scope",
+            "record_call",
+            "remove_listener",
+            "task_scope",
+        ),
+        "unified.judge.base",
+    ),
+    **dict.fromkeys(
+        ("CachedChatJudge", "CachedEmbedder", "JudgeCache", "JudgeCacheWarning", "default_cache_path"),
+        "unified.judge.cache",
+    ),
+    **dict.fromkeys(("EmbeddingConfig", "JudgeConfig", "RunConfig", "load_run_config"), "unified.judge.config"),
     **dict.fromkeys(("build_judges", "make_chat_judge", "make_embedder"), "unified.judge.factory"),
     **dict.fromkeys(("JudgeSetupError", "resolve_judges"), "unified.judge.resolve"),
-    **dict.fromkeys(("PriceError", "parse_prices", "price_scope", "usd_cost"),
-                    "unified.judge.prices"),
+    **dict.fromkeys(("PriceError", "parse_prices", "price_scope", "usd_cost"), "unified.judge.prices"),
     "CircuitBreaker": "unified.judge.breaker",
     "OpenAIChatJudge": "unified.judge.openai_client",
     "OpenAIEmbedder": "unified.judge.embeddings",
@@ -68,15 +87,30 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and IDEs: the same names, eagerly
-    from unified.judge.base import (CallRecord, ChatJudge, Embedder, JudgeCacheError,
-                                    JudgeConnectionError, JudgeError, JudgeHTTPError,
-                                    JudgeLengthError, JudgeNotConfiguredError, JudgeOutputError,
-                                    Judges, JudgeTimeoutError, JudgeUnavailableError, TaskMeter,
-                                    add_listener, current_meter, metric_scope, record_call,
-                                    remove_listener, task_scope)
+    from unified.judge.base import (
+        CallRecord,
+        ChatJudge,
+        Embedder,
+        JudgeCacheError,
+        JudgeConnectionError,
+        JudgeError,
+        JudgeHTTPError,
+        JudgeLengthError,
+        JudgeNotConfiguredError,
+        JudgeOutputError,
+        Judges,
+        JudgeTimeoutError,
+        JudgeUnavailableError,
+        TaskMeter,
+        add_listener,
+        current_meter,
+        metric_scope,
+        record_call,
+        remove_listener,
+        task_scope,
+    )
     from unified.judge.breaker import CircuitBreaker
-    from unified.judge.cache import (CachedChatJudge, CachedEmbedder, JudgeCache,
-                                     JudgeCacheWarning, default_cache_path)
+    from unified.judge.cache import CachedChatJudge, CachedEmbedder, JudgeCache, JudgeCacheWarning, default_cache_path
     from unified.judge.config import EmbeddingConfig, JudgeConfig, RunConfig, load_run_config
     from unified.judge.embeddings import OpenAIEmbedder
     from unified.judge.factory import build_judges, make_chat_judge, make_embedder

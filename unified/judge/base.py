@@ -29,6 +29,7 @@ Messages = list[dict[str, str]]
 
 # ---------------------------------------------------------------- errors (httpx-style)
 
+
 class JudgeError(Exception):
     """A judge call failed after retries. The message never contains an API key."""
 
@@ -81,6 +82,7 @@ class JudgeCacheError(JudgeError, ValueError):
 
 
 # ---------------------------------------------------------------- accounting
+
 
 @dataclass
 class CallRecord:
@@ -179,9 +181,13 @@ def metric_scope(metric: str) -> Iterator[TaskMeter]:
     simply has no parent.
     """
     outer = _current.get()
-    meter = TaskMeter(backend=outer.backend if outer else "", metric=metric,
-                      sample_id=outer.sample_id if outer else "", parent=outer,
-                      prices=outer.prices if outer else current_prices())
+    meter = TaskMeter(
+        backend=outer.backend if outer else "",
+        metric=metric,
+        sample_id=outer.sample_id if outer else "",
+        parent=outer,
+        prices=outer.prices if outer else current_prices(),
+    )
     token = _current.set(meter)
     try:
         yield meter
@@ -216,6 +222,7 @@ def remove_listener(fn: Any) -> None:
 
 # ---------------------------------------------------------------- interfaces
 
+
 class ChatJudge(ABC):
     """An LLM that answers a chat request with a validated pydantic object."""
 
@@ -238,8 +245,7 @@ class ChatJudge(ABC):
         """What decides this judge's answers, secret-free, for run fingerprints and cache
         keys: the model, the sampling parameters and (HTTP judges) the endpoint and the
         structured-output mode. Never a key or a URL's credentials."""
-        return {"kind": type(self).__name__, "model": self.model,
-                "sampling": self.sampling_params()}
+        return {"kind": type(self).__name__, "model": self.model, "sampling": self.sampling_params()}
 
     async def aclose(self) -> None:
         return None
@@ -279,23 +285,27 @@ class Judges:
         if self.chat is None:
             raise JudgeNotConfiguredError(
                 "this metric needs an LLM judge: pass --base-url/--model or set "
-                "UNIFIED_JUDGE_BASE_URL and UNIFIED_JUDGE_MODEL")
+                "UNIFIED_JUDGE_BASE_URL and UNIFIED_JUDGE_MODEL"
+            )
         return self.chat
 
     def require_embedder(self) -> Embedder:
         if self.embedder is None:
             raise JudgeNotConfiguredError(
                 "this metric needs embeddings: pass --embedding local (extra `local`) or an "
-                "OpenAI-compatible embeddings URL")
+                "OpenAI-compatible embeddings URL"
+            )
         return self.embedder
 
     def describe(self) -> dict[str, Any]:
         """Secret-free description of everything here that decides an answer (for run
         fingerprints): each judge's ``describe()``, ``single_judge``, the embedder's."""
-        return {"judge": self.chat.describe() if self.chat is not None else None,
-                "judge2": self.chat2.describe() if self.chat2 is not None else None,
-                "single_judge": self.single_judge,
-                "embedder": self.embedder.describe() if self.embedder is not None else None}
+        return {
+            "judge": self.chat.describe() if self.chat is not None else None,
+            "judge2": self.chat2.describe() if self.chat2 is not None else None,
+            "single_judge": self.single_judge,
+            "embedder": self.embedder.describe() if self.embedder is not None else None,
+        }
 
     async def aclose(self) -> None:
         for j in (self.chat, self.chat2, self.embedder):

@@ -49,9 +49,14 @@ class CircuitBreaker:
     ``"judge at http://127.0.0.1:9/v1 (model m)"``.
     """
 
-    def __init__(self, endpoint: str, failures_to_open: int = FAILURES_TO_OPEN,
-                 cooldown: float = COOLDOWN_SECONDS, clock: Callable[[], float] = time.monotonic,
-                 answer_window: float = 0.0):
+    def __init__(
+        self,
+        endpoint: str,
+        failures_to_open: int = FAILURES_TO_OPEN,
+        cooldown: float = COOLDOWN_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        answer_window: float = 0.0,
+    ):
         self.endpoint = endpoint
         self.answer_window = float(answer_window)
         self._last_answer: float | None = None
@@ -77,8 +82,10 @@ class CircuitBreaker:
     def error(self) -> JudgeUnavailableError:
         return JudgeUnavailableError(
             f"{self.endpoint} {self.cause} ({self.failures_to_open} attempts in a row; no more "
-            "requests sent) — resumable with --retry-errors", endpoint=self.endpoint,
-            cause=self.cause)
+            "requests sent) — resumable with --retry-errors",
+            endpoint=self.endpoint,
+            cause=self.cause,
+        )
 
     def _rejecting(self) -> bool:
         """Would an attempt now be refused? (open within the cooldown, or a probe is out)"""
@@ -114,8 +121,7 @@ class CircuitBreaker:
                 return  # a slow request of a judge that is answering others
             self.failures += 1
             self.cause = cause
-            tripped = self.state == "half-open" or (
-                self.state == "closed" and self.failures >= self.failures_to_open)
+            tripped = self.state == "half-open" or (self.state == "closed" and self.failures >= self.failures_to_open)
             if not tripped:
                 return
             self.state, self._probing, self._opened_at = "open", False, self._clock()

@@ -62,10 +62,9 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
-from unified.judge.base import (CallRecord, ChatJudge, Embedder, JudgeCacheError, Messages, T,
-                                current_meter, record_call)
+from unified.judge.base import CallRecord, ChatJudge, Embedder, JudgeCacheError, Messages, T, current_meter, record_call
 from unified.judge.structured import schema_json
-from unified.runfolder import CACHE_FILE
+from unified.run.runfolder import CACHE_FILE
 
 R = TypeVar("R")
 
@@ -78,8 +77,10 @@ CREATE TABLE IF NOT EXISTS chat (
 CREATE TABLE IF NOT EXISTS embedding (
     key TEXT PRIMARY KEY, model TEXT NOT NULL, vector BLOB NOT NULL, created REAL);
 """
-_COLUMNS = {"chat": ["key", "model", "answer", "input_tokens", "output_tokens", "created"],
-            "embedding": ["key", "model", "vector", "created"]}
+_COLUMNS = {
+    "chat": ["key", "model", "answer", "input_tokens", "output_tokens", "created"],
+    "embedding": ["key", "model", "vector", "created"],
+}
 _FIX = "delete the file or run with --no-cache"
 
 
@@ -145,7 +146,7 @@ class CacheStore(Protocol):
     miss and a failed write is dropped (after one warning), so a broken cache can cost
     calls but never a score. A networked store for several machines implements them,
     plus ``remote_factory()`` — a picklable zero-argument callable that opens the same
-    store in another process (``unified.ray_executor`` ships it to its actors)."""
+    store in another process (``unified.integrations.ray_executor`` ships it to its actors)."""
 
     def lookup_chat(self, key: str) -> tuple[str, int, int] | None: ...
 
@@ -180,8 +181,9 @@ class JudgeCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise self._fail(f"cannot create its folder ({exc.strerror or exc}); pass "
-                             "--cache PATH or --no-cache") from None
+            raise self._fail(
+                f"cannot create its folder ({exc.strerror or exc}); pass --cache PATH or --no-cache"
+            ) from None
         try:
             conn = self._conn()
             tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
@@ -198,8 +200,7 @@ class JudgeCache:
     def _conn(self) -> sqlite3.Connection:
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None,
-                                   check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=False)
             try:
                 conn.execute("PRAGMA journal_mode=WAL")
             except sqlite3.OperationalError:  # a read-only file keeps its journal mode
@@ -213,11 +214,13 @@ class JudgeCache:
 
     # -- failures: the cache is an optimisation, the answer always goes on
     def _warn(self, action: str, exc: Exception) -> None:
-        then = ("answers are still returned, but no more are cached in this run"
-                if action == "write" else "a lookup that fails counts as a miss")
+        then = (
+            "answers are still returned, but no more are cached in this run"
+            if action == "write"
+            else "a lookup that fails counts as a miss"
+        )
         # stacklevel 2: a line of this file, which the CLI shows as one "warning:" line
-        warnings.warn(f"judge cache {self.path}: cannot {action} ({exc}); {then}",
-                      JudgeCacheWarning, stacklevel=2)
+        warnings.warn(f"judge cache {self.path}: cannot {action} ({exc}); {then}", JudgeCacheWarning, stacklevel=2)
 
     def _guarded(self, action: str, fn: Callable[[], R], default: R) -> R:
         """``fn()``, or ``default`` after one warning when SQLite fails: a cache that
@@ -248,24 +251,24 @@ class JudgeCache:
 
     # -- sync primitives (each one statement: short lock hold across processes)
     def get_chat(self, key: str) -> tuple[str, int, int] | None:
-        row = self._conn().execute(
-            "SELECT answer, input_tokens, output_tokens FROM chat WHERE key=?", (key,)).fetchone()
+        row = (
+            self._conn().execute("SELECT answer, input_tokens, output_tokens FROM chat WHERE key=?", (key,)).fetchone()
+        )
         return (row[0], row[1] or 0, row[2] or 0) if row else None
 
-    def put_chat(self, key: str, model: str, answer: str, input_tokens: int,
-                 output_tokens: int) -> None:
+    def put_chat(self, key: str, model: str, answer: str, input_tokens: int, output_tokens: int) -> None:
         self._conn().execute(
             "INSERT OR REPLACE INTO chat VALUES (?,?,?,?,?,?)",
-            (key, model, answer, input_tokens, output_tokens, time.time()))
+            (key, model, answer, input_tokens, output_tokens, time.time()),
+        )
 
     def get_vectors(self, keys: Sequence[str]) -> dict[str, list[float]]:
         out: dict[str, list[float]] = {}
         conn = self._conn()
         for i in range(0, len(keys), 500):  # stay under SQLite's variable limit
-            chunk = list(keys[i:i + 500])
+            chunk = list(keys[i : i + 500])
             marks = ",".join("?" * len(chunk))
-            for key, blob in conn.execute(
-                    f"SELECT key, vector FROM embedding WHERE key IN ({marks})", chunk):
+            for key, blob in conn.execute(f"SELECT key, vector FROM embedding WHERE key IN ({marks})", chunk):
                 out[key] = unpack_vector(blob)
         return out
 
@@ -284,17 +287,19 @@ class JudgeCache:
     # -- inspection and cleaning (``unified-eval cache info|clear``)
     def stats(self) -> dict[str, int]:
         conn = self._conn()
-        return {"chat": conn.execute("SELECT COUNT(*) FROM chat").fetchone()[0],
-                "embedding": conn.execute("SELECT COUNT(*) FROM embedding").fetchone()[0]}
+        return {
+            "chat": conn.execute("SELECT COUNT(*) FROM chat").fetchone()[0],
+            "embedding": conn.execute("SELECT COUNT(*) FROM embedding").fetchone()[0],
+        }
 
     def info(self) -> dict[str, Any]:
         """Path, bytes on disk (with the WAL), entries per table and per model per table."""
         conn = self._conn()
-        per_model = {table: dict(conn.execute(
-            f"SELECT model, COUNT(*) FROM {table} GROUP BY model ORDER BY model"))
-            for table in _COLUMNS}
-        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal"))
-                   if p.exists())
+        per_model = {
+            table: dict(conn.execute(f"SELECT model, COUNT(*) FROM {table} GROUP BY model ORDER BY model"))
+            for table in _COLUMNS
+        }
+        size = sum(p.stat().st_size for p in (self.path, Path(f"{self.path}-wal")) if p.exists())
         return {"path": str(self.path), "bytes": size, **self.stats(), "models": per_model}
 
     def clear(self, model: str | None = None) -> dict[str, int]:
@@ -305,8 +310,11 @@ class JudgeCache:
         conn.execute("BEGIN IMMEDIATE")
         try:
             for table in _COLUMNS:
-                cur = (conn.execute(f"DELETE FROM {table}") if model is None else
-                       conn.execute(f"DELETE FROM {table} WHERE model=?", (model,)))
+                cur = (
+                    conn.execute(f"DELETE FROM {table}")
+                    if model is None
+                    else conn.execute(f"DELETE FROM {table} WHERE model=?", (model,))
+                )
                 removed[table] = cur.rowcount
             conn.execute("COMMIT")
         except BaseException:
@@ -341,13 +349,19 @@ class CachedChatJudge(ChatJudge):
         # mode): one rule for both; sampling comes unredacted from sampling_params below
         self._judge = {k: v for k, v in inner.describe().items() if k != "sampling"}
 
-    def _key(self, kind: str, messages: Messages, schema: type[BaseModel] | None,
-             params: dict[str, Any]) -> str:
+    def _key(self, kind: str, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
         sampling = getattr(self.inner, "sampling_params", lambda: {})()
-        request_hash = sha256(canonical_json({
-            "kind": kind, "judge": self._judge, "messages": messages,
-            "schema": schema_json(schema) if schema is not None else None,
-            "params": {**sampling, **params}}))
+        request_hash = sha256(
+            canonical_json(
+                {
+                    "kind": kind,
+                    "judge": self._judge,
+                    "messages": messages,
+                    "schema": schema_json(schema) if schema is not None else None,
+                    "params": {**sampling, **params},
+                }
+            )
+        )
         occurrence = current_meter().next_occurrence(request_hash)
         return sha256(f"{request_hash}:{occurrence}")
 
@@ -363,8 +377,7 @@ class CachedChatJudge(ChatJudge):
                 if pending.cancelled() and not (task is not None and task.cancelling()):
                     continue  # the owner was cancelled, not this caller: ask again
                 raise
-            record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
-                                   model=self.model, cached=True))
+            record_call(CallRecord(kind="chat", backend="", metric="", sample_id="", model=self.model, cached=True))
             return answer
         # registered before the first await (the cache lookup), so an identical request
         # arriving while this one looks up, computes or stores waits instead of re-asking
@@ -373,8 +386,7 @@ class CachedChatJudge(ChatJudge):
         try:
             hit = await asyncio.to_thread(self.cache.lookup_chat, key)
             if hit is not None:
-                record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
-                                       model=self.model, cached=True))
+                record_call(CallRecord(kind="chat", backend="", metric="", sample_id="", model=self.model, cached=True))
                 answer = hit[0]
             else:
                 answer = await compute()
@@ -445,8 +457,9 @@ class CachedEmbedder(Embedder):
             # return what a warm run will return: the float64 round trip is exact
             found.update({k: [float(x) for x in v] for k, v in new.items()})
         else:
-            record_call(CallRecord(kind="embedding", backend="", metric="", sample_id="",
-                                   model=self.model, cached=True))
+            record_call(
+                CallRecord(kind="embedding", backend="", metric="", sample_id="", model=self.model, cached=True)
+            )
         return [found[k] for k in keys]
 
     async def aclose(self) -> None:

@@ -35,6 +35,7 @@ def section_fields(cfg: BaseModel | None) -> dict[str, Any]:
 
 def _redacted_args(args: Any) -> list[tuple[str | None, Any]]:
     from unified.redact import redact_url
+
     return [(k, redact_url(v) if k == "base_url" and isinstance(v, str) else v) for k, v in args]
 
 
@@ -52,8 +53,7 @@ def check_base_url(url: str | None) -> str | None:
     except ValueError:
         raise ValueError("base_url has a port that is not a number") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ValueError("base_url must start with http:// or https:// and name a host, "
-                         "like http://127.0.0.1:8080/v1")
+        raise ValueError("base_url must start with http:// or https:// and name a host, like http://127.0.0.1:8080/v1")
     return url
 
 
@@ -63,7 +63,8 @@ def _reject_literal_key(data: Any, section: str) -> Any:
         if found:
             raise ValueError(
                 f"[{section}] has a literal `{sorted(found)[0]}` field: keys never go in config "
-                "files; set api_key_env to the NAME of an environment variable holding it")
+                "files; set api_key_env to the NAME of an environment variable holding it"
+            )
     return data
 
 
@@ -138,8 +139,7 @@ class JudgeConfig(_EndpointConfig):
         model = os.environ.get(f"{prefix}_MODEL")
         if not model:
             return None
-        data: dict[str, Any] = {"model": model,
-                                "base_url": os.environ.get(f"{prefix}_BASE_URL") or None}
+        data: dict[str, Any] = {"model": model, "base_url": os.environ.get(f"{prefix}_BASE_URL") or None}
         if os.environ.get(f"{prefix}_API_KEY_ENV"):
             data["api_key_env"] = os.environ[f"{prefix}_API_KEY_ENV"]
         return cls(**data)
@@ -211,9 +211,11 @@ def load_run_config(path: str | Path) -> RunConfig:
     text = p.read_text(encoding="utf-8")
     if suffix == ".toml":
         import tomllib
+
         data = tomllib.loads(text)
     else:
         import yaml
+
         data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):
         raise ValueError(f"{p}: run config must be a mapping of sections")

@@ -44,8 +44,12 @@ class OpenAIEmbedder(Embedder):
     def describe(self) -> dict[str, Any]:
         """Kind, endpoint (the URL without credentials or query), model and ``dimensions``:
         what decides the vectors."""
-        return {"kind": "openai", "endpoint": endpoint_of(self.config.base_url), "model": self.model,
-                "dimensions": self.config.dimensions}
+        return {
+            "kind": "openai",
+            "endpoint": endpoint_of(self.config.base_url),
+            "model": self.model,
+            "dimensions": self.config.dimensions,
+        }
 
     async def _batch(self, texts: list[str]) -> list[list[float]]:
         attempts = Attempts()
@@ -55,8 +59,11 @@ class OpenAIEmbedder(Embedder):
             extra["dimensions"] = self.config.dimensions
 
         async def once() -> Any:
-            resp = await self._http.send(lambda: self._http.client().embeddings.create(
-                model=self.model, input=texts, encoding_format="base64", **extra))
+            resp = await self._http.send(
+                lambda: self._http.client().embeddings.create(
+                    model=self.model, input=texts, encoding_format="base64", **extra
+                )
+            )
             if not getattr(resp, "data", None) or len(resp.data) != len(texts):
                 raise ValueError("embedding count does not match input count")
             return resp
@@ -64,31 +71,47 @@ class OpenAIEmbedder(Embedder):
         try:
             resp = await self._http.call(once, self._what, attempts)
         except Exception as exc:
-            record_call(CallRecord(kind="embedding", backend="", metric="", sample_id="",
-                                   model=self.model, cached=False, retries=attempts.retries,
-                                   latency=time.perf_counter() - start,
-                                   error=one_line(exc, MESSAGE_LIMIT, self._http.secrets)))
+            record_call(
+                CallRecord(
+                    kind="embedding",
+                    backend="",
+                    metric="",
+                    sample_id="",
+                    model=self.model,
+                    cached=False,
+                    retries=attempts.retries,
+                    latency=time.perf_counter() - start,
+                    error=one_line(exc, MESSAGE_LIMIT, self._http.secrets),
+                )
+            )
             raise
         rows = sorted(resp.data, key=lambda d: d.index)
         try:
             vectors = [decode_embedding(d.embedding) for d in rows]
         except (ValueError, TypeError) as exc:
-            raise JudgeHTTPError(f"{self._what}: undecodable embedding ({type(exc).__name__})",
-                                 200) from None
+            raise JudgeHTTPError(f"{self._what}: undecodable embedding ({type(exc).__name__})", 200) from None
         usage = getattr(resp, "usage", None)
         tokens = getattr(usage, "prompt_tokens", None)
-        record_call(CallRecord(
-            kind="embedding", backend="", metric="", sample_id="", model=self.model,
-            cached=False, input_tokens=tokens if tokens is not None else
-            sum(estimate_tokens(t) for t in texts),
-            tokens_estimated=tokens is None, latency=time.perf_counter() - start,
-            retries=attempts.retries))
+        record_call(
+            CallRecord(
+                kind="embedding",
+                backend="",
+                metric="",
+                sample_id="",
+                model=self.model,
+                cached=False,
+                input_tokens=tokens if tokens is not None else sum(estimate_tokens(t) for t in texts),
+                tokens_estimated=tokens is None,
+                latency=time.perf_counter() - start,
+                retries=attempts.retries,
+            )
+        )
         return vectors
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         texts = [t if t else " " for t in texts]  # some servers reject empty strings
         size = self.config.batch_size
-        batches = [texts[i:i + size] for i in range(0, len(texts), size)]
+        batches = [texts[i : i + size] for i in range(0, len(texts), size)]
         results = await asyncio.gather(*(self._batch(b) for b in batches))
         return [v for batch in results for v in batch]
 

@@ -17,8 +17,10 @@ def make_chat_judge(config: JudgeConfig) -> ChatJudge:
     """An HTTP judge, or an in-process llama-cpp-python judge for a ``.gguf`` model."""
     if config.is_gguf:
         from unified.judge.llama import LlamaCppJudge  # optional extra `local-llm`
+
         return LlamaCppJudge(config)
     from unified.judge.openai_client import OpenAIChatJudge
+
     return OpenAIChatJudge(config)
 
 
@@ -26,14 +28,20 @@ def make_embedder(config: EmbeddingConfig) -> Embedder:
     """The packaged local model, or an OpenAI-compatible embeddings endpoint."""
     if config.kind == "local":
         from unified.judge.local import LocalEmbedder
+
         return LocalEmbedder(batch_size=config.batch_size)
     from unified.judge.embeddings import OpenAIEmbedder
+
     return OpenAIEmbedder(config)
 
 
-def assemble(judge: JudgeConfig | None, judge2: JudgeConfig | None,
-             embedding: EmbeddingConfig | None, store: JudgeCache | None,
-             single_judge: bool = False) -> Judges:
+def assemble(
+    judge: JudgeConfig | None,
+    judge2: JudgeConfig | None,
+    embedding: EmbeddingConfig | None,
+    store: JudgeCache | None,
+    single_judge: bool = False,
+) -> Judges:
     """The bundle from resolved configs, every client behind ``store`` when given."""
 
     def chat(cfg: JudgeConfig | None) -> ChatJudge | None:
@@ -47,14 +55,17 @@ def assemble(judge: JudgeConfig | None, judge2: JudgeConfig | None,
         embedder = make_embedder(embedding)
         if store is not None:
             embedder = CachedEmbedder(embedder, store)
-    return Judges(chat=chat(judge), chat2=chat(judge2), embedder=embedder,
-                  single_judge=single_judge)
+    return Judges(chat=chat(judge), chat2=chat(judge2), embedder=embedder, single_judge=single_judge)
 
 
-def build_judges(judge: JudgeConfig | None = None, judge2: JudgeConfig | None = None,
-                 embedding: EmbeddingConfig | str | None = None,
-                 cache_path: str | Path | None = None, single_judge: bool = False,
-                 cache: bool | JudgeCache = True) -> Judges:
+def build_judges(
+    judge: JudgeConfig | None = None,
+    judge2: JudgeConfig | None = None,
+    embedding: EmbeddingConfig | str | None = None,
+    cache_path: str | Path | None = None,
+    single_judge: bool = False,
+    cache: bool | JudgeCache = True,
+) -> Judges:
     """Build the bundle from configs as given. ``embedding``: ``"local"``, a URL or an
     ``EmbeddingConfig``.
 

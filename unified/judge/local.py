@@ -33,9 +33,11 @@ def get_sentence_model() -> Any:
                 except ImportError:
                     raise JudgeNotConfiguredError(
                         "local embeddings need the extra `local`: pip install torch==2.13.0 && "
-                        "pip install 'unified-rag-eval[local]'") from None
+                        "pip install 'unified-rag-eval[local]'"
+                    ) from None
                 try:  # transformers draws a "Loading weights" bar on stderr: noise in a CLI
                     from transformers.utils import logging as hf_logging
+
                     hf_logging.disable_progress_bar()
                 except ImportError:
                     pass
@@ -56,8 +58,9 @@ class LocalEmbedder(Embedder):
         return {"kind": "local", "model": self.model}
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
-        vecs = get_sentence_model().encode(list(texts), batch_size=self.batch_size,
-                                           normalize_embeddings=True, show_progress_bar=False)
+        vecs = get_sentence_model().encode(
+            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
+        )
         return vecs.tolist()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
@@ -71,6 +74,15 @@ class LocalEmbedder(Embedder):
         # would only fight over them
         async with self._lock:
             out = await asyncio.to_thread(self.embed_sync, texts)
-        record_call(CallRecord(kind="embedding", backend="", metric="", sample_id="",
-                               model=self.model, cached=False, latency=time.perf_counter() - start))
+        record_call(
+            CallRecord(
+                kind="embedding",
+                backend="",
+                metric="",
+                sample_id="",
+                model=self.model,
+                cached=False,
+                latency=time.perf_counter() - start,
+            )
+        )
         return out

@@ -28,14 +28,20 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from unified.judge.base import (CallRecord, ChatJudge, JudgeLengthError, Messages, T,
-                                record_call)
+from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call
 from unified.judge.config import JudgeConfig
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts
+
 # the structured-output helpers live in their own module; re-exported here for callers
 # that imported them from this one
-from unified.judge.structured import (estimate_tokens, extract_json_text, parse_with_repair,
-                                      schema_json, schema_prompt, short_validation_error)
+from unified.judge.structured import (
+    estimate_tokens,
+    extract_json_text,
+    parse_with_repair,
+    schema_json,
+    schema_prompt,
+    short_validation_error,
+)
 from unified.judge.transport import HttpEndpoint
 from unified.redact import endpoint_of, one_line, redact_config
 
@@ -65,8 +71,12 @@ class OpenAIChatJudge(ChatJudge):
     # ------------------------------------------------------------ cache identity
     def sampling_params(self) -> dict[str, Any]:
         """What besides model, messages and schema decides the answer (for cache keys)."""
-        return {"temperature": self.config.temperature, "max_tokens": self.config.max_tokens,
-                "seed": self.config.seed, **self.config.extra}
+        return {
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+            "seed": self.config.seed,
+            **self.config.extra,
+        }
 
     def describe(self) -> dict[str, Any]:
         """Endpoint, model, sampling and the *configured* structured-output mode (``auto``
@@ -74,11 +84,20 @@ class OpenAIChatJudge(ChatJudge):
         must not). The endpoint is the URL without credentials or query
         (``unified.redact.endpoint_of``): two servers that both call their model "local"
         are two judges."""
-        return {"kind": "openai", "endpoint": endpoint_of(self.config.base_url), "model": self.model,
-                "sampling": redact_config({"temperature": self.config.temperature,
-                                           "max_tokens": self.config.max_tokens,
-                                           "seed": self.config.seed, "extra": self.config.extra}),
-                "structured_output": self.config.structured_output}
+        return {
+            "kind": "openai",
+            "endpoint": endpoint_of(self.config.base_url),
+            "model": self.model,
+            "sampling": redact_config(
+                {
+                    "temperature": self.config.temperature,
+                    "max_tokens": self.config.max_tokens,
+                    "seed": self.config.seed,
+                    "extra": self.config.extra,
+                }
+            ),
+            "structured_output": self.config.structured_output,
+        }
 
     # ------------------------------------------------------------ one HTTP call
     def _response_format(self, schema: type[BaseModel] | None) -> dict | None:
@@ -89,24 +108,24 @@ class OpenAIChatJudge(ChatJudge):
             return {"type": "json_object", "schema": js}
         name = re.sub(r"[^A-Za-z0-9_-]", "_", schema.__name__)[:64] or "answer"
         # strict=False: pydantic schemas rarely meet OpenAI's strict-mode rules
-        return {"type": "json_schema",
-                "json_schema": {"name": name, "schema": js, "strict": False}}
+        return {"type": "json_schema", "json_schema": {"name": name, "schema": js, "strict": False}}
 
     def _on_status(self, exc: openai.APIStatusError) -> bool:
         """Auto mode: the server rejected json_schema -> probe llama.cpp's form once."""
-        if (self._auto and not self._mode_settled and self.mode == "json_schema"
-                and exc.status_code in (400, 422, 500)):
+        if self._auto and not self._mode_settled and self.mode == "json_schema" and exc.status_code in (400, 422, 500):
             self.mode = "llama_cpp"
             self._mode_settled = True
             self._probing = True
             return True
         return False
 
-    async def _complete(self, messages: Messages, schema: type[BaseModel] | None,
-                        params: dict[str, Any]) -> str:
+    async def _complete(self, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
         """One chat completion with retries; returns the content, records the call."""
-        kwargs: dict[str, Any] = {"temperature": self.config.temperature,
-                                  "max_tokens": self.config.max_tokens, **self.config.extra}
+        kwargs: dict[str, Any] = {
+            "temperature": self.config.temperature,
+            "max_tokens": self.config.max_tokens,
+            **self.config.extra,
+        }
         if self.config.seed is not None:
             kwargs["seed"] = self.config.seed
         kwargs.update(params)
@@ -119,22 +138,34 @@ class OpenAIChatJudge(ChatJudge):
             extra = {"response_format": rf} if rf is not None else {}
             # client.post skips the SDK's recursive TypedDict transform of the body,
             # which costs milliseconds per call on large JSON schemas
-            resp = await self._http.send(lambda: self._http.client().post(
-                "/chat/completions", cast_to=ChatCompletion,
-                body={"model": self.model, "messages": messages, **extra, **kwargs}))
+            resp = await self._http.send(
+                lambda: self._http.client().post(
+                    "/chat/completions",
+                    cast_to=ChatCompletion,
+                    body={"model": self.model, "messages": messages, **extra, **kwargs},
+                )
+            )
             holder["rf"] = rf
             return resp
 
         try:
-            resp = await self._http.call(once, self._what, attempts,
-                                         self._on_status if schema else None)
+            resp = await self._http.call(once, self._what, attempts, self._on_status if schema else None)
         except Exception as exc:
             if self._probing:  # llama.cpp's form failed too: the 500 was not about the format
                 self.mode, self._probing = "json_schema", False
-            record_call(CallRecord(kind="chat", backend="", metric="", sample_id="",
-                                   model=self.model, cached=False, retries=attempts.retries,
-                                   latency=time.perf_counter() - start,
-                                   error=one_line(exc, MESSAGE_LIMIT, self._http.secrets)))
+            record_call(
+                CallRecord(
+                    kind="chat",
+                    backend="",
+                    metric="",
+                    sample_id="",
+                    model=self.model,
+                    cached=False,
+                    retries=attempts.retries,
+                    latency=time.perf_counter() - start,
+                    error=one_line(exc, MESSAGE_LIMIT, self._http.secrets),
+                )
+            )
             raise
         if schema is not None and self.mode == "json_schema" and holder.get("rf"):
             self._mode_settled = True  # the server accepts json_schema: never probe
@@ -146,18 +177,25 @@ class OpenAIChatJudge(ChatJudge):
         usage = getattr(resp, "usage", None)
         estimated = usage is None or usage.prompt_tokens is None
         rec = CallRecord(
-            kind="chat", backend="", metric="", sample_id="", model=self.model, cached=False,
+            kind="chat",
+            backend="",
+            metric="",
+            sample_id="",
+            model=self.model,
+            cached=False,
             input_tokens=estimate_tokens(prompt_text) if estimated else usage.prompt_tokens,
-            output_tokens=(estimate_tokens(content) if estimated
-                           else (usage.completion_tokens or 0)),
-            tokens_estimated=estimated, latency=time.perf_counter() - start,
-            retries=attempts.retries)
+            output_tokens=(estimate_tokens(content) if estimated else (usage.completion_tokens or 0)),
+            tokens_estimated=estimated,
+            latency=time.perf_counter() - start,
+            retries=attempts.retries,
+        )
         if choice is not None and choice.finish_reason == "length":
             rec.error = "finish_reason=length"
             record_call(rec)
             raise JudgeLengthError(
                 f"{self._what}: answer cut at max_tokens={kwargs.get('max_tokens')} "
-                "(finish_reason=length); raise max_tokens")
+                "(finish_reason=length); raise max_tokens"
+            )
         record_call(rec)
         return content
 
@@ -165,13 +203,17 @@ class OpenAIChatJudge(ChatJudge):
     def _with_schema_prompt(self, messages: Messages, schema: type[BaseModel]) -> Messages:
         if self.mode != "prompt":
             return list(messages)
-        return [{"role": "system", "content": schema_prompt(schema_json(schema))},
-                *messages]
+        return [{"role": "system", "content": schema_prompt(schema_json(schema))}, *messages]
 
     async def ask(self, messages: Messages, schema: type[T], **params: Any) -> T:
         msgs = self._with_schema_prompt(messages, schema)
-        return await parse_with_repair(lambda m: self._complete(m, schema, params), msgs, schema,
-                                       self._what, f"\nfor this schema:\n{json.dumps(schema_json(schema))}")
+        return await parse_with_repair(
+            lambda m: self._complete(m, schema, params),
+            msgs,
+            schema,
+            self._what,
+            f"\nfor this schema:\n{json.dumps(schema_json(schema))}",
+        )
 
     async def ask_text(self, messages: Messages, **params: Any) -> str:
         return await self._complete(list(messages), None, params)
@@ -180,5 +222,12 @@ class OpenAIChatJudge(ChatJudge):
         await self._http.aclose()
 
 
-__all__ = ["OpenAIChatJudge", "estimate_tokens", "extract_json_text", "parse_with_repair",
-           "schema_json", "schema_prompt", "short_validation_error"]
+__all__ = [
+    "OpenAIChatJudge",
+    "estimate_tokens",
+    "extract_json_text",
+    "parse_with_repair",
+    "schema_json",
+    "schema_prompt",
+    "short_validation_error",
+]

@@ -26,8 +26,9 @@ from typing import Any, Iterable, Iterator, Mapping
 Prices = dict[str, tuple[float, float]]
 PER_TOKENS = 1_000_000
 
-_prices: contextvars.ContextVar[Mapping[str, tuple[float, float]] | None] = \
-    contextvars.ContextVar("unified_prices", default=None)
+_prices: contextvars.ContextVar[Mapping[str, tuple[float, float]] | None] = contextvars.ContextVar(
+    "unified_prices", default=None
+)
 
 
 class PriceError(ValueError):
@@ -67,24 +68,27 @@ def _section_entry(model: str, value: Any, where: str) -> tuple[float, float]:
         return _number(value[0], where), _number(value[1], where)
     if isinstance(value, Mapping) and set(value) == {"input", "output"}:
         return _number(value["input"], where), _number(value["output"], where)
-    raise PriceError(f"{where}: expected \"IN/OUT\", [IN, OUT] or {{input = IN, output = OUT}} "
-                     "in USD per 1M tokens")
+    raise PriceError(f'{where}: expected "IN/OUT", [IN, OUT] or {{input = IN, output = OUT}} in USD per 1M tokens')
 
 
-def parse_prices(specs: Iterable[str] | None = None, *, section: Mapping[str, Any] | None = None,
-                 config_file: str | Path | None = None) -> Prices:
+def parse_prices(
+    specs: Iterable[str] | None = None,
+    *,
+    section: Mapping[str, Any] | None = None,
+    config_file: str | Path | None = None,
+) -> Prices:
     """The price table from a run file's ``[prices]`` section (``config_file``, or an
     already-read ``section``) overridden by ``--price`` strings (``specs``)."""
     table: Prices = {}
     if config_file is not None:
         from unified.judge.config import load_run_config
-        section = {**((load_run_config(config_file).model_extra or {}).get("prices") or {}),
-                   **(section or {})}
+
+        section = {**((load_run_config(config_file).model_extra or {}).get("prices") or {}), **(section or {})}
         where_file = f"{config_file}: [prices]"
     else:
         where_file = "[prices]"
     if section is not None and not isinstance(section, Mapping):
-        raise PriceError(f"{where_file} must be a table of MODEL = \"IN/OUT\" entries")
+        raise PriceError(f'{where_file} must be a table of MODEL = "IN/OUT" entries')
     for model, value in (section or {}).items():
         table[str(model)] = _section_entry(str(model), value, f"{where_file} {model}")
     for spec in specs or ():
@@ -124,5 +128,4 @@ def price_scope(prices: Mapping[str, tuple[float, float]] | None) -> Iterator[No
         _prices.reset(token)
 
 
-__all__ = ["PriceError", "Prices", "current_prices", "parse_price", "parse_prices",
-           "price_scope", "usd_cost"]
+__all__ = ["PriceError", "Prices", "current_prices", "parse_price", "parse_prices", "price_scope", "usd_cost"]

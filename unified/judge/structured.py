@@ -36,8 +36,10 @@ def estimate_tokens(text: str) -> int:
 
 def schema_prompt(js: dict) -> str:
     """The instruction used in prompt mode (and as a hint in every mode)."""
-    return ("Answer with a single JSON object and nothing else (no prose, no code fences). "
-            "It must validate against this JSON schema:\n" + json.dumps(js))
+    return (
+        "Answer with a single JSON object and nothing else (no prose, no code fences). "
+        "It must validate against this JSON schema:\n" + json.dumps(js)
+    )
 
 
 def extract_json_text(text: str) -> str:
@@ -47,7 +49,7 @@ def extract_json_text(text: str) -> str:
         return m.group(1)
     start, end = text.find("{"), text.rfind("}")
     if start >= 0 and end > start:
-        return text[start:end + 1]
+        return text[start : end + 1]
     return text
 
 
@@ -61,8 +63,13 @@ def short_validation_error(exc: ValidationError) -> str:
     return "; ".join(parts)[:500]
 
 
-async def parse_with_repair(complete: Callable[[Messages], Awaitable[str]], messages: Messages,
-                            schema: type[T], what: str, schema_hint: str = "") -> T:
+async def parse_with_repair(
+    complete: Callable[[Messages], Awaitable[str]],
+    messages: Messages,
+    schema: type[T],
+    what: str,
+    schema_hint: str = "",
+) -> T:
     """Ask, validate against ``schema``; on invalid JSON or a schema mismatch, ONE repair
     turn that shows the model its answer and the error; then ``JudgeOutputError``.
 
@@ -72,17 +79,28 @@ async def parse_with_repair(complete: Callable[[Messages], Awaitable[str]], mess
         return schema.model_validate_json(extract_json_text(text))
     except ValidationError as exc:
         error = short_validation_error(exc)
-    repair = [*messages, {"role": "assistant", "content": text[:4000]},
-              {"role": "user", "content": f"Your answer is not valid: {error}\n"
-               f"Reply with only the corrected JSON object{schema_hint}."}]
+    repair = [
+        *messages,
+        {"role": "assistant", "content": text[:4000]},
+        {
+            "role": "user",
+            "content": f"Your answer is not valid: {error}\nReply with only the corrected JSON object{schema_hint}.",
+        },
+    ]
     text2 = await complete(repair)
     try:
         return schema.model_validate_json(extract_json_text(text2))
     except ValidationError as exc:
         raise JudgeOutputError(
-            f"{what}: answer is not valid {schema.__name__} JSON after one repair retry: "
-            f"{short_validation_error(exc)}") from None
+            f"{what}: answer is not valid {schema.__name__} JSON after one repair retry: {short_validation_error(exc)}"
+        ) from None
 
 
-__all__ = ["estimate_tokens", "extract_json_text", "parse_with_repair", "schema_json",
-           "schema_prompt", "short_validation_error"]
+__all__ = [
+    "estimate_tokens",
+    "extract_json_text",
+    "parse_with_repair",
+    "schema_json",
+    "schema_prompt",
+    "short_validation_error",
+]

@@ -18,8 +18,7 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import openai
 
 from unified.judge.breaker import CircuitBreaker
-from unified.judge.resilience import (Attempts, RateLimiter, RetryPolicy, call_with_retries,
-                                      loop_local)
+from unified.judge.resilience import Attempts, RateLimiter, RetryPolicy, call_with_retries, loop_local
 from unified.redact import redact_logs, redact_url, remember_secret, url_secrets
 
 R = TypeVar("R")
@@ -50,18 +49,24 @@ class HttpEndpoint:
         remember_secret(*self.secrets)
         redact_logs()  # openai (and httpx) are imported now: their loggers exist
         self.url = redact_url(config.base_url or DEFAULT_BASE_URL)
-        self.policy = RetryPolicy(max_retries=config.max_retries,
-                                  backoff_base=config.backoff_base, timeout=config.timeout)
+        self.policy = RetryPolicy(
+            max_retries=config.max_retries, backoff_base=config.backoff_base, timeout=config.timeout
+        )
         self.limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
-        self.breaker = CircuitBreaker(f"{label} at {self.url} (model {config.model})",
-                                      config.breaker_failures, config.breaker_cooldown,
-                                      answer_window=config.timeout)
+        self.breaker = CircuitBreaker(
+            f"{label} at {self.url} (model {config.model})",
+            config.breaker_failures,
+            config.breaker_cooldown,
+            answer_window=config.timeout,
+        )
         base_url, query = split_query(config.base_url)
         key = self.key or _PLACEHOLDER_KEY
         # per event loop: httpx pools and semaphores are bound to the loop that uses them
-        self.client = loop_local(lambda: openai.AsyncOpenAI(
-            base_url=base_url, api_key=key, max_retries=0, timeout=config.timeout,
-            default_query=query or None))
+        self.client = loop_local(
+            lambda: openai.AsyncOpenAI(
+                base_url=base_url, api_key=key, max_retries=0, timeout=config.timeout, default_query=query or None
+            )
+        )
         self.slot = loop_local(lambda: asyncio.Semaphore(config.concurrency))
 
     async def send(self, request: Callable[[], Awaitable[R]]) -> R:
@@ -72,12 +77,24 @@ class HttpEndpoint:
         async with self.slot(), asyncio.timeout(self.config.timeout):
             return await request()
 
-    async def call(self, once: Callable[[], Awaitable[R]], what: str, attempts: Attempts,
-                   on_status: Callable[[openai.APIStatusError], bool] | None = None) -> R:
+    async def call(
+        self,
+        once: Callable[[], Awaitable[R]],
+        what: str,
+        attempts: Attempts,
+        on_status: Callable[[openai.APIStatusError], bool] | None = None,
+    ) -> R:
         """``once`` (one attempt) with retries, the breaker and scrubbed errors."""
-        return await call_with_retries(once, self.policy, what, self.secrets, attempts,
-                                       on_status, key_env=self.config.api_key_env,
-                                       breaker=self.breaker)
+        return await call_with_retries(
+            once,
+            self.policy,
+            what,
+            self.secrets,
+            attempts,
+            on_status,
+            key_env=self.config.api_key_env,
+            breaker=self.breaker,
+        )
 
     async def aclose(self) -> None:
         try:

@@ -15,6 +15,7 @@ from unified.scores import RunningAggregates
 def render_html(report: Report, *, max_drilldown: int = 200) -> str:
     """The whole HTML page as a string (``unified.report.html.render_html``)."""
     from unified.report.html import render_html as _render
+
     return _render(report, max_drilldown=max_drilldown)
 
 

@@ -1,6 +1,6 @@
 """Who disagrees, where, and why: agreement between backends computed on the report model.
 
-The statistics are ``unified.crosscheck``'s (``pair_stats``, ``undefined_reason``), fed
+The statistics are ``unified.analysis.crosscheck``'s (``pair_stats``, ``undefined_reason``), fed
 from the model's light records, so the page and ``crosscheck.json`` report the same
 numbers; only the notes are worded with the backends' names ("ragas has a single distinct
 value", not "b has …").
@@ -21,7 +21,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
-from unified.crosscheck import MIN_N, pair_stats, undefined_reason
+from unified.analysis.crosscheck import MIN_N, pair_stats, undefined_reason
 from unified.report.model import RunModel
 
 ODD_MIN_GAP = 1.0
@@ -29,11 +29,12 @@ ODD_MIN_GAP = 1.0
 
 def threshold_of(model: RunModel, metric: str, backend: str) -> float:
     """The pass bound a backend used (its scores' own), else the metric's default, else 5
-    (the rule ``unified.crosscheck`` applies)."""
+    (the rule ``unified.analysis.crosscheck`` applies)."""
     for t in model.tasks.get(metric, {}).get(backend, {}).values():
         if t.threshold is not None:
             return t.threshold
     from unified.metrics import UnknownMetricError, parse_metric
+
     try:
         return float(parse_metric(metric).spec.threshold)
     except UnknownMetricError:
@@ -68,8 +69,7 @@ def pairs(model: RunModel, metric: str) -> list[dict[str, Any]]:
         vb = [float(per_b[b][sid].value) for sid in ok]  # type: ignore[arg-type]
         ta, tb = threshold_of(model, metric, a), threshold_of(model, metric, b)
         st = pair_stats(va, vb, ta, tb)
-        st.update(a=a, b=b, excluded=len(common) - len(ok), xs=va, ys=vb,
-                  notes=pair_notes(a, b, va, vb, ta, tb))
+        st.update(a=a, b=b, excluded=len(common) - len(ok), xs=va, ys=vb, notes=pair_notes(a, b, va, vb, ta, tb))
         out.append(st)
     return out
 
@@ -104,7 +104,8 @@ def disagreements(model: RunModel, metric: str, top: int = 5) -> list[dict[str, 
         diff = max(vals.values()) - min(vals.values())
         if diff <= 0:
             continue
-        rows.append({"metric": metric, "sample_id": sid, "diff": diff, "values": vals,
-                     "tasks": tasks, "odd": odd_one_out(vals)})
+        rows.append(
+            {"metric": metric, "sample_id": sid, "diff": diff, "values": vals, "tasks": tasks, "odd": odd_one_out(vals)}
+        )
     rows.sort(key=lambda r: (-r["diff"], r["sample_id"]))
     return rows[:top]

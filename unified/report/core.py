@@ -15,7 +15,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from unified.report import frameworks
 from unified.report.model import FileSource, MemorySource, RunModel, ScoreSource, build_model, iter_jsonl
-from unified.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
+from unified.run.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
 from unified.scores import Aggregate, Score
 
 
@@ -29,9 +29,13 @@ def _run_folder(path: str | os.PathLike[str]) -> Path:
 class Report:
     """The results of a run: ``Report.from_dir(DIR)`` (or ``Report(DIR)``) or ``Report(scores, samples)``."""
 
-    def __init__(self, scores: Iterable[Score] | None = None,
-                 samples: Iterable[Any] | Mapping[str, Any] | None = None, *,
-                 run_dir: str | Path | None = None):
+    def __init__(
+        self,
+        scores: Iterable[Score] | None = None,
+        samples: Iterable[Any] | Mapping[str, Any] | None = None,
+        *,
+        run_dir: str | Path | None = None,
+    ):
         if isinstance(scores, (str, os.PathLike)):  # Report("runs/x"): a run folder, not scores
             if run_dir is not None or samples is not None:
                 raise TypeError("Report(path) reads a run folder; give scores and samples, or a path alone")
@@ -129,10 +133,36 @@ class Report:
         ``response`` and ``reference`` (None for input-row errors)."""
         import pandas as pd
 
-        keys = ("metric", "backend", "sample_id", "value", "raw", "higher_is_better", "threshold",
-                "passed", "reason", "error", "degraded")
-        cols = ["metric", "backend", "sample_id", "value", "raw", "raw_lo", "raw_hi", "higher_is_better",
-                "threshold", "passed", "reason", "error", "degraded", "row_error", "details"]
+        keys = (
+            "metric",
+            "backend",
+            "sample_id",
+            "value",
+            "raw",
+            "higher_is_better",
+            "threshold",
+            "passed",
+            "reason",
+            "error",
+            "degraded",
+        )
+        cols = [
+            "metric",
+            "backend",
+            "sample_id",
+            "value",
+            "raw",
+            "raw_lo",
+            "raw_hi",
+            "higher_is_better",
+            "threshold",
+            "passed",
+            "reason",
+            "error",
+            "degraded",
+            "row_error",
+            "details",
+        ]
         rows = []
         for d in self.iter_score_dicts():
             rr = d.get("raw_range") or (None, None)
@@ -157,18 +187,26 @@ class Report:
 
         position = {d["id"]: i for i, d in enumerate(self.iter_samples())}
         metric_rank = {m: i for i, m in enumerate(metric_order(list(dict.fromkeys(df["metric"]))))}
-        keys = df.assign(_s=[len(position) if r else position.get(sid, len(position))
-                             for sid, r in zip(df["sample_id"], df["row_error"])],
-                         _m=df["metric"].map(metric_rank))
-        return keys.sort_values(["_s", "sample_id", "_m", "backend"], kind="stable").drop(
-            columns=["_s", "_m"]).reset_index(drop=True)
+        keys = df.assign(
+            _s=[
+                len(position) if r else position.get(sid, len(position))
+                for sid, r in zip(df["sample_id"], df["row_error"])
+            ],
+            _m=df["metric"].map(metric_rank),
+        )
+        return (
+            keys.sort_values(["_s", "sample_id", "_m", "backend"], kind="stable")
+            .drop(columns=["_s", "_m"])
+            .reset_index(drop=True)
+        )
 
     def _join_samples(self, df: Any) -> Any:
         fields = ("user_input", "response", "reference")
         by_id = {d["id"]: d for d in self.iter_samples()}
         for f in fields:
-            df[f] = [None if row_err else by_id.get(sid, {}).get(f)
-                     for sid, row_err in zip(df["sample_id"], df["row_error"])]
+            df[f] = [
+                None if row_err else by_id.get(sid, {}).get(f) for sid, row_err in zip(df["sample_id"], df["row_error"])
+            ]
         return df
 
     def wide(self, values: str = "value") -> Any:
@@ -196,8 +234,9 @@ class Report:
         return out
 
     def error_groups(self) -> list[dict[str, Any]]:
-        """Failed tasks grouped by cause (``unified.errorgroups.group_errors``)."""
-        from unified.errorgroups import group_errors
+        """Failed tasks grouped by cause (``unified.analysis.errorgroups.group_errors``)."""
+        from unified.analysis.errorgroups import group_errors
+
         return group_errors(self.model().failed())
 
     def to_jsonl(self, path: str | Path) -> Path:
@@ -258,11 +297,11 @@ class Report:
     # ------------------------------------------------------------ cross-check and page
 
     def crosscheck(self, top_n: int = 10) -> dict[str, Any] | None:
-        """``unified.crosscheck.crosscheck`` over this run's sample tasks (input-row errors
+        """``unified.analysis.crosscheck.crosscheck`` over this run's sample tasks (input-row errors
         are no sample), or None with fewer than 2 backends."""
         if len(self.backends()) < 2:
             return None
-        from unified.crosscheck import crosscheck
+        from unified.analysis.crosscheck import crosscheck
 
         scores = (s for s in self.iter_scores() if not s.row_error)
         return crosscheck(scores, self.sample_objects(), top_n=top_n)
@@ -276,7 +315,7 @@ class Report:
         for sid, d in self.samples().items():
             try:
                 out[sid] = Sample.model_validate(d)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 continue
         return out
 
@@ -292,8 +331,10 @@ class Report:
 
     def __repr__(self) -> str:
         from unified.report.notebook import report_repr
+
         return report_repr(self)
 
     def _repr_html_(self) -> str:
         from unified.report.notebook import report_html
+
         return report_html(self)

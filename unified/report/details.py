@@ -11,8 +11,7 @@ from typing import Any, Mapping
 from unified.report.html_base import e, mark, num, table
 
 # bookkeeping keys a reader does not need beside the score
-_HIDDEN = {"framework", "ragas_version", "deepeval_version", "ragas_metric", "deepeval_metric",
-           "deepeval_success"}
+_HIDDEN = {"framework", "ragas_version", "deepeval_version", "ragas_metric", "deepeval_metric", "deepeval_success"}
 _VERDICT_WORDS = ("verdict", "useful", "relevant", "supported", "attributed")
 
 
@@ -122,8 +121,7 @@ def relevant_ids(sample: Mapping[str, Any]) -> set[str] | None:
 def _rel_mark(doc_id: str, rel: set[str] | None) -> str:
     if rel is None:
         return ""
-    return (" <span class='rel'>✓ relevant</span>" if doc_id in rel
-            else " <span class='nrel'>✗ not relevant</span>")
+    return " <span class='rel'>✓ relevant</span>" if doc_id in rel else " <span class='nrel'>✗ not relevant</span>"
 
 
 def contexts_html(sample: Mapping[str, Any]) -> str:
@@ -137,8 +135,7 @@ def contexts_html(sample: Mapping[str, Any]) -> str:
         labelled = ids is not None and len(ids) == len(ctx)
         items = []
         for i, c in enumerate(ctx):
-            label = (f"<span class='docid'>{e(ids[i])}</span>{_rel_mark(ids[i], rel)} "
-                     if labelled else "")
+            label = f"<span class='docid'>{e(ids[i])}</span>{_rel_mark(ids[i], rel)} " if labelled else ""
             items.append(f"<li class='ctx'>{label}{e(c)}</li>")
         out.append("<div class='label'>retrieved contexts</div><ol>" + "".join(items) + "</ol>")
     if ids is not None:

@@ -31,11 +31,12 @@ _GEVAL_NAME = "Correctness [GEval]"
 
 
 def _params_suffix(metric: str) -> str:
-    return metric[metric.index("["):] if "[" in metric else ""
+    return metric[metric.index("[") :] if "[" in metric else ""
 
 
 def _alias(metric: str, framework: str) -> str | None:
     from unified.metrics import UnknownMetricError, parse_metric
+
     try:
         ref = parse_metric(metric)
     except UnknownMetricError:
@@ -82,13 +83,18 @@ def raw_threshold(d: Mapping[str, Any]) -> float | None:
     if t is None:
         return None
     rr = d.get("raw_range")
-    lower_raw = d.get("raw") is not None and rr is not None and tuple(map(float, rr)) == (0.0, 1.0) \
+    lower_raw = (
+        d.get("raw") is not None
+        and rr is not None
+        and tuple(map(float, rr)) == (0.0, 1.0)
         and d.get("higher_is_better") is False
+    )
     return 1.0 - t / 10.0 if lower_raw else t / 10.0
 
 
-def collect(score_dicts: Iterable[Mapping[str, Any]], backend: str | None
-            ) -> tuple[dict[tuple[str, str], dict[str, Mapping[str, Any]]], list[str]]:
+def collect(
+    score_dicts: Iterable[Mapping[str, Any]], backend: str | None
+) -> tuple[dict[tuple[str, str], dict[str, Mapping[str, Any]]], list[str]]:
     """(sample_id, backend) -> metric -> score line, for sample tasks (row errors are no
     sample), and the backends seen in order."""
     out: dict[tuple[str, str], dict[str, Mapping[str, Any]]] = {}
@@ -102,8 +108,13 @@ def collect(score_dicts: Iterable[Mapping[str, Any]], backend: str | None
     return out, backends
 
 
-def ragas_rows(samples: Iterable[Mapping[str, Any]], by_task: Mapping[tuple[str, str], Mapping[str, Any]],
-               backends: list[str], metrics: list[str], with_backend: bool) -> tuple[list[dict[str, Any]], list[str]]:
+def ragas_rows(
+    samples: Iterable[Mapping[str, Any]],
+    by_task: Mapping[tuple[str, str], Mapping[str, Any]],
+    backends: list[str],
+    metrics: list[str],
+    with_backend: bool,
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Rows of the RAGAS frame: per sample (and backend), the sample columns, then one
     column per metric under its RAGAS name holding ``raw01`` (NaN when failed)."""
     names: dict[str, str] = {}
@@ -129,8 +140,9 @@ def ragas_rows(samples: Iterable[Mapping[str, Any]], by_task: Mapping[tuple[str,
     return rows, cols
 
 
-def deepeval_record(s: Mapping[str, Any], lines: Mapping[str, Mapping[str, Any]], metrics: list[str],
-                    backend: str | None) -> dict[str, Any]:
+def deepeval_record(
+    s: Mapping[str, Any], lines: Mapping[str, Mapping[str, Any]], metrics: list[str], backend: str | None
+) -> dict[str, Any]:
     """One sample in DeepEval's test-result shape (``deepeval.evaluate.types.TestResult``:
     name, input, actual_output, expected_output, retrieval_context, success,
     metrics_data); ``success`` is true when every metric passed."""
@@ -139,13 +151,25 @@ def deepeval_record(s: Mapping[str, Any], lines: Mapping[str, Mapping[str, Any]]
         d = lines.get(m)
         if d is None:
             continue
-        data.append({"name": deepeval_name(m, d.get("details")), "score": raw01(d),
-                     "threshold": raw_threshold(d), "success": bool(d.get("passed")),
-                     "reason": d.get("reason"), "error": d.get("error")})
-    rec: dict[str, Any] = {"name": s["id"], "input": s.get("user_input"), "actual_output": s.get("response"),
-                           "expected_output": s.get("reference"),
-                           "retrieval_context": s.get("retrieved_contexts"),
-                           "success": bool(data) and all(x["success"] for x in data), "metrics_data": data}
+        data.append(
+            {
+                "name": deepeval_name(m, d.get("details")),
+                "score": raw01(d),
+                "threshold": raw_threshold(d),
+                "success": bool(d.get("passed")),
+                "reason": d.get("reason"),
+                "error": d.get("error"),
+            }
+        )
+    rec: dict[str, Any] = {
+        "name": s["id"],
+        "input": s.get("user_input"),
+        "actual_output": s.get("response"),
+        "expected_output": s.get("reference"),
+        "retrieval_context": s.get("retrieved_contexts"),
+        "success": bool(data) and all(x["success"] for x in data),
+        "metrics_data": data,
+    }
     if backend is not None:
         rec["backend"] = backend
     return rec

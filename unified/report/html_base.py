@@ -85,13 +85,11 @@ def sample_link(sample_id: str, shown: bool = True) -> str:
     return f"<a href='#{e(a)}' data-open='{e(a)}'>{e(sample_id)}</a>"
 
 
-def table(head: Iterable[str], rows: Iterable[Iterable[Any]], cls: str = "",
-          num_cols: Iterable[int] = ()) -> str:
+def table(head: Iterable[str], rows: Iterable[Iterable[Any]], cls: str = "", num_cols: Iterable[int] = ()) -> str:
     """A table of already-escaped cells; ``num_cols`` are right-aligned, and a cell given
     as ``(css_class, html)`` gets that class."""
     nums = set(num_cols)
-    out = [f"<table{f' class={cls!r}' if cls else ''}><tr>"
-           + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+    out = [f"<table{f' class={cls!r}' if cls else ''}><tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
     for row in rows:
         out.append("<tr>" + "".join(_td(c, i in nums) for i, c in enumerate(row)) + "</tr>")
     out.append("</table>")

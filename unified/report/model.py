@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from unified.runfolder import iter_lines
+from unified.run.runfolder import iter_lines
 from unified.scores import Aggregate, Cost, RunningAggregates, Score, degraded_reason
 
 COST_FIELDS = tuple(Cost.model_fields)
@@ -95,8 +95,11 @@ class RunModel:
 
     def values(self, metric: str, backend: str) -> dict[str, float]:
         """sample_id -> 0–10 value of the successful tasks of (metric, backend)."""
-        return {sid: t.value for sid, t in self.tasks.get(metric, {}).get(backend, {}).items()
-                if t.ok and t.value is not None}
+        return {
+            sid: t.value
+            for sid, t in self.tasks.get(metric, {}).get(backend, {}).items()
+            if t.ok and t.value is not None
+        }
 
     def n_tasks(self) -> int:
         return sum(len(s) for per_b in self.tasks.values() for s in per_b.values()) + len(self.row_tasks)
@@ -105,8 +108,7 @@ class RunModel:
         """Failed tasks as small dicts (sample_id, metric, backend, error, row_error)."""
         for m, b, sid, t, row in self.iter_tasks():
             if not t.ok:
-                yield {"sample_id": sid, "metric": m, "backend": b,
-                       "error": t.error or "no value", "row_error": row}
+                yield {"sample_id": sid, "metric": m, "backend": b, "error": t.error or "no value", "row_error": row}
 
     def degraded(self) -> Iterator[dict[str, Any]]:
         """Degraded tasks (a value, from fewer judges than asked) in ``failed()``'s shape,
@@ -117,6 +119,7 @@ class RunModel:
 
 
 # ---------------------------------------------------------------- sources
+
 
 class ScoreSource:
     """Where score lines come from: ``lines()`` yields (position, dict) in order,
@@ -187,10 +190,11 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     return d if ok else None
 
 
-iter_jsonl = iter_lines  # the one reader of a run folder's JSONL files (unified.runfolder)
+iter_jsonl = iter_lines  # the one reader of a run folder's JSONL files (unified.run.runfolder)
 
 
 # ---------------------------------------------------------------- the one pass
+
 
 def _number(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -204,13 +208,21 @@ def task_of(d: dict[str, Any], pos: int) -> Task:
     default = Cost()
     values = tuple(cost.get(k, getattr(default, k)) for k in COST_FIELDS)
     error = d.get("error")
-    return Task(value=_number(d.get("value")), passed=d.get("passed") if isinstance(d.get("passed"), bool) else None,
-                error=str(error) if error is not None else None, threshold=_number(d.get("threshold")),
-                cost=values, usd=_number(cost.get("usd")), pos=pos, degraded=degraded_reason(d))
+    return Task(
+        value=_number(d.get("value")),
+        passed=d.get("passed") if isinstance(d.get("passed"), bool) else None,
+        error=str(error) if error is not None else None,
+        threshold=_number(d.get("threshold")),
+        cost=values,
+        usd=_number(cost.get("usd")),
+        pos=pos,
+        degraded=degraded_reason(d),
+    )
 
 
-def build_model(source: ScoreSource, summary: dict[str, Any] | None = None,
-                requested: Sequence[str] | None = None) -> RunModel:
+def build_model(
+    source: ScoreSource, summary: dict[str, Any] | None = None, requested: Sequence[str] | None = None
+) -> RunModel:
     """Read every line of ``source`` once into a ``RunModel`` (last line per key wins)."""
     model = RunModel(summary=summary or {})
     seen_metrics: list[str] = []

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from unified.report.html_base import e, num, pct, table, usd
-from unified.runfolder import CROSSCHECK_FILE, REPORT_FILE, SCORES_FILE, SUMMARY_FILE
+from unified.run.runfolder import CROSSCHECK_FILE, REPORT_FILE, SCORES_FILE, SUMMARY_FILE
 
 if TYPE_CHECKING:
     from unified.report.core import Report
@@ -27,18 +27,23 @@ def report_repr(report: "Report") -> str:
     m = report.model()
     samples, tasks, failed, degraded = _counts(report)
     where = f"run_dir={str(report.run_dir)!r}" if report.run_dir is not None else "in memory"
-    return (f"Report({where}, samples={samples}, metrics={len(m.metrics)} × backends={len(m.backends)}, "
-            f"scores={tasks}, errors={failed}{f', degraded={degraded}' if degraded else ''}; "
-            f"metrics: {', '.join(m.metrics) or '—'}; "
-            f"backends: {', '.join(m.backends) or '—'})")
+    return (
+        f"Report({where}, samples={samples}, metrics={len(m.metrics)} × backends={len(m.backends)}, "
+        f"scores={tasks}, errors={failed}{f', degraded={degraded}' if degraded else ''}; "
+        f"metrics: {', '.join(m.metrics) or '—'}; "
+        f"backends: {', '.join(m.backends) or '—'})"
+    )
 
 
 def _href(path: Path) -> str:
     """A link a notebook can follow: relative to the working folder when the file is
     below it (Jupyter serves those), else a file:// URI."""
     try:
-        return Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix() \
-            if path.resolve().is_relative_to(Path.cwd()) else path.resolve().as_uri()
+        return (
+            Path(os.path.relpath(path.resolve(), Path.cwd())).as_posix()
+            if path.resolve().is_relative_to(Path.cwd())
+            else path.resolve().as_uri()
+        )
     except ValueError:  # another drive on Windows
         return path.resolve().as_uri()
 
@@ -54,12 +59,21 @@ def report_html(report: "Report") -> str:
     for metric, backend, _sid, t, _row in m.iter_tasks():
         if t.usd is not None:
             money[(metric, backend)] = money.get((metric, backend), 0.0) + t.usd
-    head = ["metric", "backend", "n", "mean", "pass rate", "errors", "judge calls", "tokens"] + (["cost"] if priced else [])
+    head = ["metric", "backend", "n", "mean", "pass rate", "errors", "judge calls", "tokens"] + (
+        ["cost"] if priced else []
+    )
     rows = []
     for a in aggs:
-        row = [e(a.metric), e(a.backend), str(a.count), num(a.mean), pct(a.pass_rate),
-               f"<span style='color:#b42318'>{a.errors}</span>" if a.errors else "0", str(a.cost.calls),
-               str(a.cost.input_tokens + a.cost.output_tokens)]
+        row = [
+            e(a.metric),
+            e(a.backend),
+            str(a.count),
+            num(a.mean),
+            pct(a.pass_rate),
+            f"<span style='color:#b42318'>{a.errors}</span>" if a.errors else "0",
+            str(a.cost.calls),
+            str(a.cost.input_tokens + a.cost.output_tokens),
+        ]
         if priced:
             row.append(usd(money.get((a.metric, a.backend))))
         rows.append(row)
@@ -67,11 +81,15 @@ def report_html(report: "Report") -> str:
     links = ""
     if report.run_dir is not None:
         files = [f for f in (REPORT_FILE, SCORES_FILE, SUMMARY_FILE, CROSSCHECK_FILE) if (report.run_dir / f).exists()]
-        links = "<div>" + " · ".join(f"<a href='{e(_href(report.run_dir / f))}' target='_blank'>{e(f)}</a>"
-                                     for f in files) + "</div>"
+        links = (
+            "<div>"
+            + " · ".join(f"<a href='{e(_href(report.run_dir / f))}' target='_blank'>{e(f)}</a>" for f in files)
+            + "</div>"
+        )
     total = f" · cost {usd(sum(money.values()))}" if priced else ""
     flag = f" · <b style='color:#b42318'>{degraded} degraded</b>" if degraded else ""
-    return (f"<div class='unified-report'><b>Report</b> {where}: {samples} samples · {len(m.metrics)} metrics × "
-            f"{len(m.backends)} backends · {tasks} scores · {failed} errors"
-            f"{flag}{total}"
-            + table(head, rows, num_cols=range(2, len(head))) + links + "</div>")
+    return (
+        f"<div class='unified-report'><b>Report</b> {where}: {samples} samples · {len(m.metrics)} metrics × "
+        f"{len(m.backends)} backends · {tasks} scores · {failed} errors"
+        f"{flag}{total}" + table(head, rows, num_cols=range(2, len(head))) + links + "</div>"
+    )

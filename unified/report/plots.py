@@ -17,8 +17,10 @@ class Svg:
 
     def __init__(self) -> None:
         import matplotlib
+
         matplotlib.use("Agg", force=False)
         import matplotlib.pyplot as plt
+
         self.plt = plt
         self.n = 0
 
@@ -31,7 +33,7 @@ class Svg:
             fig.savefig(buf, format="svg", bbox_inches="tight")
         self.plt.close(fig)
         text = buf.getvalue()
-        return text[text.find("<svg"):]
+        return text[text.find("<svg") :]
 
 
 def fmt(v: Any, digits: int = 2) -> str:
@@ -42,15 +44,15 @@ def fmt(v: Any, digits: int = 2) -> str:
     return str(v)
 
 
-def distribution(svg: Svg, metric: str, series: Mapping[str, Sequence[float]],
-                 colors: Mapping[str, str] | None = None) -> str:
+def distribution(
+    svg: Svg, metric: str, series: Mapping[str, Sequence[float]], colors: Mapping[str, str] | None = None
+) -> str:
     """One panel per backend, stacked on a shared 0–10 axis (small multiples stay
     readable with any number of backends, where overlaid histograms hide each other);
     each panel marks its mean with a vertical line. ``colors``: backend -> colour, so a
     backend keeps its colour on every plot."""
     names = list(series)
-    fig, axes = svg.plt.subplots(len(names), 1, sharex=True, squeeze=False,
-                                 figsize=(4.2, 0.35 + 0.8 * len(names)))
+    fig, axes = svg.plt.subplots(len(names), 1, sharex=True, squeeze=False, figsize=(4.2, 0.35 + 0.8 * len(names)))
     for i, (b, ax) in enumerate(zip(names, axes[:, 0])):
         v = list(series[b])
         color = (colors or {}).get(b, COLORS[i % len(COLORS)])
@@ -61,8 +63,15 @@ def distribution(svg: Svg, metric: str, series: Mapping[str, Sequence[float]],
             label = f"{b}  n={len(v)}  mean {mean:.2f}"
         else:
             label = f"{b}  no successful score"
-        ax.text(0.01, 0.92, label, transform=ax.transAxes, fontsize=7, va="top",
-                bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0, "pad": 1})
+        ax.text(
+            0.01,
+            0.92,
+            label,
+            transform=ax.transAxes,
+            fontsize=7,
+            va="top",
+            bbox={"facecolor": "white", "alpha": 0.8, "linewidth": 0, "pad": 1},
+        )
         ax.set_xlim(0, 10)
         ax.tick_params(labelsize=6)
         ax.set_yticks([])
@@ -85,19 +94,28 @@ def scatter(svg: Svg, metric: str, pair: Mapping[str, Any]) -> str:
         _density(svg, fig, ax, pair["xs"], pair["ys"])
     elif counts:
         xs, ys, ns = zip(*((x, y, n) for (x, y), n in counts.items()))
-        ax.scatter(xs, ys, s=[14 + 26 * (n - 1) ** 0.75 for n in ns], alpha=0.55,
-                   color="#1f77b4", edgecolors="#0b3d66", linewidths=0.5)
+        ax.scatter(
+            xs,
+            ys,
+            s=[14 + 26 * (n - 1) ** 0.75 for n in ns],
+            alpha=0.55,
+            color="#1f77b4",
+            edgecolors="#0b3d66",
+            linewidths=0.5,
+        )
         for x, y, n in zip(xs, ys, ns):
             if n > 1:  # left of markers at the right edge, so the label is not cut off
-                ax.annotate(str(n), (x, y), fontsize=6, xytext=(-9 if x > 9 else 4, 3),
-                            textcoords="offset points")
+                ax.annotate(str(n), (x, y), fontsize=6, xytext=(-9 if x > 9 else 4, 3), textcoords="offset points")
     ax.set_xlim(-0.4, 10.4)
     ax.set_ylim(-0.4, 10.4)
     ax.set_xlabel(pair["a"], fontsize=8)
     ax.set_ylabel(pair["b"], fontsize=8)
     ax.tick_params(labelsize=7)
-    ax.set_title(f"{metric}\nn={pair.get('n')} ρ={fmt(pair.get('spearman'))} "
-                 f"r={fmt(pair.get('pearson'))} |Δ|={fmt(pair.get('mean_abs_diff'))}", fontsize=8)
+    ax.set_title(
+        f"{metric}\nn={pair.get('n')} ρ={fmt(pair.get('spearman'))} "
+        f"r={fmt(pair.get('pearson'))} |Δ|={fmt(pair.get('mean_abs_diff'))}",
+        fontsize=8,
+    )
     return svg(fig)
 
 
@@ -112,8 +130,7 @@ def _density(svg: Svg, fig: Any, ax: Any, xs: Sequence[float], ys: Sequence[floa
     fig.colorbar(image, ax=ax, fraction=0.05).set_label("samples", fontsize=7)
 
 
-def heatmap(svg: Svg, metrics: list[str], pair_names: list[str],
-            matrix: list[list[float | str | None]]) -> str:
+def heatmap(svg: Svg, metrics: list[str], pair_names: list[str], matrix: list[list[float | str | None]]) -> str:
     """Spearman ρ per metric (rows) and pair of backends (columns): "n/a" where it is
     undefined (a string), blank where the pair did not score the metric (None)."""
     import numpy as np

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from unified.errorgroups import group_errors
+from unified.analysis.errorgroups import group_errors
 from unified.report import analysis
 from unified.report.model import RunModel
 from unified.scores import Aggregate
@@ -56,8 +56,9 @@ def money(model: RunModel) -> dict[tuple[str, str], tuple[float, int]]:
     return out
 
 
-def _pick_samples(report: "Report", model: RunModel, wanted: list[str],
-                  max_drilldown: int) -> tuple[list[str], dict[str, dict[str, Any]], int]:
+def _pick_samples(
+    report: "Report", model: RunModel, wanted: list[str], max_drilldown: int
+) -> tuple[list[str], dict[str, dict[str, Any]], int]:
     """The drill-down: the disagreeing samples first, then the first ``max_drilldown`` in
     run order (samples.jsonl; the scores' order when there are no samples), with their
     sample dicts and the total sample count — one pass over the samples."""
@@ -82,8 +83,7 @@ def _pick_samples(report: "Report", model: RunModel, wanted: list[str],
 def build_view(report: "Report", max_drilldown: int = 200) -> View:
     model = report.model()
     name = report.run_dir.name if report.run_dir is not None else "in-memory run"
-    view = View(model=model, title=f"unified-eval report — {name}",
-                aggregates=model.aggregates(), money=money(model))
+    view = View(model=model, title=f"unified-eval report — {name}", aggregates=model.aggregates(), money=money(model))
     if view.multi:
         for m in model.metrics:
             view.pairs[m] = analysis.pairs(model, m)
@@ -93,7 +93,8 @@ def build_view(report: "Report", max_drilldown: int = 200) -> View:
     wanted = list(dict.fromkeys(r["sample_id"] for r in view.disagreements))
     view.drill, view.samples, view.n_samples = _pick_samples(report, model, wanted, max_drilldown)
     drill = set(view.drill)
-    positions = [t.pos for per_b in model.tasks.values() for s in per_b.values()
-                 for sid, t in s.items() if sid in drill]
+    positions = [
+        t.pos for per_b in model.tasks.values() for s in per_b.values() for sid, t in s.items() if sid in drill
+    ]
     view.lines = report.source().fetch(positions)
     return view

@@ -44,8 +44,7 @@ Answer with JSON only: {"claims": [string, ...]}.
 
 def extraction(question: str, text: str) -> Ask:
     """Claims of ``text`` (read in the light of ``question``). Identical for every metric."""
-    messages = [system(_EXTRACT_SYSTEM),
-                user(f"Question: {question.strip()}\nText: {text.strip()}\nAnswer:")]
+    messages = [system(_EXTRACT_SYSTEM), user(f"Question: {question.strip()}\nText: {text.strip()}\nAnswer:")]
 
     def parse(ans: ClaimList) -> list[str]:
         return [c.strip() for c in ans.claims if c and c.strip()]
@@ -74,8 +73,9 @@ Outside knowledge does not count. One answer per listed key; no extra keys.
 """
 
 
-def verification(variant: Variant, contexts: Sequence[str], response_claims: Sequence[str],
-                 reference_claims: Sequence[str]) -> Ask:
+def verification(
+    variant: Variant, contexts: Sequence[str], response_claims: Sequence[str], reference_claims: Sequence[str]
+) -> Ask:
     """Support verdict for each response claim and each reference claim against all
     contexts. ``parse`` returns ``{"response": [verdict…], "reference": [verdict…]}``."""
     if not response_claims and not reference_claims:
@@ -86,21 +86,26 @@ def verification(variant: Variant, contexts: Sequence[str], response_claims: Seq
         rkey, fkey = "response_claim_{}", "reference_claim_{}"
         parts = ["CONTEXTS\n" + numbered("Context", shown)]
         if response_claims:
-            parts.append("STATEMENTS FROM THE RESPONSE (keys response_claim_N)\n"
-                         + numbered("response_claim", response_claims))
+            parts.append(
+                "STATEMENTS FROM THE RESPONSE (keys response_claim_N)\n" + numbered("response_claim", response_claims)
+            )
         if reference_claims:
-            parts.append("STATEMENTS FROM THE REFERENCE ANSWER (keys reference_claim_N)\n"
-                         + numbered("reference_claim", reference_claims))
+            parts.append(
+                "STATEMENTS FROM THE REFERENCE ANSWER (keys reference_claim_N)\n"
+                + numbered("reference_claim", reference_claims)
+            )
         sys_text = _VERIFY_A
     else:
         rkey, fkey = "answer_statement_{}", "gold_statement_{}"
         parts = []
         if reference_claims:
-            parts.append("Gold-answer statements (keys gold_statement_N):\n"
-                         + numbered("gold_statement", reference_claims))
+            parts.append(
+                "Gold-answer statements (keys gold_statement_N):\n" + numbered("gold_statement", reference_claims)
+            )
         if response_claims:
-            parts.append("Answer statements (keys answer_statement_N):\n"
-                         + numbered("answer_statement", response_claims))
+            parts.append(
+                "Answer statements (keys answer_statement_N):\n" + numbered("answer_statement", response_claims)
+            )
         parts.append("Evidence passages:\n" + numbered("Passage", shown))
         sys_text = _VERIFY_B
     keys = [(rkey.format(i), "support") for i in range(1, len(response_claims) + 1)]
@@ -110,8 +115,10 @@ def verification(variant: Variant, contexts: Sequence[str], response_claims: Seq
 
     def parse(ans) -> dict[str, list[str]]:
         data = ans.model_dump()
-        return {"response": [data[rkey.format(i)] for i in range(1, len(response_claims) + 1)],
-                "reference": [data[fkey.format(i)] for i in range(1, len(reference_claims) + 1)]}
+        return {
+            "response": [data[rkey.format(i)] for i in range(1, len(response_claims) + 1)],
+            "reference": [data[fkey.format(i)] for i in range(1, len(reference_claims) + 1)],
+        }
 
     return Ask(messages, schema, parse)
 
@@ -134,21 +141,26 @@ gold facts back it up, "no" if they do not. Use exactly the listed keys.
 """
 
 
-def comparison(variant: Variant, question: str, response_claims: Sequence[str],
-               reference_claims: Sequence[str]) -> Ask:
+def comparison(variant: Variant, question: str, response_claims: Sequence[str], reference_claims: Sequence[str]) -> Ask:
     """For answer_correctness. ``parse`` returns ``{"tp": [bool per response claim],
     "covered": [bool per reference claim]}``."""
     if variant == "A":
         rkey, fkey = "response_claim_{}", "reference_claim_{}"
-        body = (f"Question: {question.strip()}\n\nRESPONSE CLAIMS\n"
-                + (numbered("response_claim", response_claims) or "(none)")
-                + "\n\nREFERENCE CLAIMS\n" + (numbered("reference_claim", reference_claims) or "(none)"))
+        body = (
+            f"Question: {question.strip()}\n\nRESPONSE CLAIMS\n"
+            + (numbered("response_claim", response_claims) or "(none)")
+            + "\n\nREFERENCE CLAIMS\n"
+            + (numbered("reference_claim", reference_claims) or "(none)")
+        )
         sys_text = _COMPARE_A
     else:
         rkey, fkey = "answer_fact_{}", "gold_fact_{}"
-        body = (f"Question: {question.strip()}\n\nGold facts:\n"
-                + (numbered("gold_fact", reference_claims) or "(none)")
-                + "\n\nAnswer facts:\n" + (numbered("answer_fact", response_claims) or "(none)"))
+        body = (
+            f"Question: {question.strip()}\n\nGold facts:\n"
+            + (numbered("gold_fact", reference_claims) or "(none)")
+            + "\n\nAnswer facts:\n"
+            + (numbered("answer_fact", response_claims) or "(none)")
+        )
         sys_text = _COMPARE_B
     keys = [(rkey.format(i), "yesno") for i in range(1, len(response_claims) + 1)]
     keys += [(fkey.format(i), "yesno") for i in range(1, len(reference_claims) + 1)]
@@ -157,8 +169,9 @@ def comparison(variant: Variant, question: str, response_claims: Sequence[str],
 
     def parse(ans) -> dict[str, list[bool]]:
         data = ans.model_dump()
-        return {"tp": [data[rkey.format(i)] == "yes" for i in range(1, len(response_claims) + 1)],
-                "covered": [data[fkey.format(i)] == "yes" for i in range(1, len(reference_claims) + 1)]}
+        return {
+            "tp": [data[rkey.format(i)] == "yes" for i in range(1, len(response_claims) + 1)],
+            "covered": [data[fkey.format(i)] == "yes" for i in range(1, len(reference_claims) + 1)],
+        }
 
     return Ask(messages, schema, parse)
-

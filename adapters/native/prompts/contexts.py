@@ -40,8 +40,15 @@ on this passage, "no" otherwise.
 """
 
 
-def context_judgement(variant: Variant, question: str, contexts: Sequence[str],
-                      reference: str | None, *, relevance: bool, usefulness: bool) -> Ask:
+def context_judgement(
+    variant: Variant,
+    question: str,
+    contexts: Sequence[str],
+    reference: str | None,
+    *,
+    relevance: bool,
+    usefulness: bool,
+) -> Ask:
     """Ask relevance and/or usefulness of every context. ``parse`` returns
     ``{"relevance": [0|1|2 per context] | None, "useful": [bool per context] | None}``
     in the original context order."""
@@ -60,8 +67,11 @@ def context_judgement(variant: Variant, question: str, contexts: Sequence[str],
             body += f"REFERENCE ANSWER: {reference.strip()}\n"  # type: ignore[union-attr]
         body += "\nCONTEXTS\n" + numbered("context", shown)
     else:
-        sys_text = _B.format(ref_note=" and the expected answer" if usefulness else "",
-                             relevance=_B_REL if relevance else "", useful=_B_USE if usefulness else "")
+        sys_text = _B.format(
+            ref_note=" and the expected answer" if usefulness else "",
+            relevance=_B_REL if relevance else "",
+            useful=_B_USE if usefulness else "",
+        )
         body = "Passages:\n" + numbered("passage", shown) + f"\n\nQuery: {question.strip()}"
         if usefulness:
             body += f"\nExpected answer: {reference.strip()}"  # type: ignore[union-attr]

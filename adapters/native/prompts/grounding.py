@@ -46,12 +46,16 @@ def sufficiency(variant: Variant, question: str, contexts: Sequence[str], refere
     """``parse`` returns ``(rating, reason)``."""
     shown = [contexts[i] for i in display_order(len(contexts), variant)]
     if variant == "A":
-        body = (f"QUESTION: {question.strip()}\nREFERENCE ANSWER: {reference.strip()}\n\n"
-                f"CONTEXTS\n{numbered('Context', shown)}")
+        body = (
+            f"QUESTION: {question.strip()}\nREFERENCE ANSWER: {reference.strip()}\n\n"
+            f"CONTEXTS\n{numbered('Context', shown)}"
+        )
         sys_text = _SUFF_A
     else:
-        body = (f"Expected answer: {reference.strip()}\nQuestion: {question.strip()}\n\n"
-                f"Documents:\n{numbered('Document', shown)}")
+        body = (
+            f"Expected answer: {reference.strip()}\nQuestion: {question.strip()}\n\n"
+            f"Documents:\n{numbered('Document', shown)}"
+        )
         sys_text = _SUFF_B
     return Ask([system(sys_text), user(body + "\n\nJSON:")], WholeRating, _rating_parse)
 

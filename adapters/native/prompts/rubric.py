@@ -10,8 +10,13 @@ from typing import Mapping
 from ..schemas import rubric_model
 from . import Ask, Variant, system, user
 
-_TITLES = {"user_input": "Question", "response": "Response", "reference": "Reference answer",
-           "retrieved_contexts": "Retrieved contexts", "reference_contexts": "Reference contexts"}
+_TITLES = {
+    "user_input": "Question",
+    "response": "Response",
+    "reference": "Reference answer",
+    "retrieved_contexts": "Retrieved contexts",
+    "reference_contexts": "Reference contexts",
+}
 
 _A = """
 You are an evaluator. Score the material below against this criterion:
@@ -33,8 +38,7 @@ def _render(field: str, value: object) -> str:
     return f"{_TITLES.get(field, field)}:\n{value}"
 
 
-def rubric(variant: Variant, criteria: str, scale: tuple[int, int],
-           fields: Mapping[str, object]) -> Ask:
+def rubric(variant: Variant, criteria: str, scale: tuple[int, int], fields: Mapping[str, object]) -> Ask:
     """``parse`` returns ``(score, reason)``."""
     lo, hi = int(scale[0]), int(scale[1])
     items = list(fields.items())

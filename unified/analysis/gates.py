@@ -1,0 +1,102 @@
+"""Gates for CI: ``--fail-under`` bounds on a run's means, and ``--max-error-rate``.
+
+A run fails when, for a gated metric, ``mean < bound`` on any backend that ran it (a metric
+with no successful score fails too: an all-error run must not pass CI), or when the share of
+its failed tasks exceeds ``max_error_rate`` (the mean of the rest does not count then).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable, Mapping
+
+from unified.metrics import UnknownMetricError, parse_metric
+from unified.scores import Aggregate
+
+
+class GateError(ValueError):
+    """A malformed ``--fail-under`` specification."""
+
+
+def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[str, float]:
+    """``"faithfulness=7,context_recall=6"`` (or a list of such items, or a dict) ->
+    ``{metric: bound}``. Unknown metric names and bounds outside 0–10 are errors."""
+    if not spec:
+        return {}
+    if isinstance(spec, Mapping):
+        items = [f"{k}={v}" for k, v in spec.items()]
+    elif isinstance(spec, str):
+        items = spec.split(",")
+    else:
+        items = [p for s in spec for p in s.split(",")]
+    gates: dict[str, float] = {}
+    for item in (i.strip() for i in items):
+        if not item:
+            continue
+        name, sep, bound = item.partition("=")
+        if not sep:
+            raise GateError(f"gate '{item}' must be metric=bound, like faithfulness=7")
+        name = name.strip()
+        try:
+            parse_metric(name)
+        except UnknownMetricError as e:
+            raise GateError(f"gate '{item}': {e}") from None
+        try:
+            value = float(bound)
+        except ValueError:
+            raise GateError(f"gate '{item}': bound '{bound}' is not a number") from None
+        if not 0.0 <= value <= 10.0:
+            raise GateError(f"gate '{item}': bound must be on the 0–10 scale")
+        gates[name] = value
+    return gates
+
+
+def gate_matches(gate: str, metric: str) -> bool:
+    """Exact name (``precision@3``), or the same canonical metric when the gate names
+    no cutoff (``faithfulness`` gates ``faithfulness``; ``precision_at_k`` gates every k)."""
+    if gate == metric:
+        return True
+    try:
+        g, m = parse_metric(gate), parse_metric(metric)
+    except UnknownMetricError:
+        return False
+    return g.k is None and not g.params and g.canonical == m.canonical
+
+
+def check_gates(
+    aggregates: Iterable[Aggregate], gates: Mapping[str, float], max_error_rate: float = 0.0
+) -> tuple[bool, list[str]]:
+    """(all passed, one line per gate and backend).
+
+    A gate on (metric, backend) passes when its mean over the successful scores is at
+    least the bound **and** its error rate ``errors / tasks`` is at most
+    ``max_error_rate`` (default 0): a mean over the few tasks that scored never passes a
+    gate silently."""
+    aggs = list(aggregates)
+    ok = True
+    lines: list[str] = []
+    for gate, bound in gates.items():
+        hit = [a for a in aggs if gate_matches(gate, a.metric)]
+        if not hit:
+            ok = False
+            lines.append(f"FAIL {gate}: no score in this run (not in --metrics, or no backend could run it)")
+            continue
+        for a in hit:
+            line = _gate_line(a, bound, max_error_rate)
+            ok = ok and line.startswith("PASS")
+            lines.append(line)
+    return ok, lines
+
+
+def _gate_line(a: Aggregate, bound: float, max_error_rate: float) -> str:
+    where = f"{a.metric} ({a.backend})"
+    rate = a.errors / a.count if a.count else 0.0
+    if a.mean is None:
+        return f"FAIL {where}: no successful score ({a.errors} errors)"
+    if rate > max_error_rate:
+        return (
+            f"FAIL {where}: {a.errors} of {a.count} tasks failed ({rate:.0%} > --max-error-rate "
+            f"{max_error_rate:g}); the mean of the rest ({a.mean:.2f}) does not count"
+        )
+    if a.mean < bound:
+        return f"FAIL {where}: mean {a.mean:.2f} < {bound:.2f} (short by {bound - a.mean:.2f})"
+    return f"PASS {where}: mean {a.mean:.2f} >= {bound:.2f}"

@@ -1,0 +1,284 @@
+"""What flips if we migrate: the migration report from one backend to another.
+
+On the samples both backends scored, per metric: the name each framework gives it (from
+the metric registry's aliases), the threshold that matters translated onto the new
+backend's scale (``unified.analysis.translate``, quantile matching), the pass agreement, and every
+sample whose pass/fail changes sides, with both backends' reasons.
+
+Which threshold: the bound of the ``--fail-under`` gate for the metric when one is given,
+else the old backend's own pass threshold. A gate bound is read here as a per-sample pass
+threshold (a sample passes when its value ≥ the bound); the gate's own verdict on the mean
+is reported beside it (``gate``: the old mean against the bound, the new mean against the
+translated bound — translating a bound on a mean through a per-sample map is an
+approximation, and said so in the notes).
+
+Flips are counted at the translated threshold: the migration this report recommends is
+"switch backend and gate at the translated bound", and the flips are what still changes
+then. ``flips_at_same_threshold`` counts what changes when the bound is carried over
+unchanged. When the translation is undefined (fewer than 3 paired samples, a constant
+side) the flips are counted at the unchanged bound and a note says so.
+
+``flips_exceed(report, max_flips)`` guards a migration in CI: True when a gated metric
+(every metric, when no gate was given) flips for more than ``max_flips`` samples, or has
+no sample both backends scored (nothing checked must not pass).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Iterable, Mapping, Sequence
+
+import numpy as np
+
+from unified.analysis.gates import gate_matches
+from unified.analysis.stats import Undefined, is_undefined, note_undefined, rounded
+from unified.analysis.translate import translate_threshold
+from unified.analysis.verdict import backend_threshold, canonical
+from unified.metrics import UnknownMetricError, parse_metric
+from unified.sample import Sample
+from unified.scores import Score
+
+APPROX_GATE = (
+    "the gate bound on the new backend is the per-sample translation of the old "
+    "bound; for a bound on the mean this is an approximation"
+)
+
+
+def framework_name(metric: str, backend: str) -> str:
+    """The name ``backend``'s framework gives ``metric`` (registry alias: ``faithfulness``
+    is ``FaithfulnessMetric`` in deepeval, ``Faithfulness`` in ragas); our own name for
+    backends without an alias (native, embedding, jury) and for metrics with a cutoff."""
+    try:
+        ref = parse_metric(metric)
+    except UnknownMetricError:
+        return metric
+    if ref.k is not None or ref.params:
+        return ref.name
+    return ref.spec.aliases.get(backend, ref.name)
+
+
+def _collect(scores: Iterable[Score], backends: tuple[str, str]) -> dict[str, dict[str, dict[str, Score]]]:
+    """{metric: {backend: {sample_id: Score}}} for the two backends, last line winning."""
+    table: dict[str, dict[str, dict[str, Score]]] = defaultdict(lambda: {b: {} for b in backends})
+    for s in scores:
+        if not s.row_error and s.backend in backends:
+            table[s.metric][s.backend][s.sample_id] = s
+    return table
+
+
+def _flip(sid: str, a: Score, b: Score, t_a: float, t_b: float, samples: Mapping[str, Sample] | None) -> dict[str, Any]:
+    side = lambda s, t: {"value": rounded(float(s.value)), "passed": float(s.value) >= t, "reason": s.reason}
+    row = {"sample_id": sid, "from": side(a, t_a), "to": side(b, t_b)}
+    row["direction"] = "pass → fail" if row["from"]["passed"] else "fail → pass"
+    if samples and sid in samples:
+        row["question"] = samples[sid].user_input
+    return row
+
+
+def _gate_verdict(va: np.ndarray, vb: np.ndarray, bound: float, t_b: Any) -> dict[str, Any]:
+    """The mean gate on both sides: mean_from ≥ bound, mean_to ≥ translated bound."""
+    mean_a, mean_b = float(va.mean()), float(vb.mean())
+    out = {
+        "bound_from": bound,
+        "mean_from": rounded(mean_a),
+        "passed_from": mean_a >= bound,
+        "bound_to": t_b,
+        "mean_to": rounded(mean_b),
+    }
+    out["passed_to"] = t_b if is_undefined(t_b) else mean_b >= t_b
+    return out
+
+
+def _metric_report(
+    metric: str,
+    per: Mapping[str, Mapping[str, Score]],
+    src: str,
+    dst: str,
+    gate: float | None,
+    samples: Mapping[str, Sample] | None,
+) -> dict[str, Any]:
+    """One metric's block of the migration report (module docstring)."""
+    a, b = per[src], per[dst]
+    ids = sorted(sid for sid in set(a) & set(b) if a[sid].ok and b[sid].ok)
+    va = np.array([float(a[s].value) for s in ids])  # type: ignore[arg-type]
+    vb = np.array([float(b[s].value) for s in ids])  # type: ignore[arg-type]
+    notes: list[str] = []
+    t_a = gate if gate is not None else backend_threshold(metric, a.values())
+    translated = note_undefined(notes, "translated threshold", translate_threshold(va, vb, t_a))
+    t_b = t_a if is_undefined(translated) else float(translated)
+    if is_undefined(translated):
+        notes.append(f"flips counted at the unchanged bound {t_a:g}")
+    none = Undefined(f"no sample scored by both {src} and {dst} without error")
+    agree = (lambda t: rounded(float(np.mean((va >= t_a) == (vb >= t))))) if ids else (lambda t: none)
+    flips = [_flip(s, a[s], b[s], t_a, t_b, samples) for s, x, y in zip(ids, va, vb) if (x >= t_a) != (y >= t_b)]
+    m: dict[str, Any] = {
+        "metric": metric,
+        "canonical": canonical(metric),
+        "names": {src: framework_name(metric, src), dst: framework_name(metric, dst)},
+        "n": len(ids),
+        "excluded": len(set(a) & set(b)) - len(ids),
+        "only_from": len(set(a) - set(b)),
+        "only_to": len(set(b) - set(a)),
+        "threshold_source": "gate" if gate is not None else "default",
+        "threshold_from": t_a,
+        "threshold_to": rounded(translated),
+        "threshold_to_default": backend_threshold(metric, b.values()),
+        "pass_agreement_at_translated": agree(t_b),
+        "pass_agreement_at_same": agree(t_a),
+        "n_flips": len(flips),
+        "flips": flips,
+        "flips_at_same_threshold": int(np.sum((va >= t_a) != (vb >= t_a))),
+    }
+    note_undefined(notes, "pass agreement", m["pass_agreement_at_translated"])
+    if gate is not None and ids:
+        m["gate"] = _gate_verdict(va, vb, gate, rounded(translated))
+        notes.append(APPROX_GATE)
+    m["notes"] = notes
+    return m
+
+
+def migration_report(
+    scores: Iterable[Score],
+    samples: Mapping[str, Sample] | None,
+    from_backend: str,
+    to_backend: str,
+    metrics: Sequence[str] | None = None,
+    gates: Mapping[str, float] | None = None,
+) -> dict[str, Any]:
+    """The migration report (JSON-serialisable) from ``from_backend`` to ``to_backend``.
+
+    ``metrics``: the metrics to report (names as in the scores; default: every metric
+    both backends scored). ``gates``: {metric: bound} as ``unified.analysis.diff.parse_gates``
+    gives them; a gate applies to the metrics ``unified.analysis.diff.gate_matches`` says.
+    Per metric (module docstring): names, n, excluded, threshold_source, threshold_from,
+    threshold_to (translated), threshold_to_default, pass_agreement_at_translated,
+    pass_agreement_at_same, n_flips, flips [{sample_id, question, direction, from/to:
+    {value, passed, reason}}], flips_at_same_threshold, gate (when gated), notes.
+    """
+    table = _collect(scores, (from_backend, to_backend))
+    names = (
+        [_name(x) for x in metrics]
+        if metrics is not None
+        else [m for m, per in table.items() if per[from_backend] and per[to_backend]]
+    )
+    gates = dict(gates or {})
+    out: dict[str, Any] = {"from": from_backend, "to": to_backend, "gates": gates, "metrics": {}}
+    for metric in names:
+        per = table.get(metric, {from_backend: {}, to_backend: {}})
+        gate = next((bound for g, bound in gates.items() if gate_matches(g, metric)), None)
+        out["metrics"][metric] = _metric_report(metric, per, from_backend, to_backend, gate, samples)
+    return out
+
+
+def _name(metric: str) -> str:
+    """The name Scores carry for ``metric`` (``FaithfulnessMetric`` -> ``faithfulness``)."""
+    try:
+        return parse_metric(metric).name
+    except UnknownMetricError:
+        return metric
+
+
+def _guarded(m: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    """The metrics a CI guard checks: the gated ones, or all when no gate was given."""
+    items = list(m["metrics"].items())
+    gated = [(k, v) for k, v in items if v["threshold_source"] == "gate"]
+    return gated if m.get("gates") else items
+
+
+def migration_verdicts(m: Mapping[str, Any], max_flips: int = 0) -> list[str]:
+    """One ``PASS``/``FAIL`` line per guarded metric (``_guarded``)."""
+    lines = []
+    for metric, r in _guarded(m):
+        if r["n"] == 0:
+            lines.append(f"FAIL {metric}: no sample scored by both {m['from']} and {m['to']}")
+            continue
+        verdict = "FAIL" if r["n_flips"] > max_flips else "PASS"
+        lines.append(
+            f"{verdict} {metric}: {r['n_flips']} of {r['n']} samples flip at "
+            f"{r['threshold_from']:g} → {num_text(r['threshold_to'])} (max {max_flips})"
+        )
+    return lines
+
+
+def flips_exceed(m: Mapping[str, Any], max_flips: int = 0) -> bool:
+    """True when the migration should not go ahead: a guarded metric flips for more than
+    ``max_flips`` samples, or has no sample both backends scored."""
+    return any(line.startswith("FAIL") for line in migration_verdicts(m, max_flips))
+
+
+def num_text(v: Any) -> str:
+    if isinstance(v, bool) or v is None:
+        return "—" if v is None else ("yes" if v else "no")
+    return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+
+def format_migration(m: Mapping[str, Any], *, max_listed: int = 10, reason_width: int = 60) -> Any:
+    """A rich renderable of a migration report: one summary table over the metrics, then
+    per metric the first ``max_listed`` flipped samples with both reasons."""
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    src, dst = m["from"], m["to"]
+    t = Table(title=f"migration {src} → {dst}", title_justify="left")
+    for col in ("metric", f"{src} name", f"{dst} name", "n", "threshold", f"on {dst}", "agree", "flips", "flips @same"):
+        t.add_column(col, justify="left" if col in ("metric", f"{src} name", f"{dst} name") else "right")
+    parts: list[Any] = [t]
+    for metric, r in m["metrics"].items():
+        t.add_row(
+            metric,
+            r["names"][src],
+            r["names"][dst],
+            str(r["n"]),
+            f"{r['threshold_from']:g}{' (gate)' if r['threshold_source'] == 'gate' else ''}",
+            num_text(r["threshold_to"]),
+            num_text(r["pass_agreement_at_translated"]),
+            str(r["n_flips"]),
+            str(r["flips_at_same_threshold"]),
+        )
+        if r["flips"]:
+            parts.append(_flips_table(metric, r, src, dst, max_listed, reason_width))
+        if "gate" in r:
+            g = r["gate"]
+            parts.append(
+                Text(
+                    f"gate {metric} on the mean: {src} {num_text(g['mean_from'])} ≥ {g['bound_from']:g}? "
+                    f"{num_text(g['passed_from'])}; {dst} {num_text(g['mean_to'])} ≥ {num_text(g['bound_to'])}? "
+                    f"{num_text(g['passed_to'])}"
+                )
+            )
+        parts += [Text(f"note ({metric}): {n}") for n in r["notes"] if n != APPROX_GATE]
+    return Group(*parts)
+
+
+def _flips_table(metric: str, r: Mapping[str, Any], src: str, dst: str, max_listed: int, reason_width: int) -> Any:
+    """The first ``max_listed`` flipped samples, each side's value and reason (as plain
+    text: a reason's brackets are no markup)."""
+    from rich.table import Table
+    from rich.text import Text
+
+    ft = Table(title=f"{metric} — samples that flip ({r['n_flips']})", title_justify="left")
+    # the bound the flips were counted at: translated, or the unchanged one when that is undefined
+    used = r["threshold_from"] if is_undefined(r["threshold_to"]) else r["threshold_to"]
+    for col in ("sample", "direction", f"{src} (pass ≥ {r['threshold_from']:g})", f"{dst} (pass ≥ {num_text(used)})"):
+        ft.add_column(col)
+    cell = lambda side: Text(f"{num_text(side['value'])} {(side['reason'] or '')[:reason_width]}")
+    for f in r["flips"][:max_listed]:
+        ft.add_row(Text(f["sample_id"]), f["direction"], cell(f["from"]), cell(f["to"]))
+    if r["n_flips"] > max_listed:
+        ft.caption = f"… and {r['n_flips'] - max_listed} more in migration.json"
+    return ft
+
+
+def render_migration(m: Mapping[str, Any], width: int = 120, max_flips: int = 0) -> str:
+    """``format_migration`` and the verdict lines as plain text (a log, a test, the docs)."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    console = Console(file=buf, width=width, color_system=None, force_terminal=False)
+    console.print(format_migration(m))
+    for line in migration_verdicts(m, max_flips):
+        console.print(line)
+    return buf.getvalue()

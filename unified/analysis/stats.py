@@ -1,0 +1,237 @@
+"""The statistics every comparison reports, the one bootstrap, and the one way to say that
+a statistic cannot be computed.
+
+Undefined, with a reason (the one convention of ``crosscheck``, ``diff``, ``calibration``,
+``translate`` and ``migrate``): a statistic that cannot be computed is the string
+``"undefined"`` — never None, never NaN (JSON cannot carry NaN and it silently poisons every
+mean it touches). In Python it is an ``Undefined``, a ``str`` equal to ``"undefined"`` that
+also carries ``.reason``; whoever writes it into a result puts ``"<name> undefined:
+<reason>"`` into the ``notes`` list of the object that holds it (``note_undefined``). So the
+JSON holds ``"undefined"`` where the number would be, and the why one level up.
+
+Rules: with n < 3 nothing is reported (two points always lie on a line); a correlation,
+a kappa or an AUC needs at least 2 distinct values on each side (it divides by a
+variance). A mean, a share, a difference need no variance and stay defined for constant
+values.
+
+The statistics are written out here (a few lines each, formula in the docstring) rather
+than called from scipy, so a reader sees exactly what is reported; the tests check them
+against scipy and scikit-learn. numpy only.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+UNDEFINED = "undefined"
+MIN_N = 3
+
+
+class Undefined(str):
+    """A statistic that cannot be computed: equal to (and serialised as) ``"undefined"``,
+    with ``.reason`` saying why (``"n=2 < 3"``, ``"labels have a single distinct value"``)."""
+
+    reason: str
+
+    def __new__(cls, reason: str = "") -> "Undefined":
+        obj = super().__new__(cls, UNDEFINED)
+        obj.reason = reason
+        return obj
+
+    def __repr__(self) -> str:
+        return f"Undefined({self.reason!r})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Undefined, (self.reason,))
+
+
+Stat = float | str  # a number, or UNDEFINED
+
+
+def is_undefined(x: Any) -> bool:
+    """True for ``"undefined"`` (an ``Undefined`` or the plain string read back from JSON)."""
+    return isinstance(x, str) and x == UNDEFINED
+
+
+def note_undefined(notes: list[str], name: str, value: Any, fallback: str = "") -> Any:
+    """Record why ``value`` is undefined as ``"<name> undefined: <reason>"`` in ``notes``
+    (once), and return ``value`` unchanged, so a result is built and explained in one step."""
+    if is_undefined(value):
+        reason = getattr(value, "reason", "") or fallback
+        line = f"{name} undefined: {reason}" if reason else f"{name} undefined"
+        if line not in notes:
+            notes.append(line)
+    return value
+
+
+def undefined_reason(
+    x: Sequence[float], y: Sequence[float] | None = None, names: tuple[str, str] = ("a", "b")
+) -> str | None:
+    """Why a variance-based statistic of ``x`` (and ``y``) is undefined, or None if it is
+    defined: n < 3, or fewer than 2 distinct values on either side."""
+    n = len(x)
+    if n < MIN_N:
+        return f"n={n} < {MIN_N}"
+    for name, v in zip(names, (x, y)):
+        if v is None:
+            continue
+        arr = np.asarray(v)
+        if bool((arr == arr.flat[0]).all()):
+            return f"{name} has a single distinct value ({arr.flat[0].item()!r}) on all {n} samples"
+    return None
+
+
+def rankdata(x: Sequence[float]) -> np.ndarray:
+    """1-based ranks, ties given the average of the ranks they span
+    (the ``average`` method: values 5, 7, 7, 9 rank 1, 2.5, 2.5, 4)."""
+    a = np.asarray(x, dtype=float)
+    order = np.argsort(a, kind="mergesort")
+    sorted_a = a[order]
+    new_group = np.empty(len(a), dtype=bool)
+    new_group[:1] = True
+    np.not_equal(sorted_a[1:], sorted_a[:-1], out=new_group[1:])
+    group = np.cumsum(new_group) - 1
+    starts = np.flatnonzero(new_group)
+    ends = np.append(starts[1:], len(a))  # exclusive
+    mean_rank = (starts + 1 + ends) / 2.0  # mean of the 1-based ranks start+1 … end
+    ranks = np.empty(len(a))
+    ranks[order] = mean_rank[group]
+    return ranks
+
+
+def pearson(x: Sequence[float], y: Sequence[float]) -> Stat:
+    """Pearson correlation
+
+        r = Σ (xᵢ − x̄)(yᵢ − ȳ) / √( Σ (xᵢ − x̄)² · Σ (yᵢ − ȳ)² )
+
+    Undefined when n < 3 or either side is constant."""
+    why = undefined_reason(x, y)
+    if why:
+        return Undefined(why)
+    a = np.asarray(x, dtype=float) - np.mean(x)
+    b = np.asarray(y, dtype=float) - np.mean(y)
+    denom = math.sqrt(float(a @ a) * float(b @ b))
+    if denom == 0.0:  # distinct values that cancel in floating point
+        return Undefined("zero variance in floating point")
+    return float(min(1.0, max(-1.0, float(a @ b) / denom)))
+
+
+def spearman(x: Sequence[float], y: Sequence[float]) -> Stat:
+    """Spearman rank correlation: Pearson's r of the average ranks (ties share the mean
+    of their ranks), ρ = r(rank(x), rank(y)). Undefined as for ``pearson``."""
+    why = undefined_reason(x, y)
+    if why:
+        return Undefined(why)
+    return pearson(rankdata(x), rankdata(y))
+
+
+def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> Stat:
+    """Cohen's kappa of two raters' pass/fail verdicts
+
+        κ = (p_o − p_e) / (1 − p_e),   p_o = share of equal verdicts,
+        p_e = p_a(pass)·p_b(pass) + p_a(fail)·p_b(fail)     (chance agreement)
+
+    (Cohen 1960). Undefined when n < 3 or a rater gives one verdict throughout."""
+    why = undefined_reason(a, b)
+    if why:
+        return Undefined(why)
+    n = len(a)
+    p_o = sum(x == y for x, y in zip(a, b)) / n
+    pa, pb = sum(a) / n, sum(b) / n
+    p_e = pa * pb + (1 - pa) * (1 - pb)
+    if p_e >= 1.0:
+        return Undefined("chance agreement is 1")
+    return (p_o - p_e) / (1 - p_e)
+
+
+def auc(scores: Sequence[float], labels: Sequence[int | bool]) -> Stat:
+    """ROC AUC of ``scores`` against binary ``labels`` (1 = positive), by Mann–Whitney:
+
+        AUC = P(s⁺ > s⁻) + ½ P(s⁺ = s⁻)
+            = (R⁺ − n⁺(n⁺ + 1)/2) / (n⁺ · n⁻)
+
+    where R⁺ is the sum of the average ranks of the positives (a tie counts ½).
+    Undefined when n < 3, when one class is missing, or when the scores are constant."""
+    why = undefined_reason(scores, labels, ("scores", "labels"))
+    if why:
+        return Undefined(why)
+    y = np.asarray(labels, dtype=float) > 0.5
+    n_pos = int(y.sum())
+    n_neg = len(y) - n_pos
+    r_pos = float(rankdata(scores)[y].sum())
+    return (r_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+
+
+def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[int | bool]) -> Stat:
+    """Mean of the recall on each class: ½ (TP/(TP+FN) + TN/(TN+FP)); 0.5 is chance.
+
+    Undefined when n < 3 or the labels hold one class only (a constant prediction is
+    fine: it scores 0.5)."""
+    why = undefined_reason(labels, None, ("labels", ""))
+    if why:
+        return Undefined(why)
+    y = np.asarray(labels, dtype=float) > 0.5
+    p = np.asarray(predicted, dtype=bool)
+    tpr = float((p & y).sum()) / float(y.sum())
+    tnr = float((~p & ~y).sum()) / float((~y).sum())
+    return (tpr + tnr) / 2.0
+
+
+def bootstrap_ci(
+    fn: Callable[..., Any], *arrays: Sequence[Any], n: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float] | Undefined:
+    """The one bootstrap: a seeded percentile interval of ``fn(*arrays)``.
+
+    Draw ``n`` resamples of the rows with replacement (the same indices in every array, so
+    pairs stay pairs), compute the statistic on each, and return its (1−level)/2 and
+    (1+level)/2 quantiles (linear interpolation between order statistics):
+
+        CI = [ q_{α/2}(θ*₁ … θ*ₙ),  q_{1−α/2}(θ*₁ … θ*ₙ) ],   α = 1 − level
+
+    Seeded (``numpy.random.default_rng(seed)``), so the same data always give the same
+    interval. The indices are drawn in chunks of at most 2 million, which consumes the
+    generator exactly as one draw per resample would. Resamples where ``fn`` is undefined
+    (one class drawn only) are skipped. Undefined with a reason when the arrays differ in
+    length, hold fewer than 2 rows (a resample of one row is that row: the interval would
+    claim certainty), or fewer than half of the resamples are usable.
+    """
+    cols = [np.asarray(a) for a in arrays]
+    size = len(cols[0]) if cols else 0
+    if any(len(c) != size for c in cols):
+        return Undefined(f"arrays of different lengths {[len(c) for c in cols]}")
+    if size < 2:
+        return Undefined(f"n={size} < 2 rows to resample")
+    rng = np.random.default_rng(seed)
+    stats: list[float] = []
+    step = max(1, min(n, 2_000_000 // size))  # bound memory: step × size indices at a time
+    for start in range(0, n, step):
+        for idx in rng.integers(0, size, size=(min(step, n - start), size)):
+            value = fn(*(c[idx] for c in cols))
+            if not isinstance(value, str):
+                stats.append(float(value))
+    if len(stats) < n / 2:
+        return Undefined(f"only {len(stats)} of {n} resamples defined")
+    lo, hi = np.quantile(stats, [(1 - level) / 2, (1 + level) / 2])
+    return (float(lo), float(hi))
+
+
+def mean(values: Sequence[float]) -> Stat:
+    """Arithmetic mean; undefined for no values."""
+    if len(values) == 0:
+        return Undefined("no values")
+    return float(np.mean(np.asarray(values, dtype=float)))
+
+
+def rounded(x: Any, digits: int = 4) -> Any:
+    """Round numbers (also inside tuples/lists) for a readable JSON report; leave strings
+    (``"undefined"``), None and the rest as they are."""
+    if isinstance(x, bool) or x is None or isinstance(x, str):
+        return x
+    if isinstance(x, float):
+        return round(x, digits)
+    if isinstance(x, (tuple, list)):
+        return [rounded(v, digits) for v in x]
+    return x

@@ -1,0 +1,109 @@
+"""What "passed" means, in one place: a backend's verdict, a metric's default bound, and a
+human label read as pass/fail.
+
+- A metric's default pass bound is its registry ``threshold`` on 0–10; a metric the
+  registry does not know (a custom name from an old run) gets 5, the middle of the scale.
+- A backend's bound is the one its Scores carry (``Score.threshold``), else the metric's.
+- A Score passes when ``Score.passed`` says so; a Score written without a verdict passes
+  when value ≥ its bound.
+- A human label is binary when every value is 0 or 1 (booleans are 0/1). A graded label
+  (any other number) is binarised at a cut: the one given, else the metric's default
+  bound on the labels' own scale — bound/10 when every grade lies in [0, 1] (TruLens'
+  ``expected_score``), the bound itself when every grade lies in [0, 10]. Grades on any
+  other scale (a 1–5 Likert rating above 10, negative grades) need an explicit cut.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Mapping
+
+from unified.analysis.stats import Undefined
+from unified.metrics import UnknownMetricError, parse_metric
+from unified.scores import Score
+
+FALLBACK_THRESHOLD = 5.0
+
+# Human label names as datasets write them -> canonical metric (ARES uses these three).
+LABEL_TO_METRIC: dict[str, str] = {
+    "context_relevance": "context_relevancy",
+    "answer_relevance": "answer_relevancy",
+    "faithfulness": "faithfulness",
+}
+
+
+def canonical(metric: str) -> str:
+    """The registry's canonical name of ``metric`` (``FaithfulnessMetric`` ->
+    ``faithfulness``), or the name itself when the registry does not know it."""
+    try:
+        return parse_metric(metric).canonical
+    except UnknownMetricError:
+        return metric
+
+
+def default_threshold(metric: str) -> float:
+    """The metric's default pass bound on 0–10 (registry), else 5."""
+    try:
+        return float(parse_metric(metric).spec.threshold)
+    except UnknownMetricError:
+        return FALLBACK_THRESHOLD
+
+
+def backend_threshold(metric: str, scores: Iterable[Score]) -> float:
+    """The pass bound a backend used (the first Score's own), else the metric's default."""
+    for s in scores:
+        if s.threshold is not None:
+            return float(s.threshold)
+    return default_threshold(metric)
+
+
+def score_passed(score: Score, threshold: float | None = None) -> bool | None:
+    """The Score's own verdict; else value ≥ (its bound, else ``threshold``, else the
+    metric's default). None for a failed Score."""
+    if not score.ok:
+        return None
+    if score.passed is not None:
+        return bool(score.passed)
+    bound = score.threshold if score.threshold is not None else threshold
+    if bound is None:
+        bound = default_threshold(score.metric)
+    return float(score.value) >= float(bound)  # type: ignore[arg-type]
+
+
+def label_for(metric: str, labels: Mapping[str, Any]) -> str | None:
+    """The key of ``labels`` that judges ``metric`` (ARES names or canonical names)."""
+    name = canonical(metric)
+    for key in labels:
+        if key == metric or key == name or LABEL_TO_METRIC.get(key) == name:
+            return key
+        if canonical(key) == name:
+            return key
+    return None
+
+
+def label_value(v: Any) -> float | None:
+    """A usable label as a number (a bool as 0/1), or None (text, NaN, missing)."""
+    if isinstance(v, bool):
+        return float(v)
+    if isinstance(v, (int, float)) and math.isfinite(v):
+        return float(v)
+    return None
+
+
+def label_cut(metric: str, grades: Iterable[float], cut: float | None = None) -> float | Undefined:
+    """The cut that binarises graded labels (module docstring): ``cut`` when given, else
+    the metric's bound on the grades' scale (0–1 or 0–10), else undefined with the reason."""
+    if cut is not None:
+        return float(cut)
+    values = list(grades)
+    lo, hi = min(values), max(values)
+    bound = default_threshold(metric)
+    if lo >= 0.0 and hi <= 1.0:
+        return bound / 10.0
+    if lo >= 0.0 and hi <= 10.0:
+        return bound
+    return Undefined(f"graded labels span {lo:g}–{hi:g}, neither 0–1 nor 0–10: give a cut")
+
+
+def is_binary(values: Iterable[float]) -> bool:
+    return set(values) <= {0.0, 1.0}

@@ -1,0 +1,127 @@
+"""What every ``unified-eval`` command shares: the two consoles, the one-line user error
+(exit code 2), our warnings as plain lines, plugin loading, and the input flags' options.
+
+``app`` (the commands) and ``run`` (the run/compare/migrate flag table) both import this
+module; it imports neither, so the CLI's modules point one way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import typer
+from rich.console import Console
+
+from unified.console import console_width
+
+# the unified package: our own warnings and plugin frames are told apart by this path
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+
+# a pipe or CI log is not 80 columns wide: give tables room instead of truncating names
+# markup off: user text (errors, ids) may contain [brackets]
+out_console = Console(width=console_width(sys.stdout), markup=False)
+err_console = Console(stderr=True, width=console_width(sys.stderr), markup=False)
+
+
+class UserError(Exception):
+    """Shown as one line, exit code 2."""
+
+
+@contextlib.contextmanager
+def user_errors() -> Iterator[None]:
+    from unified.adapters import BackendUnavailableError
+    from unified.metrics import UnknownMetricError
+    from unified.run.runfolder import RunFolderError
+    from unified.sample import SampleError
+
+    try:
+        yield
+    except (
+        UserError,
+        UnknownMetricError,
+        BackendUnavailableError,
+        FileNotFoundError,
+        SampleError,
+        ValueError,
+        KeyError,
+        ImportError,
+        RunFolderError,
+    ) as e:
+        msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
+        err_console.print(f"error: {msg}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+
+
+@contextlib.contextmanager
+def plain_warnings() -> Iterator[None]:
+    """Our own warnings (unknown field kept in metadata, ...) as one ``warning: ...`` line,
+    not Python's ``file:line: UserWarning`` plus a source line; others unchanged."""
+    import warnings
+
+    here = str(PACKAGE_DIR)
+    shown = warnings.showwarning
+
+    def show(message: Any, category: Any, filename: str, lineno: int, file: Any = None, line: Any = None) -> None:
+        if str(Path(filename).resolve()).startswith(here):
+            err_console.print(f"warning: {message}", markup=False, highlight=False, soft_wrap=True)
+        else:
+            shown(message, category, filename, lineno, file, line)
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        yield
+
+
+def read_options(
+    map_: list[str] | None, src_format: str | None, label: list[str] | None, list_sep: str | None
+) -> dict[str, Any]:
+    """read_samples' keyword options from the shared --map/--from/--label/--list-sep flags."""
+    from unified.data.convert import split_from
+
+    fmt, layout = split_from(src_format)
+    return {
+        "mapping": parse_mapping_flags(map_),
+        "fmt": fmt,
+        "layout": layout,
+        "labels": label or None,
+        "list_sep": list_sep,
+    }
+
+
+def split_list(text: str | None) -> list[str]:
+    return [t.strip() for t in (text or "").split(",") if t.strip()]
+
+
+def load_plugins(load: Any, plugins: str | None) -> None:
+    """A plugin that fails to import is the user's error: one line naming the plugin and
+    where it failed, not a traceback (nor a bare "No module named x")."""
+    import traceback
+
+    ours = str(PACKAGE_DIR)
+    for mod in split_list(plugins):
+        try:
+            load(mod)
+        except Exception as e:
+            tb = traceback.extract_tb(e.__traceback__)
+            where = next(
+                (
+                    f" at {Path(fr.filename).name}:{fr.lineno}"
+                    for fr in reversed(tb)
+                    if not fr.filename.startswith(("<", ours)) and "importlib" not in fr.filename
+                ),
+                "",
+            )
+            if isinstance(e, SyntaxError) and e.filename and e.lineno:
+                where = f" at {Path(e.filename).name}:{e.lineno}"
+            raise UserError(f"--plugins {mod}: {type(e).__name__}: {e}{where}") from None
+
+
+def parse_mapping_flags(map_: list[str] | None) -> dict[str, str] | None:
+    if not map_:
+        return None
+    from unified.data.io import parse_mapping
+
+    return parse_mapping(map_)

@@ -1,0 +1,805 @@
+"""``unified-eval run`` and ``unified-eval compare``: one table of flags, one flow.
+
+Every flag is declared once in ``FLAGS`` (its help text, its panel in ``--help``, the
+commands that take it); the commands' signatures are generated from that table, so
+``run`` and ``compare`` can never drift apart. ``--backend`` and ``--backends`` are the
+same flag.
+
+Exit codes (also in ``--help`` and the README):
+
+    0    every task scored and every gate passed
+    1    a gate failed (--fail-under, or a gated metric's error rate above --max-error-rate)
+    2    usage or setup error (bad flag, file, metric, config; run folder busy or unwritable)
+    3    tasks failed and --allow-errors was not given (the grouped causes are on stderr)
+    130  interrupted by Ctrl-C, 143 by SIGTERM (the folder is consistent; the hint resumes it)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Optional
+
+import typer
+
+EXIT_OK, EXIT_GATES, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143
+EXIT_CODES_HELP = (
+    "Exit codes: 0 all scored and gates passed; 1 a gate failed; 2 usage error; "
+    "3 tasks failed (unless --allow-errors); 130 Ctrl-C; 143 SIGTERM."
+)
+
+_INPUT, _JUDGE, _FOLDER, _GATES, _OUTPUT = "Input", "Judge", "Run folder", "Gates and exit code", "Output"
+_COMPARE, _MIGRATE = "Comparing", "Migrating"
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One command-line flag of run/compare: parameter name, declarations, type, default,
+    help, help panel, and the commands that take it."""
+
+    name: str
+    decls: tuple[str, ...]
+    type: Any
+    default: Any
+    help: str
+    panel: str
+    commands: tuple[str, ...] = ("run", "compare", "migrate")
+    min: int | None = None
+
+
+FLAGS: tuple[Flag, ...] = (
+    Flag("metrics", ("--metrics", "-m"), str, ..., "comma list, e.g. faithfulness,mrr,precision@3", _INPUT),
+    Flag(
+        "backend",
+        ("--backend", "--backends", "-b"),
+        Optional[str],
+        None,
+        "backend or comma list (run: native; compare: native,ragas,deepeval)",
+        _INPUT,
+        commands=("run", "compare"),
+    ),
+    Flag(
+        "from_backend", ("--from",), str, ..., "the backend you use now, e.g. deepeval", _MIGRATE, commands=("migrate",)
+    ),
+    Flag("to_backend", ("--to",), str, ..., "the backend you move to, e.g. ragas", _MIGRATE, commands=("migrate",)),
+    Flag(
+        "max_flips",
+        ("--max-flips",),
+        int,
+        0,
+        "exit 1 when a gated metric flips pass/fail for more samples than this",
+        _MIGRATE,
+        commands=("migrate",),
+        min=0,
+    ),
+    Flag("map_", ("--map",), Optional[list[str]], None, "rename a field: question=user_input (repeatable)", _INPUT),
+    Flag(
+        "layout",
+        ("--from", "--layout"),
+        Optional[str],
+        None,
+        "layout or format of FILE: deepeval, dingo, "
+        "patronus, ragas, ragas_v1, embedchain, jsonl, csv, tsv, ... (default: detected)",
+        _INPUT,
+        commands=("run", "compare"),
+    ),
+    Flag(
+        "layout",
+        ("--layout",),
+        Optional[str],
+        None,
+        "layout or format of FILE (as --from on run; here --from names the backend)",
+        _INPUT,
+        commands=("migrate",),
+    ),
+    Flag(
+        "label",
+        ("--label",),
+        Optional[list[str]],
+        None,
+        "a column of human labels for a metric, e.g. faithfulness=Label (repeatable)",
+        _INPUT,
+    ),
+    Flag(
+        "list_sep",
+        ("--list-sep",),
+        Optional[str],
+        None,
+        "separator of list cells in CSV/TSV (default: JSON arrays, else | or ;; none = never split)",
+        _INPUT,
+    ),
+    Flag("max_samples", ("--max-samples",), Optional[int], None, "score only the first N rows", _INPUT, min=1),
+    Flag("plugins", ("--plugins",), Optional[str], None, "modules registering custom metrics (comma list)", _INPUT),
+    Flag("base_url", ("--base-url",), Optional[str], None, "OpenAI-compatible judge URL", _JUDGE),
+    Flag("model", ("--model",), Optional[str], None, "judge model name", _JUDGE),
+    Flag(
+        "api_key_env",
+        ("--api-key-env",),
+        Optional[str],
+        None,
+        "NAME of the environment variable holding the key (default OPENAI_API_KEY)",
+        _JUDGE,
+    ),
+    Flag("judge2_model", ("--judge2-model",), Optional[str], None, "second judge model (native judge B)", _JUDGE),
+    Flag(
+        "judge2_base_url", ("--judge2-base-url",), Optional[str], None, "second judge URL (default: --base-url)", _JUDGE
+    ),
+    Flag("single_judge", ("--single-judge",), bool, False, "native: one judge per item (half the calls)", _JUDGE),
+    Flag("embedding", ("--embedding",), Optional[str], None, "embeddings: local (offline MiniLM) or a URL", _JUDGE),
+    Flag("embedding_model", ("--embedding-model",), Optional[str], None, "model name at the embeddings URL", _JUDGE),
+    Flag(
+        "structured_output",
+        ("--structured-output",),
+        Optional[str],
+        None,
+        "auto | json_schema | llama_cpp | prompt",
+        _JUDGE,
+    ),
+    Flag("concurrency", ("--concurrency",), Optional[int], None, "judge calls in flight (default 8)", _JUDGE, min=1),
+    Flag("timeout", ("--timeout",), Optional[float], None, "seconds per judge call before it counts as failed", _JUDGE),
+    Flag(
+        "max_retries",
+        ("--max-retries",),
+        Optional[int],
+        None,
+        "retries per judge call (429/5xx/timeouts)",
+        _JUDGE,
+        min=0,
+    ),
+    Flag(
+        "price",
+        ("--price",),
+        Optional[list[str]],
+        None,
+        "USD per 1M tokens of a model, e.g. gpt-4o-mini=0.15/0.60 (repeatable; also [prices] in --config)",
+        _JUDGE,
+    ),
+    Flag(
+        "executor", ("--executor",), Optional[str], None, "local (default) or ray: score on a Ray cluster", "Execution"
+    ),
+    Flag(
+        "ray_address",
+        ("--ray-address",),
+        Optional[str],
+        None,
+        "with --executor ray: auto (the running cluster) or host:port (default: a local Ray for the run)",
+        "Execution",
+    ),
+    Flag(
+        "config",
+        ("--config",),
+        Optional[Path],
+        None,
+        "run.toml / run.yaml with \\[judge], \\[judge2], \\[embedding] sections",
+        _JUDGE,
+    ),
+    Flag("out", ("--out", "-o"), Optional[Path], None, "run folder (default runs/<timestamp>)", _FOLDER),
+    Flag(
+        "resume",
+        ("--resume/--no-resume",),
+        bool,
+        True,
+        "skip tasks already in OUT/scores.jsonl (only when sample and configuration match)",
+        _FOLDER,
+    ),
+    Flag("fresh", ("--fresh",), bool, False, "start over in OUT (its scores are removed; the cache stays)", _FOLDER),
+    Flag("retry_errors", ("--retry-errors",), bool, False, "score the failed tasks in OUT again", _FOLDER),
+    Flag(
+        "cache",
+        ("--cache",),
+        Optional[Path],
+        None,
+        "judge cache file (default: the shared one in the user cache folder; see `unified-eval cache info`)",
+        _FOLDER,
+    ),
+    Flag("no_cache", ("--no-cache",), bool, False, "do not cache judge calls", _FOLDER),
+    Flag("fail_under", ("--fail-under",), Optional[str], None, "gates on means, e.g. faithfulness=7,mrr=6", _GATES),
+    Flag(
+        "max_error_rate",
+        ("--max-error-rate",),
+        float,
+        0.0,
+        "a gated metric fails when more than this share of its tasks failed",
+        _GATES,
+    ),
+    Flag("allow_errors", ("--allow-errors",), bool, False, "exit 0 even when some tasks failed", _GATES),
+    Flag(
+        "jury",
+        ("--jury",),
+        Optional[str],
+        None,
+        "also pool the backends into a backend 'jury': median | mean | majority",
+        _COMPARE,
+        commands=("compare",),
+    ),
+    Flag("quiet", ("--quiet", "-q"), bool, False, "no progress, no table (errors still go to stderr)", _OUTPUT),
+    Flag("dry_run", ("--dry-run",), bool, False, "count tasks and estimate calls; call nothing", _OUTPUT),
+    Flag(
+        "mlflow",
+        ("--mlflow",),
+        Optional[str],
+        None,
+        "log the run to MLflow at TRACKING_URI: a folder or file:///... "
+        "(offline file store) or a server URL (extra mlflow)",
+        _OUTPUT,
+    ),
+)
+
+
+# what --help shows after each flag that takes a value
+_METAVARS = {
+    "metrics": "NAMES",
+    "backend": "NAMES",
+    "map_": "SRC=FIELD",
+    "layout": "LAYOUT",
+    "label": "METRIC=COLUMN",
+    "list_sep": "SEP",
+    "max_samples": "N",
+    "plugins": "MODULES",
+    "base_url": "URL",
+    "model": "NAME",
+    "api_key_env": "VAR",
+    "judge2_model": "NAME",
+    "judge2_base_url": "URL",
+    "embedding": "local|URL",
+    "embedding_model": "NAME",
+    "structured_output": "MODE",
+    "concurrency": "N",
+    "timeout": "SECONDS",
+    "max_retries": "N",
+    "price": "MODEL=IN/OUT",
+    "config": "FILE",
+    "out": "DIR",
+    "cache": "FILE",
+    "fail_under": "GATES",
+    "max_error_rate": "RATE",
+    "jury": "METHOD",
+    "from_backend": "BACKEND",
+    "to_backend": "BACKEND",
+    "max_flips": "N",
+    "mlflow": "TRACKING_URI",
+    "executor": "local|ray",
+    "ray_address": "ADDR",
+}
+
+
+def help_of(name: str) -> str:
+    """The help text of flag ``name`` (for commands that take the same input flags)."""
+    return next(f.help for f in FLAGS if f.name == name)
+
+
+def flag_names(command: str) -> list[str]:
+    return [f.name for f in FLAGS if command in f.commands]
+
+
+def _param(flag: Flag) -> inspect.Parameter:
+    extra: dict[str, Any] = {"help": flag.help, "rich_help_panel": flag.panel}
+    if flag.min is not None:
+        extra["min"] = flag.min
+    if flag.type is not bool:
+        extra["metavar"] = _METAVARS.get(flag.name, "TEXT")
+    return inspect.Parameter(
+        flag.name,
+        inspect.Parameter.KEYWORD_ONLY,
+        annotation=flag.type,
+        default=typer.Option(flag.default, *flag.decls, **extra),
+    )
+
+
+def make_command(command: str, body: Callable[..., None]) -> Callable[..., None]:
+    """A typer command function for ``command`` whose flags are ``FLAGS``; it calls
+    ``body(file, **flags)``."""
+    file_param = inspect.Parameter(
+        "file",
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        annotation=Path,
+        default=typer.Argument(..., help="samples: JSONL, JSON, CSV, TSV or Parquet"),
+    )
+
+    def command_fn(file: Path, **kwargs: Any) -> None:
+        body(file, **kwargs)
+
+    command_fn.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [file_param] + [_param(f) for f in FLAGS if command in f.commands]
+    )
+    command_fn.__name__ = f"{command}_cmd"
+    return command_fn
+
+
+def command_line(command: str, file: Path, values: dict[str, Any]) -> list[str]:
+    """The argv that reproduces this invocation: every flag whose value differs from its
+    default (``--dry-run`` and ``--fresh`` excluded: resuming must not start over)."""
+    argv = ["unified-eval", command, str(file)]
+    for f in FLAGS:
+        v = values.get(f.name, f.default)
+        if f.name in ("dry_run", "fresh") or v == f.default or v is None:
+            continue
+        decl = f.decls[0]
+        if "/" in decl:  # --resume/--no-resume
+            argv.append(decl.split("/")[0] if v else decl.split("/")[1])
+        elif f.type is bool:
+            argv.append(decl)
+        elif isinstance(v, list):
+            for item in v:
+                argv += [decl, str(item)]
+        else:
+            argv += [decl, str(v)]
+    return argv
+
+
+def exit_code(n_failed: int, gates_ok: bool, allow_errors: bool) -> int:
+    """The exit-code rule (module docstring): gates first, then failed tasks."""
+    if not gates_ok:
+        return EXIT_GATES
+    if n_failed and not allow_errors:
+        return EXIT_ERRORS
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- the flow
+
+DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval"}
+
+
+def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
+    """What ``run`` and ``compare`` do: check the arguments, run, report, exit."""
+    from unified.cli import common as cli
+    from unified.run.runner import RunInterrupted
+
+    with cli.plain_warnings(), _sigterm_deferred() as terminated:
+        with cli.user_errors():
+            setup = _setup(command, file, values)
+            if setup is None:
+                return
+        if terminated:  # SIGTERM while plugins, judges and backends loaded: nothing scored yet
+            cli.err_console.print("interrupted by SIGTERM before the run started", highlight=False)
+            raise typer.Exit(EXIT_SIGTERM)
+        try:
+            with cli.user_errors():
+                report = _evaluate(command, setup, values)
+        except RunInterrupted as e:
+            raise typer.Exit(EXIT_SIGTERM if e.signal == "SIGTERM" else EXIT_SIGINT) from None
+        except KeyboardInterrupt:
+            raise typer.Exit(EXIT_SIGINT) from None
+        code = _after(command, setup, report, values)
+        if terminated:  # SIGTERM while the cross-check or report was written: they are whole now
+            cli.err_console.print(
+                f"interrupted by SIGTERM after the run; its folder is complete: {setup.out}", highlight=False
+            )
+            code = EXIT_SIGTERM
+        raise typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _sigterm_deferred() -> Iterator[list[int]]:
+    """Outside the run itself (which handles SIGTERM like Ctrl-C) a SIGTERM is remembered,
+    not obeyed at once, so the files being written end whole; the command exits 143 after."""
+    got: list[int] = []
+    try:
+        previous = signal.signal(signal.SIGTERM, lambda signum, frame: got.append(signum))
+    except ValueError:  # not the main thread (an embedding application): nothing to defer
+        yield got
+        return
+    try:
+        yield got
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+@dataclass
+class _Setup:
+    file: Path
+    refs: list[Any]
+    backends: list[str]
+    backend_objs: list[Any]
+    gates: dict[str, float]
+    out: Path
+    judges: Any
+    judge_desc: dict[str, Any]
+
+
+def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
+    from datetime import datetime
+
+    from unified.analysis.gates import parse_gates
+    from unified.cli import common as cli
+    from unified.metrics import load_plugins, parse_metrics
+
+    cli.load_plugins(load_plugins, v.get("plugins"))
+    refs = parse_metrics(v["metrics"])
+    if not refs:
+        raise cli.UserError("--metrics is empty; name at least one, e.g. --metrics precision@3")
+    backends = _backends(command, v)
+    gates = parse_gates(v.get("fail_under"))
+    _check_gates_name_metrics(gates, refs)
+    if v.get("mlflow") is not None:  # a missing extra is found before any judge is paid
+        from unified.integrations.mlflow_log import require_mlflow
+
+        require_mlflow()
+    if not file.exists():
+        raise cli.UserError(f"no such file: {file}")
+    if v.get("dry_run"):
+        dry_run(file, refs, backends, v)
+        return None
+    out = v.get("out") or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
+    if out.exists() and not out.is_dir():
+        raise cli.UserError(f"--out {out}: is a file, not a folder")
+    judges, desc = _judges(v)
+    from unified.adapters import get_backend
+
+    # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
+    objs = [get_backend(b, judges, run_dir=out) for b in backends]
+    _check_parameters(refs, objs)
+    return _Setup(file, refs, backends, objs, gates, out, judges, desc)
+
+
+def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any]) -> None:
+    """Count tasks and estimate judge calls, tokens and (with prices) dollars per (backend,
+    metric) without calling anything or importing a framework: the registry knows what a
+    backend implements and what a metric costs; the run plan's own rule (``why_not``) says
+    which pairs the run would skip for want of a judge."""
+    from unified.adapters import backend_names, estimate_calls
+    from unified.cli import common as cli
+
+    for b in backends:
+        if b not in backend_names():
+            raise cli.UserError(f"unknown backend '{b}'; known: {', '.join(sorted(backend_names()))}")
+    judges, _ = _judges({**v, "no_cache": True})
+    served = _dry_plan(refs, backends, judges)
+    if not any(served.values()):
+        raise cli.UserError("nothing to run: no requested metric is available on the chosen backends")
+    samples, n_bad = _dry_samples(file, v)
+    single = bool(v.get("single_judge"))
+    rows: list[dict[str, Any]] = []
+    for b in (b for b in backends if served[b]):
+        est = estimate_calls(b, samples, served[b], single_judge=single)
+        once = est if single else estimate_calls(b, samples, served[b], single_judge=True)
+        rows += [_with_judge_b_share(r, o, show=judges.chat2 is not None) for r, o in zip(est, once)]
+    model_a = getattr(judges.chat, "model", None)
+    unpriced = _price_rows(rows, _prices(v), model_a, getattr(judges.chat2, "model", None) or model_a)
+    _print_rows(rows, f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
+    cli.out_console.print(
+        "a step that several metrics share is counted once, on the first metric that needs it", highlight=False
+    )
+    for model in unpriced:
+        cli.out_console.print(
+            f"no price for model {model!r}: the cost of its calls is unknown (—); "
+            f"add --price '{model}=IN/OUT' (USD per 1M tokens)",
+            highlight=False,
+            soft_wrap=True,
+        )
+
+
+def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, list[Any]]:
+    """backend -> the refs a run would score there; the others warned about, as a run does."""
+    from types import SimpleNamespace
+
+    from unified.adapters import backend_info, implements
+    from unified.cli import common as cli
+    from unified.run.runplan import Skipped, skip_warnings, why_not
+
+    skipped: list[Skipped] = []
+    served: dict[str, list[Any]] = {}
+    for b in backends:
+        # a stand-in the plan's rule can ask without importing the backend's framework
+        proxy = SimpleNamespace(
+            name=b, uses_judges=backend_info(b).uses_judges, implements=lambda r, b=b: implements(b, r)
+        )
+        served[b] = []
+        for r in refs:
+            reason = why_not(r, proxy, judges)
+            (skipped.append(Skipped(r.name, b, reason)) if reason else served[b].append(r))
+    for w in skip_warnings(skipped, {r.name for rs in served.values() for r in rs}):
+        cli.err_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
+    return served
+
+
+def _dry_samples(file: Path, v: dict[str, Any]) -> tuple[list[Any], int]:
+    from unified.cli import common as cli
+    from unified.data.io import read_samples
+
+    samples, n_bad = [], 0
+    opts = cli.read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep"))
+    for i, item in enumerate(read_samples(str(file), opts.pop("mapping"), **opts)):
+        if v.get("max_samples") is not None and i >= v["max_samples"]:
+            break
+        if hasattr(item, "user_input"):
+            samples.append(item)
+        else:
+            n_bad += 1
+    return samples, n_bad
+
+
+def _with_judge_b_share(row: dict[str, Any], once: dict[str, Any], *, show: bool) -> dict[str, Any]:
+    """``row`` with judge B's share kept aside for pricing (and shown as ``judge_b_calls``
+    when judge B is a model of its own): a dual-judge step asks judge A and judge B once
+    each and every other call goes to judge A, so B's share is exactly what judging once
+    (``single_judge``) saves, ``B = estimate(dual) − estimate(single)`` — 0 for backends
+    that judge once."""
+    if row.get("calls") is None:
+        return row
+    share = {k: row[k] - once[k] for k in ("calls", "input_tokens", "output_tokens")}
+    return {**row, **({"judge_b_calls": share["calls"]} if show else {}), "_judge_b": share}
+
+
+def _price_rows(rows: list[dict[str, Any]], prices: Any, model_a: str | None, model_b: str | None) -> list[str]:
+    """Add ``usd`` to each row (USD per 1M tokens): judge B's share of the tokens at judge
+    B's price, the rest at judge A's; rows of a backend that calls no LLM cost 0, and a
+    row with calls for a model the table has no price for costs ``—`` (unknown). Returns
+    the models that had calls and no price."""
+    unpriced: dict[str, None] = {}
+    for r in rows:
+        share = r.pop("_judge_b", None) or {"input_tokens": 0, "output_tokens": 0}
+        if not prices:
+            continue
+        if not r.get("calls"):
+            r["usd"] = 0.0 if r.get("calls") == 0 else None
+            continue
+        b_in, b_out = share["input_tokens"], share["output_tokens"]
+        parts = [(model_a, r["input_tokens"] - b_in, r["output_tokens"] - b_out), (model_b, b_in, b_out)]
+        missing = [m or "?" for m, t_in, t_out in parts if (t_in or t_out) and (prices.get(m) if m else None) is None]
+        unpriced.update(dict.fromkeys(missing))
+        r["usd"] = (
+            None
+            if missing
+            else round(
+                sum((t_in * prices[m][0] + t_out * prices[m][1]) / 1e6 for m, t_in, t_out in parts if t_in or t_out), 6
+            )
+        )
+    return list(unpriced)
+
+
+def _print_rows(rows: list[dict[str, Any]], title: str) -> None:
+    from rich.table import Table
+
+    from unified.cli import common as cli
+
+    t = Table(title=title)
+    keys = list(dict.fromkeys(k for r in rows for k in r))
+    for k in keys:
+        t.add_column(k)
+    for r in rows:
+        t.add_row(*["—" if r.get(k) is None else str(r.get(k, "")) for k in keys])
+    cli.out_console.print(t)
+
+
+def _check_parameters(refs: list[Any], backends: list[Any]) -> None:
+    """A bracket parameter that no chosen backend able to run the metric reads is a usage
+    error (a typo, a parameter of another backend), found before any judge is paid."""
+    from unified.cli import common as cli
+
+    for r in refs:
+        able = [b for b in backends if b.implements(r)]
+        problems = [p for b in able if (p := b.param_error(r))]
+        if able and len(problems) == len(able):
+            raise cli.UserError(problems[0])
+
+
+def _check_gates_name_metrics(gates: dict[str, float], refs: list[Any]) -> None:
+    """A gate on a metric the run does not score is a usage error, found before any judge
+    is paid (after the run it could only fail)."""
+    from unified.analysis.gates import gate_matches
+    from unified.cli import common as cli
+
+    for gate in gates:
+        if not any(gate_matches(gate, r.name) for r in refs):
+            raise cli.UserError(
+                f"--fail-under {gate}: not among --metrics "
+                f"({', '.join(r.name for r in refs)}); add it there or drop the gate"
+            )
+
+
+def _backends(command: str, v: dict[str, Any]) -> list[str]:
+    from unified.cli import common as cli
+
+    if command == "migrate":
+        if v["from_backend"] == v["to_backend"]:
+            raise cli.UserError(f"--from and --to are both '{v['from_backend']}'; name two backends")
+        return [v["from_backend"], v["to_backend"]]
+    backends = list(dict.fromkeys(cli.split_list(v.get("backend") or DEFAULT_BACKENDS[command])))
+    if command == "compare" and len(backends) < 2:
+        raise cli.UserError("compare needs at least two backends, e.g. --backends native,embedding")
+    return backends
+
+
+def _judges(v: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """The run's judges from the flags (then the environment, then --config), through the
+    one rule ``unified.judge.resolve_judges``."""
+    from unified.cli import common as cli
+    from unified.judge import resolve_judges
+
+    cache = v.get("cache")
+    if cache is not None and cache.is_dir():
+        raise cli.UserError(f"--cache {cache}: is a folder; name the cache file, e.g. {cache / 'judge_cache.sqlite'}")
+    if v.get("judge2_model") and not (v.get("model") or v.get("base_url") or v.get("config")):
+        from unified.judge import JudgeConfig
+
+        if JudgeConfig.from_env() is None:
+            raise cli.UserError("--judge2-model needs a first judge (--base-url/--model)")
+    if v.get("base_url") and not v.get("model"):
+        raise cli.UserError("--base-url needs --model (the judge model's name)")
+    judge = {"base_url": v.get("base_url"), "model": v.get("model")} if (v.get("model") or v.get("base_url")) else None
+    judge2 = {"model": v["judge2_model"], "base_url": v.get("judge2_base_url")} if v.get("judge2_model") else None
+    overrides = {k: v.get(k) for k in ("timeout", "max_retries", "concurrency", "structured_output")}
+    return resolve_judges(
+        judge,
+        judge2,
+        v.get("embedding"),
+        single_judge=bool(v.get("single_judge")),
+        cache=False if v.get("no_cache") else (cache or True),
+        config_file=v.get("config"),
+        api_key_env=v.get("api_key_env"),
+        overrides=overrides,
+        embedding_model=v.get("embedding_model"),
+    )
+
+
+def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
+    from unified.cli import common as cli
+    from unified.run.runner import evaluate
+
+    return evaluate(
+        str(s.file),
+        s.refs,
+        s.backend_objs,
+        judges=s.judges,
+        out=s.out,
+        resume=v.get("resume", True),
+        fresh=bool(v.get("fresh")),
+        retry_errors=bool(v.get("retry_errors")),
+        concurrency=v.get("concurrency") or 16,
+        progress=False if v.get("quiet") else "auto",
+        show_summary=not v.get("quiet"),
+        **cli.read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep")),
+        max_samples=v.get("max_samples"),
+        jury=v.get("jury"),
+        prices=_prices(v),
+        executor=v.get("executor") or "local",
+        ray_address=v.get("ray_address"),
+        run_config={"judges": s.judge_desc, "command": command},
+        command=command_line(command, s.file, v),
+    )
+
+
+def _prices(v: dict[str, Any]) -> Any:
+    from unified.judge.prices import parse_prices
+
+    return parse_prices(v.get("price"), config_file=v.get("config")) or None
+
+
+def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
+    """Cross-check (compare), gates, and the exit code; prints what it decides."""
+    from unified.analysis.gates import check_gates
+    from unified.cli import common as cli
+    from unified.run.runfolder import CROSSCHECK_FILE
+
+    if command == "compare":
+        _crosscheck(report, s, quiet=bool(v.get("quiet")))
+    flips_ok = _migration(report, s, v) if command == "migrate" else True
+    if command in ("compare", "migrate"):  # the page shows what those files say
+        from unified.run.runfolder import REPORT_FILE
+
+        report.write_html(s.out / REPORT_FILE)
+    from unified.run.runfolder import MIGRATION_FILE
+
+    extra = "".join(f", {name}" for name in (CROSSCHECK_FILE, MIGRATION_FILE) if (s.out / name).exists())
+    cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
+    summary = report.summary()
+    written = report.run_summary()
+    n_failed = sum(a.errors for a in summary) + int(written.get("n_degraded") or 0)
+    for u in written.get("unserved_metrics") or []:
+        n_failed += 1  # asked for, never scored: not a pass
+        cli.err_console.print(f"error: {u['metric']} was not scored: {u['reason']}", highlight=False, soft_wrap=True)
+    if summary and not any(a.scored for a in summary):
+        cli.err_console.print(
+            f"error: no task produced a score; fix the cause above and rerun with --retry-errors --out {s.out}",
+            highlight=False,
+            soft_wrap=True,
+        )
+    gates_ok = True
+    if s.gates and command != "migrate":  # migrate's gates are judged by what flips (above)
+        gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0))
+        for line in lines:
+            (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
+    code = exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))
+    if v.get("mlflow") is not None:  # last: the MLflow run records the exit code and the cross-check
+        code = log_cli_run(report, v["mlflow"], code, "none" if not s.gates else "passed" if gates_ok else "failed")
+    return code
+
+
+def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
+    """Write migration.json, print it and its verdicts; False when too many samples flip."""
+    from unified.analysis.migrate import flips_exceed, format_migration, migration_report, migration_verdicts
+    from unified.cli import common as cli
+
+    m = migration_report(
+        list(report.iter_scores()),
+        report.sample_objects(),
+        s.backends[0],
+        s.backends[1],
+        [r.name for r in s.refs],
+        s.gates or None,
+    )
+    from unified.run.runfolder import MIGRATION_FILE, write_json
+
+    write_json(s.out / MIGRATION_FILE, m)
+    if not v.get("quiet"):
+        cli.out_console.print(format_migration(m))
+    for line in migration_verdicts(m, int(v.get("max_flips") or 0)):
+        (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False, soft_wrap=True)
+    return not flips_exceed(m, int(v.get("max_flips") or 0))
+
+
+def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
+    from unified.cli import common as cli
+    from unified.run.runfolder import CROSSCHECK_FILE
+
+    served: dict[str, set[str]] = {}
+    for d in report.iter_score_dicts():
+        served.setdefault(d["metric"], set()).add(d["backend"])
+    for metric, bs in served.items():
+        if len(bs) < 2:
+            cli.err_console.print(
+                f"note: only {', '.join(sorted(bs))} scored {metric}: nothing to compare it with",
+                highlight=False,
+                soft_wrap=True,
+            )
+    cc = report.crosscheck()
+    if cc is None:
+        cli.err_console.print(
+            "note: fewer than two backends produced scores; no crosscheck.json written", highlight=False
+        )
+        return
+    from unified.run.runfolder import write_json
+
+    write_json(s.out / CROSSCHECK_FILE, cc)
+    if not quiet:
+        from unified.analysis.crosscheck import format_crosscheck
+
+        cli.out_console.print(format_crosscheck(cc))
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``run`` and ``compare`` to the app."""
+
+    def body_for(command: str) -> Callable[..., None]:
+        def body(file: Path, **values: Any) -> None:
+            run_command(command, file, values)
+
+        return body
+
+    app.command(
+        "run",
+        help="Score FILE with --metrics on --backend; write OUT/scores.jsonl, summary.json, "
+        "report.html. " + EXIT_CODES_HELP,
+    )(make_command("run", body_for("run")))
+    app.command(
+        "compare",
+        help="Run the same metrics on several backends; write crosscheck.json and the report. " + EXIT_CODES_HELP,
+    )(make_command("compare", body_for("compare")))
+    app.command(
+        "migrate",
+        help="Score FILE on --from and --to; show per metric the translated gates, the pass "
+        "agreement and the samples whose pass/fail flips; write migration.json. Exit 1 "
+        "when a gated metric flips for more than --max-flips samples. " + EXIT_CODES_HELP,
+    )(make_command("migrate", body_for("migrate")))
+
+
+def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str) -> int:
+    """``--mlflow`` at the end of ``run``/``compare``: log, say where, and return the exit
+    code (a failed log turns a 0 into 2: the user asked for it, it did not happen)."""
+    from unified.integrations.mlflow_log import MlflowLogError, MlflowUnavailable, log_run, resolve_tracking_uri
+    from unified.redact import redact_url
+
+    try:
+        run_id = log_run(report, tracking_uri, tags={"unified.exit_code": str(exit_code), "unified.gates": gates})
+    except (MlflowLogError, MlflowUnavailable) as e:
+        print(f"error: {e}", file=sys.stderr, flush=True)
+        return exit_code or EXIT_USAGE
+    print(f"logged MLflow run {run_id} to {redact_url(resolve_tracking_uri(tracking_uri))}", flush=True)
+    return exit_code

@@ -1,0 +1,2 @@
+"""Data in: the Sample's sources — file readers, cells, other frameworks' layouts, human
+labels, ``read_samples`` — and data out to other frameworks' formats (``convert``)."""

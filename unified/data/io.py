@@ -1,0 +1,667 @@
+"""Read and write samples: JSONL, JSON, CSV, TSV, parquet, pandas, Hugging Face datasets,
+and the frameworks' own objects.
+
+``read_samples(source)`` is the one way in, for the runner as for ``validate``: it yields a
+``Sample`` for every good row and a ``RowError`` (source, 1-based row, field, reason) for
+every bad one, in order, and never stops at a bad row. Sources: a path (formats and their
+row numbers in ``unified.data.readers``), a pandas DataFrame, a ``datasets.Dataset`` /
+``DatasetDict``, an iterable of dicts / ``Sample`` / ``RowError`` / framework objects, a
+single dict or Sample, or a framework's dataset object (RAGAS ``EvaluationDataset``,
+DeepEval ``EvaluationDataset``; converters in ``unified.adapters.objects``).
+
+Every row is accounted for (``SampleReader.counts``: rows read = samples + rejected):
+
+- ids: a row's given id, else its content hash (``Sample.content_hash``). A row whose
+  content equals an earlier row's gets that id with an occurrence suffix, ``<id>#2``,
+  ``#3``, …, in file order, so ids are distinct and stable across reruns of one file; a
+  given id repeated with *other* content is a row error naming both rows (the first keeps
+  the id). DeepEval's ``name`` is the id while no earlier row used it for other content;
+  otherwise the row gets its content id and keeps the name in ``metadata["name"]``.
+- layouts: a framework's own keys are recognised (``unified.data.layouts``) or forced with
+  ``layout=`` (the CLI's ``--from``).
+- tabular cells (lists given as strings, JSON-object cells): ``unified.data.cells``.
+- human labels from any column (``labels=``): ``unified.data.labels``.
+
+Writing (``write_samples``): JSONL (one Sample a line, absent fields omitted), JSON (a
+list), CSV / TSV (one column per field, lists and objects as JSON cells, absent = empty
+cell), parquet (list fields as ``list<string>``, ``graded_relevance`` / ``metadata`` as
+JSON strings). CSV / TSV written here never carry a live spreadsheet formula: a cell that
+begins with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return gets a leading ``'``
+(as does one beginning with ``'`` followed by such a character or another ``'``), and
+reading strips exactly that ``'`` again (``unified.data.cells.neutralise_formula``). Every format
+reads back the Samples it was given, ids included, except that CSV / TSV cannot tell an
+empty string from an absent value (an empty cell means absent).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import json
+import warnings
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from unified.data.cells import clean_value, is_missing, neutralise_formula
+from unified.data.labels import label_value, parse_labels
+from unified.data.layouts import Layout, apply_layout, detect_layout, get_layout, renames_for
+from unified.data.readers import FORMATS, TABULAR, format_of, read_file
+from unified.data.rowerror import RowError
+from unified.sample import ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, sample_problem, target_of
+
+__all__ = [
+    "RowError",
+    "SampleLoadError",
+    "SampleReader",
+    "ReadCounts",
+    "read_samples",
+    "load_samples",
+    "write_samples",
+    "samples_to_pandas",
+    "samples_from_pandas",
+    "samples_to_hf",
+    "parse_mapping",
+    "validate_source",
+    "FORMATS",
+]
+
+# column order of every tabular output: the Sample's own field order
+_FIELDS = tuple(Sample.model_fields)
+_OBJECT_FIELDS = ("graded_relevance", "metadata")
+_MAX_DUPLICATE_NOTES = 20
+
+
+class SampleLoadError(ValueError):
+    """Raised by the strict helpers (``samples_from_pandas``) when rows are bad; ``errors``
+    lists them all, the message shows the first."""
+
+    def __init__(self, errors: list[RowError]):
+        self.errors = errors
+        more = f" (and {len(errors) - 1} more bad rows)" if len(errors) > 1 else ""
+        super().__init__(f"{errors[0]}{more}")
+
+
+# ---------------------------------------------------------------- mapping
+
+
+def parse_mapping(items: list[str] | str | Mapping[str, str] | None) -> dict[str, str]:
+    """Parse the CLI's ``--map question=user_input,ctx=retrieved_contexts`` into
+    ``{"question": "user_input", "ctx": "retrieved_contexts"}``.
+
+    Accepts a comma-separated string, a list of such strings (a repeated option) or a
+    mapping. Each target must be a Sample field (or a framework's name for one); raises
+    ``ValueError`` (one line).
+    """
+    if not items:
+        return {}
+    pairs: list[tuple[str, str]] = []
+    if isinstance(items, Mapping):
+        pairs = [(str(k), str(v)) for k, v in items.items()]
+    else:
+        for item in [items] if isinstance(items, str) else items:
+            for part in item.split(","):
+                if not part.strip():
+                    continue
+                if "=" not in part:
+                    raise ValueError(f"--map '{part.strip()}': expected SOURCE=FIELD, like question=user_input")
+                src, dst = (s.strip() for s in part.split("=", 1))
+                if not src or not dst:
+                    raise ValueError(f"--map '{part.strip()}': both SOURCE and FIELD are needed")
+                pairs.append((src, dst))
+    out: dict[str, str] = {}
+    for src, dst in pairs:
+        dst = _mapping_target(src, dst)
+        if src in out and out[src] != dst:
+            raise ValueError(f"--map: '{src}' mapped twice, to '{out[src]}' and '{dst}'")
+        out[src] = dst
+    return out
+
+
+def _mapping_target(src: str, dst: str) -> str:
+    if dst not in ALIASES and dst in ALIAS_TO_CANONICAL:
+        return ALIAS_TO_CANONICAL[dst]  # a framework's name for the field: q=question works
+    if dst in ALIASES:
+        return dst
+    # match against the frameworks' names too: question_text -> user_input, not a
+    # lookalike canonical name
+    close = difflib.get_close_matches(dst, list(ALIASES) + list(ALIAS_TO_CANONICAL), n=1, cutoff=0.5)
+    hint = f"; did you mean '{ALIAS_TO_CANONICAL.get(close[0], close[0])}'?" if close else ""
+    raise ValueError(f"--map {src}={dst}: '{dst}' is not a Sample field (one of {', '.join(ALIASES)}){hint}")
+
+
+# ---------------------------------------------------------------- sources
+
+
+@dataclass
+class _Source:
+    """Where rows come from: a name for messages, (row, item) pairs, whether cells are
+    tabular, and the column names when known up front (for layout detection)."""
+
+    name: str
+    rows: Iterator[tuple[int, Any]]
+    tabular: bool = False
+    columns: tuple[str, ...] | None = None
+    empty_is_missing: bool = False  # CSV/TSV have no null: an empty cell means absent
+
+
+def _is_instance_of(obj: Any, module: str, name: str) -> bool:
+    # check by name so that pandas / datasets are imported only when actually used
+    return any(c.__name__ == name and c.__module__.startswith(module) for c in type(obj).__mro__)
+
+
+def _pick_split(ds: Any, split: str | None) -> Any:
+    splits = list(ds.keys())
+    if split is None:
+        if len(splits) == 1:
+            return ds[splits[0]]
+        raise ValueError(f"the DatasetDict has several splits ({', '.join(splits)}); pass split=")
+    if split not in ds:
+        raise ValueError(f"no split '{split}' in the DatasetDict; splits: {', '.join(splits)}")
+    return ds[split]
+
+
+def _file_source(path: Path, fmt: str | None) -> _Source:
+    f = format_of(path, fmt)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.is_dir():
+        raise ValueError(f"{path}: is a folder, not a file of samples")
+    return _Source(path.name, read_file(path, f), tabular=f in TABULAR, empty_is_missing=f in ("csv", "tsv"))
+
+
+def _dataframe_source(df: Any) -> _Source:
+    cols = tuple(str(c) for c in df.columns)
+    rows = ((i, dict(zip(cols, values))) for i, values in enumerate(df.itertuples(index=False, name=None), 1))
+    return _Source("DataFrame", rows, tabular=True, columns=cols)
+
+
+def _open_source(source: Any, fmt: str | None, split: str | None) -> _Source:
+    """The rows of ``source``; problems with the source itself raise at once."""
+    if isinstance(source, (str, Path)):
+        return _file_source(Path(source), fmt)
+    if _is_instance_of(source, "pandas", "DataFrame"):
+        return _dataframe_source(source)
+    if _is_instance_of(source, "datasets", "DatasetDict"):
+        source = _pick_split(source, split)
+    if _is_instance_of(source, "datasets", "Dataset"):
+        return _Source("Dataset", enumerate(source, start=1), tabular=True, columns=tuple(source.column_names))
+    if isinstance(source, (Sample, RowError, Mapping)):
+        return _Source("records", iter([(1, source)]))
+    try:
+        records = _framework_records(source)
+    except ValueError as e:  # the converter refused the object: one bad row
+        return _Source(_type_name(source), iter([(1, RowError(_type_name(source), 1, None, str(e)))]))
+    if records is not None:
+        return _Source(_type_name(source), enumerate((_Converted(*r) for r in records), start=1))
+    if isinstance(source, Iterable) and not isinstance(source, (bytes, bytearray)):
+        return _Source("records", enumerate(source, start=1))
+    return _Source("records", iter([(1, source)]))
+
+
+def _not_a_sample(item: Any) -> str:
+    if type(item).__module__ == "builtins":
+        return f"a sample must be an object, got {type(item).__name__}"
+    return (
+        f"cannot read a sample from a {_type_name(item)}; pass dicts, Samples, or a framework's samples or test cases"
+    )
+
+
+@dataclass(frozen=True)
+class _Converted:
+    """One row of a framework object: its layout and record, or the reason it has none."""
+
+    layout: str
+    record: dict[str, Any] | str
+
+
+def _type_name(obj: Any) -> str:
+    return f"{type(obj).__module__.split('.')[0]} {type(obj).__name__}"
+
+
+def _framework_records(obj: Any) -> list[tuple[str, dict[str, Any] | str]] | None:
+    """A framework object's records as (layout, record) pairs, or None when ``obj`` is no
+    framework object. The converters live in ``unified.adapters`` (they may import the
+    framework); only objects of non-builtin types are offered to them."""
+    if type(obj).__module__ in ("builtins", "collections") or isinstance(obj, (str, bytes)):
+        return None
+    from unified.adapters.objects import object_records
+
+    return object_records(obj)
+
+
+# ---------------------------------------------------------------- counts
+
+
+@dataclass
+class ReadCounts:
+    """Rows read = samples + rejected, at every moment of a read. ``renamed``: samples
+    whose id got an occurrence suffix (content equal to an earlier row's)."""
+
+    rows: int = 0
+    samples: int = 0
+    rejected: int = 0
+    renamed: int = 0
+
+    def line(self) -> str:
+        return f"{self.rows} row(s) read = {self.samples} sample(s) + {self.rejected} rejected" + (
+            f" ({self.renamed} repeated row(s) given an id suffix #n)" if self.renamed else ""
+        )
+
+
+class _Ids:
+    """Distinct, stable ids: an id seen before gets ``#n`` when the content is the same,
+    and is a row error (or, for a soft id, falls back to the content hash) when not."""
+
+    def __init__(self, source: str):
+        self.source = source
+        # id -> (content hash, first row[, the id it repeats when it was given as id#n])
+        self.used: dict[str, tuple[Any, ...]] = {}
+        self._next: dict[str, int] = {}
+
+    def _suffixed(self, base: str) -> str:
+        n = self._next.get(base, 2)
+        while f"{base}#{n}" in self.used:
+            n += 1
+        self._next[base] = n + 1
+        return f"{base}#{n}"
+
+    def assign(self, s: Sample, row: int, soft_key: str | None, fresh: bool) -> tuple[Sample | RowError, bool]:
+        """(sample with its final id, or a RowError; whether the id was suffixed).
+        ``fresh``: built by this reader just now, so its validation-time hash holds."""
+        h = s._hash_at_validation if fresh and s._hash_at_validation else s.content_hash()
+        first = self.used.get(s.id)
+        if first is None:
+            self.used[s.id] = (h, row)
+            return s, False
+        if first[0] == h:
+            new = self._suffixed(s.id)
+            self.used[new] = (h, row, s.id)
+            return s.model_copy(update={"id": new}), True
+        if soft_key is not None:  # a row name used before: keep it, identify by content
+            new = h if h not in self.used else self._suffixed(h)
+            self.used[new] = (h, row)
+            return s.model_copy(update={"id": new, "metadata": {**s.metadata, soft_key: s.id}}), False
+        by = (
+            f"{self.source}:{first[1]} (a repeat of '{first[2]}', given that id)"
+            if len(first) > 2
+            else f"{self.source}:{first[1]}"
+        )
+        return RowError(
+            self.source,
+            row,
+            "id",
+            f"id '{s.id}' is already used by {by} with other content; "
+            f"give this row its own id (row {first[1]} keeps it)",
+        ), False
+
+
+# ---------------------------------------------------------------- reading
+
+
+class SampleReader(Iterator[Any]):
+    """The rows of one source as ``Sample | RowError``, lazily, in order (see the module
+    docstring). ``counts`` and ``notes`` (warnings worth showing once: unknown fields with
+    their first row, repeated rows renamed, label columns never seen) grow as it is read;
+    ``rows()`` yields ``(row, item)`` pairs instead of items."""
+
+    def __init__(
+        self,
+        source: Any,
+        mapping: Mapping[str, str] | list[str] | str | None = None,
+        *,
+        fmt: str | None = None,
+        split: str | None = None,
+        layout: str | None = None,
+        labels: Mapping[str, str] | list[str] | str | None = None,
+        list_sep: str | None = None,
+    ):
+        self.mapping = parse_mapping(mapping)
+        self.labels = parse_labels(labels)
+        self._label_columns = set(self.labels.values())
+        both = set(self.mapping) & set(self.labels.values())
+        if both:
+            raise ValueError(f"column '{sorted(both)[0]}' is both mapped (--map) and a label (--label)")
+        self.layout: Layout | None = get_layout(layout) if layout and layout not in _NO_LAYOUT else None
+        self._detect = layout is None
+        self.list_sep = None if list_sep is None else ("" if list_sep.lower() == "none" else list_sep)
+        self._src = _open_source(source, fmt, split)
+        self.source = self._src.name
+        self._ids = _Ids(self.source)
+        self.counts = ReadCounts()
+        self._notes: dict[str, None] = {}
+        self._unknown: set[str] = set()
+        self._label_seen: set[str] = set()
+        self._mapped_seen: set[str] = set()
+        if self._src.columns is not None and self._detect:
+            self.layout = detect_layout(self._src.columns)
+        self._pairs = self._generate()
+
+    @property
+    def notes(self) -> list[str]:
+        missing = [
+            f"--label {m}={c}: no row has a column '{c}'"
+            for m, c in self.labels.items()
+            if c not in self._label_seen and self.counts.rows
+        ]
+        unmapped = [
+            f"--map {src}={dst}: no row has a field '{src}'"
+            for src, dst in self.mapping.items()
+            if src not in self._mapped_seen and self.counts.rows
+        ]
+        return list(self._notes) + missing + unmapped
+
+    def __iter__(self) -> "SampleReader":
+        return self
+
+    def __next__(self) -> Any:
+        return next(self._pairs)[1]
+
+    def rows(self) -> Iterator[tuple[int, Any]]:
+        return self._pairs
+
+    def _generate(self) -> Iterator[tuple[int, Any]]:
+        for row, item in self._src.rows:
+            result = self._item(item, row)
+            self.counts.rows += 1
+            if isinstance(result, RowError):
+                self.counts.rejected += 1
+            else:
+                self.counts.samples += 1
+            yield row, result
+
+    # ---- one item
+
+    def _item(self, item: Any, row: int) -> Sample | RowError:
+        if isinstance(item, RowError):
+            return item
+        if isinstance(item, Sample):
+            problem = sample_problem(item)  # a Sample changed after it was built
+            if problem:
+                return RowError(self.source, row, problem[0], problem[1])
+            return self._final_id(item, row, None, fresh=False)
+        if isinstance(item, Mapping):
+            return self._record(item, row, None)
+        if not isinstance(item, _Converted):
+            try:
+                records = _framework_records(item)
+            except ValueError as e:
+                return RowError(self.source, row, None, str(e))
+            if records is None:
+                return RowError(self.source, row, None, _not_a_sample(item))
+            if len(records) != 1:
+                return RowError(
+                    self.source,
+                    row,
+                    None,
+                    f"a {_type_name(item)} of {len(records)} rows inside a list; pass it on its own",
+                )
+            item = _Converted(*records[0])
+        if isinstance(item.record, str):
+            return RowError(self.source, row, None, item.record)
+        return self._record(item.record, row, get_layout(item.layout))
+
+    def _final_id(self, s: Sample, row: int, soft_key: str | None, fresh: bool = True) -> Sample | RowError:
+        result, renamed = self._ids.assign(s, row, soft_key, fresh)
+        if renamed:
+            self.counts.renamed += 1
+            if self.counts.renamed <= _MAX_DUPLICATE_NOTES:
+                first = self._ids.used[s.id][1]
+                self._notes[
+                    f"{self.source}:{row} repeats the content of {self.source}:{first}; read as id '{result.id}'"
+                ] = None  # type: ignore[union-attr]
+        return result
+
+    def _record(self, raw: Mapping[str, Any], row: int, layout: Layout | None) -> Sample | RowError:
+        if layout is None and self._detect and self._src.columns is None:
+            self.layout = detect_layout(raw) or self.layout  # a row without the layout's keys keeps it
+        lay = layout or self.layout
+        try:
+            rec, soft, renames = self._canonical(raw, row, lay)
+            sample = Sample.from_record(
+                rec, {k: v for k, v in renames.items() if v != "metadata"}, warn_unknown=False
+            )  # the reader notes it once, with its row
+        except SampleError as e:
+            return RowError(self.source, row, e.field, e.reason)
+        except (TypeError, ValueError) as e:  # odd cell types a framework may hand us
+            return RowError(self.source, row, None, f"{type(e).__name__}: {e}")
+        return self._final_id(sample, row, lay.id_field if soft and lay is not None else None)
+
+    def _canonical(
+        self, raw: Mapping[str, Any], row: int, lay: Layout | None
+    ) -> tuple[dict[str, Any], bool, dict[str, str]]:
+        """(record, soft id?, renames): the row with labels taken out, cells cleaned and
+        the layout applied."""
+        renames = renames_for(lay, raw, self.mapping)
+        labels = self._take_labels(raw)
+        seps = lay.list_seps if lay is not None else ("|",)
+        cleaned: dict[str, Any] = {}
+        for key, value in raw.items():
+            key = str(key)
+            if key in self.mapping:
+                self._mapped_seen.add(key)
+            if key in self._label_columns:
+                continue
+            if self._src.tabular and (is_missing(value) or (self._src.empty_is_missing and value == "")):
+                continue
+            target = target_of(key, raw, renames)
+            self._note_unknown(key, target, row, lay)
+            cleaned[key] = clean_value(
+                value,
+                key,
+                target,
+                tabular=self._src.tabular,
+                mapped=key in self.mapping,
+                sep=self.list_sep,
+                auto_seps=seps,
+            )
+        rec, soft = apply_layout(cleaned, lay, renames)
+        if labels:
+            rec["metadata"] = _with_labels(rec.get("metadata"), labels)
+        return rec, soft, renames
+
+    def _take_labels(self, raw: Mapping[str, Any]) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for metric, column in self.labels.items():
+            if column not in raw:
+                continue
+            self._label_seen.add(column)
+            try:
+                value = label_value(raw[column])
+            except ValueError as e:
+                shown = str(raw[column])[:80]
+                raise SampleError(f"labels.{metric}", f"column '{column}': cannot read label '{shown}': {e}") from None
+            if value is not None:
+                out[metric] = value
+        return out
+
+    def _note_unknown(self, key: str, target: str | None, row: int, lay: Layout | None) -> None:
+        if target is None and key != "metadata" and key not in self._unknown:
+            if lay is not None and key == lay.id_field:
+                return  # a row's name beside a real id: kept in metadata, not unknown
+            self._unknown.add(key)
+            self._notes[f"unknown field '{key}' kept in metadata (first at {self.source}:{row})"] = None
+
+
+_NO_LAYOUT = ("unified", "ours", "jsonl")  # --from unified: our names and aliases only
+
+
+def _with_labels(meta: Any, labels: Mapping[str, Any]) -> dict[str, Any]:
+    meta = dict(meta or {})
+    have = meta.get("labels")
+    if have is not None and not isinstance(have, Mapping):
+        raise SampleError("metadata.labels", f"expected an object, got {type(have).__name__}")
+    merged = dict(have or {})
+    for metric, value in labels.items():
+        if metric in merged and merged[metric] != value:
+            raise SampleError(
+                f"labels.{metric}",
+                f"given twice, {merged[metric]!r} in metadata.labels and {value!r} in its --label column",
+            )
+        merged[metric] = value
+    meta["labels"] = merged
+    return meta
+
+
+def read_samples(
+    source: Any,
+    mapping: Mapping[str, str] | list[str] | str | None = None,
+    *,
+    fmt: str | None = None,
+    split: str | None = None,
+    layout: str | None = None,
+    labels: Mapping[str, str] | list[str] | str | None = None,
+    list_sep: str | None = None,
+) -> SampleReader:
+    """Yield a ``Sample`` or a ``RowError`` per row of ``source``, lazily, in order.
+
+    ``source``: a path (``.jsonl``, ``.json``, ``.csv``, ``.tsv``, ``.parquet``; or
+    ``fmt=``), a pandas DataFrame, a ``datasets.Dataset`` / ``DatasetDict`` (with
+    ``split=`` when it has several), an iterable of dicts / Samples / RowErrors /
+    framework objects, one dict or Sample, or a framework's dataset object.
+    ``mapping`` renames source fields first (``{"q": "user_input"}`` or the CLI form
+    ``"q=user_input"``); ``layout`` forces a framework layout (``"deepeval"``, …;
+    ``"unified"`` = none); ``labels`` (``{metric: column}`` or ``"metric=column"``) reads
+    human labels from columns; ``list_sep`` splits list cells (``"none"``: never).
+    Problems with the source itself (missing file, unknown format, split or layout)
+    raise at once; bad rows do not. The returned reader has ``counts`` and ``notes``.
+    """
+    return SampleReader(source, mapping, fmt=fmt, split=split, layout=layout, labels=labels, list_sep=list_sep)
+
+
+def load_samples(
+    source: Any, mapping: Mapping[str, str] | list[str] | str | None = None, **options: Any
+) -> tuple[list[Sample], list[RowError]]:
+    """All good samples and all row errors of ``source`` (options as ``read_samples``)."""
+    good: list[Sample] = []
+    bad: list[RowError] = []
+    for item in read_samples(source, mapping, **options):
+        (bad if isinstance(item, RowError) else good).append(item)
+    return good, bad
+
+
+def validate_source(
+    source: Any, mapping: Mapping[str, str] | list[str] | str | None = None, **options: Any
+) -> tuple[int, list[RowError], list[str]]:
+    """Check every row exactly as a run reads it: (number of good rows, row errors,
+    warnings). Warnings (``SampleReader.notes``) are listed once each; ``Sample``'s own
+    UserWarnings (once per process) are captured so they do not print twice."""
+    reader = read_samples(source, mapping, **options)
+    errors: list[RowError] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        for item in reader:
+            if isinstance(item, RowError):
+                errors.append(item)
+    return reader.counts.samples, errors, reader.notes
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _json_record(s: Sample) -> dict[str, Any]:
+    return s.model_dump(mode="json", exclude_none=True)
+
+
+def _table_row(s: Sample, *, lists_as_json: bool) -> dict[str, Any]:
+    d = s.model_dump(mode="json")
+    for f in _OBJECT_FIELDS:
+        if d[f] is not None:
+            d[f] = json.dumps(d[f], ensure_ascii=False, sort_keys=True)
+    if lists_as_json:
+        for f in LIST_FIELDS:
+            if d[f] is not None:
+                d[f] = json.dumps(d[f], ensure_ascii=False)
+    return d
+
+
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema([(f, pa.list_(pa.string()) if f in LIST_FIELDS else pa.string()) for f in _FIELDS])
+
+
+def _write_delimited(samples: Iterable[Sample], path: Path, delimiter: str) -> int:
+    n = 0
+    with path.open("w", encoding="utf-8", newline="") as out:
+        w = csv.DictWriter(out, fieldnames=list(_FIELDS), delimiter=delimiter)
+        w.writeheader()
+        for s in samples:
+            w.writerow(
+                {k: ("" if v is None else neutralise_formula(v)) for k, v in _table_row(s, lists_as_json=True).items()}
+            )
+            n += 1
+    return n
+
+
+def _write_parquet(samples: Iterable[Sample], path: Path) -> int:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = _arrow_schema()
+    n = 0
+    with pq.ParquetWriter(path, schema) as writer:
+        batch: list[dict[str, Any]] = []
+        for s in samples:
+            batch.append(_table_row(s, lists_as_json=False))
+            n += 1
+            if len(batch) >= 1024:  # bounded memory for large runs
+                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+                batch = []
+        if batch or n == 0:
+            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
+    return n
+
+
+def write_samples(samples: Iterable[Sample], path: str | Path, fmt: str | None = None) -> int:
+    """Write samples to ``path`` (format from the suffix or ``fmt``); returns the count.
+    Formats as in the module docstring."""
+    path = Path(path)
+    f = format_of(path, fmt)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if f == "jsonl":
+        n = 0
+        with path.open("w", encoding="utf-8") as out:
+            for s in samples:
+                out.write(json.dumps(_json_record(s), ensure_ascii=False) + "\n")
+                n += 1
+        return n
+    if f == "json":
+        rows = [_json_record(s) for s in samples]
+        path.write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        return len(rows)
+    if f in ("csv", "tsv"):
+        return _write_delimited(samples, path, "\t" if f == "tsv" else ",")
+    return _write_parquet(samples, path)
+
+
+def samples_to_pandas(samples: Iterable[Sample]) -> Any:
+    """A DataFrame with one column per Sample field (object dtype: lists stay lists,
+    dicts stay dicts, absent stays None)."""
+    import pandas as pd
+
+    rows = [s.model_dump(mode="json") for s in samples]
+    return pd.DataFrame(rows, columns=list(_FIELDS), dtype=object)
+
+
+def samples_from_pandas(df: Any, mapping: Mapping[str, str] | list[str] | str | None = None) -> list[Sample]:
+    """Samples from a DataFrame (any framework's column names; NaN = absent). Strict:
+    raises ``SampleLoadError`` listing every bad row; use ``read_samples`` to skip them."""
+    good, bad = load_samples(df, mapping)
+    if bad:
+        raise SampleLoadError(bad)
+    return good
+
+
+def samples_to_hf(samples: Iterable[Sample]) -> Any:
+    """A ``datasets.Dataset`` with one column per Sample field: list fields as lists of
+    strings, ``graded_relevance``/``metadata`` as JSON strings (their keys vary per row,
+    which Arrow structs would fill with nulls)."""
+    import datasets
+
+    features = datasets.Features(
+        {f: datasets.List(datasets.Value("string")) if f in LIST_FIELDS else datasets.Value("string") for f in _FIELDS}
+    )
+    rows = [_table_row(s, lists_as_json=False) for s in samples]
+    return datasets.Dataset.from_dict({f: [r[f] for r in rows] for f in _FIELDS}, features=features)

@@ -1,0 +1,327 @@
+"""Log a finished run to MLflow: one MLflow run per invocation of ``unified-eval run|compare
+--mlflow URI`` or ``evaluate(..., mlflow=URI)``.
+
+What one MLflow run holds:
+
+* params — ``backends``, ``metrics`` (names as written), ``judge.model``, ``judge2.model``,
+  ``embedding.model``, ``single_judge``, ``dataset.path`` and ``dataset.sha256`` (of the
+  file's bytes; for an input that is not a file, of its samples' fingerprints:
+  sha256 over the sorted ``sample_id\\tsample_hash`` lines), ``dataset.rows``.
+* metrics — per (metric, backend): ``<metric>/<backend>/mean``, ``…/pass_rate`` (0–1),
+  ``…/errors``, ``…/count``; per cross-checked pair: ``<metric>/<a>_vs_<b>/spearman`` and
+  ``…/kappa`` (Cohen's κ of the pass verdicts); ``run/seconds``, ``run/judge_calls`` (LLM), ``run/embedding_calls``,
+  ``run/cache_hits``, ``run/skipped_pairs`` (pairs that could not run; why: summary.json).
+  A value that does not exist (no successful score, κ undefined) is not logged: MLflow
+  never sees NaN.
+* artefacts — ``scores.jsonl``, ``summary.json``, ``report.html``, ``crosscheck.json``
+  (compare, or any run with two or more backends) and ``mlflow_keys.json`` (MLflow key →
+  the metric name as written).
+
+MLflow keys allow only letters, digits, ``_ - . /`` (and ``:`` except on Windows), so each
+part of a key is mapped (``mlflow_key``): ``@`` → ``_at_``, ``[`` and ``,`` → ``.``, ``=`` →
+``-``, ``]`` dropped, any other character → ``_``, runs of dots collapsed. Examples:
+``precision@3`` → ``precision_at_3``, ``context_relevancy[variant=sentence]`` →
+``context_relevancy.variant-sentence``. Two names that map to the same key get ``_2``,
+``_3``, … (``mlflow_keys.json`` says which is which).
+
+Tracking URI: a path or ``file:///…`` (a local file store: offline, no server), or any
+URI MLflow accepts (``http://…``, ``sqlite:///…`` with the full ``mlflow`` package).
+``True`` means ``$MLFLOW_TRACKING_URI``, else ``./mlruns``. MLflow 3 refuses file stores
+unless ``MLFLOW_ALLOW_FILE_STORE=true``; for a file store it is set while logging (read the
+store back with the same variable set). Experiment: ``$MLFLOW_EXPERIMENT_NAME``, else
+``unified-rag-eval``.
+
+``mlflow`` (the ``mlflow`` extra: ``mlflow-skinny``) is imported only here, only when used.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import re
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, Iterator, Mapping
+
+from unified.run.runfolder import CROSSCHECK_FILE, REPORT_FILE, SCORES_FILE, SUMMARY_FILE
+
+INSTALL_HINT = "MLflow logging needs the mlflow extra: pip install 'unified-rag-eval[mlflow]'"
+DEFAULT_EXPERIMENT = "unified-rag-eval"
+KEYS_FILE = "mlflow_keys.json"
+_MAX_PARAM = 6000  # MLflow's limit on a param value
+_BATCH = 100  # MLflow's limit on params (and tags) per log_batch request
+
+
+class MlflowUnavailable(ImportError):
+    """The mlflow extra is not installed (the message is the pip command)."""
+
+
+class MlflowLogError(RuntimeError):
+    """Logging to MLflow failed; ``report`` is the run's Report (its results are intact)."""
+
+    def __init__(self, message: str, report: Any = None):
+        super().__init__(message)
+        self.report = report
+
+
+def require_mlflow() -> None:
+    """Raise ``MlflowUnavailable`` with the pip command when mlflow is not installed
+    (checked before a run starts, without importing mlflow)."""
+    if importlib.util.find_spec("mlflow") is None:
+        raise MlflowUnavailable(INSTALL_HINT)
+
+
+def resolve_tracking_uri(target: Any) -> str:
+    """``True``/``""`` → ``$MLFLOW_TRACKING_URI`` or ``./mlruns``; a path → its absolute
+    ``file://`` URI; a URI (``scheme:…``) unchanged."""
+    if target is True or target is None or (isinstance(target, str) and not target.strip()):
+        target = os.environ.get("MLFLOW_TRACKING_URI") or "mlruns"
+    text = str(target).strip()
+    if text == "databricks" or re.match(r"^[A-Za-z][A-Za-z0-9+.\-]+:", text):
+        return text  # a URI; one-letter "schemes" are Windows drive letters
+    return Path(text).expanduser().resolve().as_uri()
+
+
+def mlflow_key(*parts: str) -> str:
+    """One valid MLflow key from name parts joined by ``/`` (mapping in the module docstring)."""
+    clean = []
+    for part in parts:
+        p = str(part).replace("@", "_at_").replace("[", ".").replace(",", ".").replace("=", "-").replace("]", "")
+        p = re.sub(r"[^A-Za-z0-9_.\-]", "_", p)
+        p = re.sub(r"\.{2,}", ".", p).strip(".")
+        clean.append(p or "_")
+    return "/".join(clean)[:250]
+
+
+class _Keys:
+    """MLflow key → name as written; a second name on a taken key gets ``_2``, ``_3``, …"""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def key(self, name: str, *rest: str) -> str:
+        base = mlflow_key(name)
+        key, n = base, 1
+        while self.names.get(key, name) != name:
+            n += 1
+            key = f"{base}_{n}"
+        self.names[key] = name
+        return "/".join([key, *(mlflow_key(r) for r in rest)])
+
+
+# ---------------------------------------------------------------- what is logged
+
+
+def dataset_hash(source: Any, report: Any) -> tuple[str | None, str]:
+    """(path, sha256): of the file's bytes when ``source`` names a file, else of the
+    samples' fingerprints (sorted ``sample_id\\tsample_hash`` lines)."""
+    if isinstance(source, (str, Path)) and Path(source).is_file():
+        h = hashlib.sha256()
+        with open(source, "rb") as f:
+            for chunk in iter(lambda: f.read(1 << 20), b""):
+                h.update(chunk)
+        return str(Path(source).resolve()), h.hexdigest()
+    lines = sorted({f"{d['sample_id']}\t{d.get('sample_hash') or ''}" for d in report.iter_score_dicts()})
+    return None, hashlib.sha256("\n".join(lines).encode("utf-8")).hexdigest()
+
+
+def run_params(summary: Mapping[str, Any], report: Any) -> dict[str, str]:
+    """The params of the MLflow run (see the module docstring), secret-free."""
+    from unified.redact import redact_config
+
+    config = redact_config(dict(summary.get("config") or {}))
+    judges = config.get("judges") or {}
+    params: dict[str, Any] = {
+        "backends": ",".join(config.get("backends") or report.backends()),
+        "metrics": ",".join(config.get("metrics") or sorted({d["metric"] for d in report.iter_score_dicts()})),
+        "single_judge": judges.get("single_judge"),
+    }
+    # the CLI describes judges as judge/judge2/embedding, evaluate() as chat/chat2/embedder
+    for name, slots in (
+        ("judge", ("judge", "chat")),
+        ("judge2", ("judge2", "chat2")),
+        ("embedding", ("embedding", "embedder")),
+    ):
+        desc = next((judges[s] for s in slots if isinstance(judges.get(s), dict)), None)
+        params[f"{name}.model"] = desc.get("model") if desc else None
+    source = config.get("source")
+    path, digest = dataset_hash(source, report)
+    params["dataset.path"] = path or source
+    params["dataset.sha256"] = digest
+    counts = summary.get("counts") or {}
+    params["dataset.rows"] = counts.get("rows_read")
+    return {k: _param_value(v) for k, v in params.items() if v is not None and v != ""}
+
+
+def _param_value(v: Any) -> str:
+    text = v if isinstance(v, str) else json.dumps(v, default=str)
+    if len(text) <= _MAX_PARAM:
+        return text
+    return text[: _MAX_PARAM - 40] + " … (truncated; see summary.json)"
+
+
+def run_metrics(
+    aggregates: list[Any], crosscheck: Mapping[str, Any] | None, timings: Mapping[str, Any], keys: _Keys
+) -> dict[str, float]:
+    """The metrics of the MLflow run (see the module docstring); finite numbers only."""
+    out: dict[str, Any] = {}
+    for a in aggregates:
+        for field in ("mean", "pass_rate", "errors", "count"):
+            out[keys.key(a.metric, a.backend, field)] = getattr(a, field)
+    for metric, block in ((crosscheck or {}).get("metrics") or {}).items():
+        for p in block.get("pairs") or []:
+            pair = f"{p.get('a')}_vs_{p.get('b')}"
+            out[keys.key(metric, pair, "spearman")] = p.get("spearman")
+            out[keys.key(metric, pair, "kappa")] = p.get("cohen_kappa")
+    for name in ("seconds", "judge_calls", "embedding_calls", "cache_hits"):
+        out[f"run/{name}"] = timings.get(name)
+    return {
+        k: float(v)
+        for k, v in out.items()
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    }
+
+
+def _artifacts(report: Any, summary: Mapping[str, Any], folder: Path | None, staging: Path) -> tuple[list[Path], Any]:
+    """(files to upload, the cross-check): from the run folder when there, else written
+    into ``staging`` from the Report."""
+
+    def have(name: str) -> Path | None:
+        p = folder / name if folder is not None else None
+        return p if p is not None and p.is_file() else None
+
+    files = [have(SCORES_FILE) or report.to_jsonl(staging / SCORES_FILE)]
+    summary_file = have(SUMMARY_FILE)
+    if summary_file is None:
+        summary_file = staging / SUMMARY_FILE
+        summary_file.write_text(json.dumps(dict(summary), indent=2, default=str), encoding="utf-8")
+    files.append(summary_file)
+    cc_file = have(CROSSCHECK_FILE)
+    crosscheck = json.loads(cc_file.read_text(encoding="utf-8")) if cc_file else report.crosscheck()
+    if cc_file is None and crosscheck is not None:
+        cc_file = staging / CROSSCHECK_FILE
+        cc_file.write_text(json.dumps(crosscheck, indent=2, default=str), encoding="utf-8")
+    files += [cc_file] if cc_file else []
+    files.append(have(REPORT_FILE) or report.write_html(staging / REPORT_FILE))
+    return files, crosscheck
+
+
+# ---------------------------------------------------------------- logging
+
+_LOGGING = threading.Lock()  # one log at a time per process: the variable below is process-wide
+
+
+@contextlib.contextmanager
+def _file_store_allowed(uri: str) -> Iterator[None]:
+    """MLflow 3 refuses a file store unless MLFLOW_ALLOW_FILE_STORE is set: set it for the
+    duration of the logging (only for file URIs), then restore what was there."""
+    with _LOGGING:
+        if not uri.startswith("file:") or "MLFLOW_ALLOW_FILE_STORE" in os.environ:
+            yield
+            return
+        os.environ["MLFLOW_ALLOW_FILE_STORE"] = "true"
+        try:
+            yield
+        finally:
+            os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
+
+
+def log_run(
+    report: Any,
+    tracking_uri: Any = True,
+    *,
+    summary: Mapping[str, Any] | None = None,
+    folder: str | Path | None = None,
+    tags: Mapping[str, str] | None = None,
+    experiment: str | None = None,
+    run_name: str | None = None,
+) -> str:
+    """Log one finished run as one MLflow run; returns its run id.
+
+    ``report``: the run's Report; ``summary``: its summary dict (default: the folder's
+    ``summary.json``); ``folder``: the run folder the artefacts come from (default
+    ``report.run_dir``; a file missing there is written from the Report). Raises
+    ``MlflowUnavailable`` without the extra, ``MlflowLogError`` (one line, URI redacted)
+    when MLflow fails."""
+    from unified.redact import one_line, redact_url, url_secrets
+
+    require_mlflow()
+    uri = resolve_tracking_uri(tracking_uri)
+    folder = Path(folder) if folder is not None else report.run_dir
+    summary = dict(summary if summary is not None else report.run_summary())
+    try:
+        with _file_store_allowed(uri), tempfile.TemporaryDirectory(prefix="unified-mlflow-") as tmp:
+            files, crosscheck = _artifacts(report, summary, folder, Path(tmp))
+            keys = _Keys()
+            metrics = run_metrics(report.summary(), crosscheck, summary.get("timings") or {}, keys)
+            metrics["run/skipped_pairs"] = float(len(summary.get("skipped_pairs") or []))
+            (Path(tmp) / KEYS_FILE).write_text(json.dumps(keys.names, indent=2, ensure_ascii=False), encoding="utf-8")
+            name = run_name or (folder.name if folder is not None and report.run_dir is not None else "evaluate")
+            all_tags = {
+                "mlflow.source.name": "unified-eval",
+                **(
+                    {"unified.run_dir": str(folder.resolve())}
+                    if folder is not None and report.run_dir is not None
+                    else {}
+                ),
+                **(tags or {}),
+            }
+            return _send(
+                uri,
+                experiment or os.environ.get("MLFLOW_EXPERIMENT_NAME") or DEFAULT_EXPERIMENT,
+                name,
+                run_params(summary, report),
+                metrics,
+                all_tags,
+                [*files, Path(tmp) / KEYS_FILE],
+            )
+    except MlflowUnavailable:
+        raise
+    except Exception as e:  # MlflowException, OSError, a refused connection: one line, never a traceback
+        text = one_line(e, 300, secrets=url_secrets(uri))
+        raise MlflowLogError(f"MLflow logging to {redact_url(uri)} failed: {text}", report) from None
+
+
+def _send(
+    uri: str,
+    experiment: str,
+    run_name: str,
+    params: Mapping[str, str],
+    metrics: Mapping[str, float],
+    tags: Mapping[str, str],
+    files: list[Path],
+) -> str:
+    """One MLflow run through the client API (no global active run is touched)."""
+    from mlflow.entities import Metric, Param
+    from mlflow.tracking import MlflowClient
+
+    client = MlflowClient(tracking_uri=uri)
+    exp = client.get_experiment_by_name(experiment)
+    if exp is None:
+        try:
+            exp_id = client.create_experiment(experiment)
+        except Exception:  # another process created it first
+            exp_id = client.get_experiment_by_name(experiment).experiment_id
+    else:
+        exp_id = exp.experiment_id
+    run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))
+    run_id = run.info.run_id
+    try:
+        now = int(time.time() * 1000)
+        p_items = [Param(k, v) for k, v in params.items()]
+        m_items = [Metric(k, v, now, 0) for k, v in metrics.items()]
+        for i in range(0, max(len(p_items), len(m_items)), _BATCH):
+            client.log_batch(run_id, metrics=m_items[i : i + _BATCH], params=p_items[i : i + _BATCH])
+        for f in files:
+            client.log_artifact(run_id, str(f))
+    except BaseException:
+        client.set_terminated(run_id, "FAILED")
+        raise
+    client.set_terminated(run_id, "FINISHED")
+    return run_id

@@ -1,0 +1,179 @@
+"""Executors: where the scoring of task groups happens. The runner plans and writes; an
+executor only scores.
+
+A ``TaskGroup`` is one sample, one backend and the metrics still to score on it, all in
+one ``backend.score`` call so a backend can share judge calls between them. Groups that
+need a judge and groups that do not are separate, with separate windows, so groups in
+flight never wait on each other's slots. Groups are pulled in input order, so while every
+judge slot is taken the next groups wait to be pulled; a judge that stopped answering is
+cut off by its circuit breaker (about one timeout), after which its tasks fail at once
+and the rest flow again.
+
+``LocalExecutor`` runs groups as asyncio tasks in this process: at most ``concurrency``
+judge-using groups and ``free_concurrency`` judge-free ones in flight (the memory window;
+the judge layer applies its own call limits). Other executors (Ray) implement the same
+``run`` and reuse ``score_group``, so a Score is made by the same code everywhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Protocol
+
+from unified.judge.base import TaskMeter, task_scope
+from unified.metrics import MetricRef
+from unified.sample import Sample
+from unified.scores import Score
+
+
+@dataclass(frozen=True)
+class Pair:
+    """One (metric, backend) of the run; ``bit`` indexes it in done-set bitmasks and
+    ``config_hash`` fingerprints its configuration."""
+
+    metric: MetricRef
+    backend: Any  # unified.adapters.Backend
+    bit: int
+    config_hash: str
+    needs_judge: bool
+
+    @property
+    def key(self) -> str:
+        return f"{self.metric.name}|{self.backend.name}"
+
+
+@dataclass
+class TaskGroup:
+    sample: Sample
+    backend: Any
+    pairs: list[Pair]
+    sample_hash: str
+    needs_judge: bool = field(default=False)
+
+    def failures(self, why: str) -> list[Score]:
+        """One failure Score per pair, named and stamped as a scored one would be."""
+        return [
+            Score.failure(
+                p.metric.name,
+                self.backend.name,
+                self.sample.id,
+                why,
+                threshold=p.metric.spec.threshold,
+                sample_hash=self.sample_hash,
+                config_hash=p.config_hash,
+            )
+            for p in self.pairs
+        ]
+
+
+OnDone = Callable[[TaskGroup, list[Score]], None]
+
+
+class Executor(Protocol):
+    async def run(self, groups: Iterable[TaskGroup], on_done: OnDone) -> None:
+        """Score every group (pulling ``groups`` lazily) and call ``on_done`` once per
+        group with exactly one Score per pair, in order. Cancellation cancels the groups
+        in flight; a group's failure is Scores with ``error``, never an exception."""
+        ...
+
+
+# Executors that live elsewhere, by name: a lazy import path (fsspec's registry), so the run
+# path never imports an integration it is not asked for.
+NAMED_EXECUTORS: dict[str, str] = {"ray": "unified.integrations.ray_executor:RayExecutor"}
+
+
+def named_executor(name: str, **options: Any) -> Any:
+    """``NAMED_EXECUTORS[name](**options)``; an unknown name is a ValueError naming the choices."""
+    import importlib
+
+    if name not in NAMED_EXECUTORS:
+        raise ValueError(f"unknown executor '{name}'; choose local or {' or '.join(NAMED_EXECUTORS)}")
+    module, _, cls = NAMED_EXECUTORS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)(**options)
+
+
+class LocalExecutor:
+    """asyncio tasks in this process (module docstring)."""
+
+    def __init__(self, concurrency: int = 16, free_concurrency: int | None = None):
+        self.concurrency = max(1, concurrency)
+        self.free_concurrency = max(1, free_concurrency or self.concurrency)
+
+    async def run(self, groups: Iterable[TaskGroup], on_done: OnDone) -> None:
+        windows = {True: asyncio.Semaphore(self.concurrency), False: asyncio.Semaphore(self.free_concurrency)}
+        inflight: set[asyncio.Task] = set()
+
+        async def one(group: TaskGroup, window: asyncio.Semaphore) -> None:
+            try:
+                on_done(group, await score_group(group))
+            finally:
+                window.release()
+
+        try:
+            for group in groups:
+                window = windows[group.needs_judge]
+                await window.acquire()
+                task = asyncio.create_task(one(group, window))
+                inflight.add(task)
+                task.add_done_callback(inflight.discard)
+            while inflight:
+                await asyncio.gather(*list(inflight))
+        except BaseException:
+            for t in list(inflight):
+                t.cancel()
+            await asyncio.gather(*list(inflight), return_exceptions=True)
+            raise
+
+
+async def score_group(group: TaskGroup) -> list[Score]:
+    """One ``backend.score`` call for the group's metrics; never raises (except on
+    cancellation). Enforces the contract: one Score per metric, named as requested,
+    stamped with the sample and configuration fingerprints."""
+    backend, sample = group.backend, group.sample
+    refs = [p.metric for p in group.pairs]
+    label = ",".join(r.name for r in refs)
+    with task_scope(backend.name, label if len(refs) > 1 else refs[0].name, sample.id) as meter:
+        try:
+            got = await backend.score(sample, refs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a backend bug must not stop the run
+            return group.failures(f"{type(e).__name__}: {e}".strip())
+    if not isinstance(got, list) or len(got) != len(refs) or not all(isinstance(s, Score) for s in got):
+        n = len(got) if hasattr(got, "__len__") else "?"
+        return group.failures(
+            f"backend '{backend.name}' returned {type(got).__name__} of length {n} for {len(refs)} metric(s)"
+        )
+    scores = _checked(backend, sample, refs, got)
+    scores = _attribute_cost(scores, meter)
+    return [
+        s.model_copy(update={"sample_hash": group.sample_hash, "config_hash": p.config_hash})
+        for s, p in zip(scores, group.pairs)
+    ]
+
+
+def _checked(backend: Any, sample: Sample, refs: list[MetricRef], got: list[Score]) -> list[Score]:
+    # the task key is (sample_id, metric-as-requested, backend): enforce it
+    return [
+        s
+        if (s.metric, s.backend, s.sample_id) == (r.name, backend.name, sample.id)
+        else s.model_copy(update={"metric": r.name, "backend": backend.name, "sample_id": sample.id})
+        for r, s in zip(refs, got)
+    ]
+
+
+def _attribute_cost(scores: list[Score], meter: TaskMeter) -> list[Score]:
+    """A backend that did not account its own cost: bill each recorded call to the metric
+    in whose scope it was made (``CallRecord.metric``); a call made outside any metric's
+    scope is billed to the first metric of the group."""
+    if not meter.records or any(s.cost.calls or s.cost.cache_hits or s.cost.embedding_calls for s in scores):
+        return scores
+    per: dict[str, TaskMeter] = {s.metric: TaskMeter() for s in scores}
+    first = scores[0].metric
+    for rec in meter.records:
+        per.get(rec.metric, per[first]).records.append(rec)
+    return [
+        s.model_copy(update={"cost": per[s.metric].cost().model_copy(update={"seconds": s.cost.seconds})})
+        for s in scores
+    ]

@@ -1,0 +1,415 @@
+"""The run folder: file names, the one-writer lock, the manifest, the done-set, repair
+and compaction — everything that makes ``scores.jsonl`` hold exactly one line per task.
+
+A run folder holds::
+
+    scores.jsonl        one Score a line, appended as tasks finish
+    samples.jsonl       each sample as read (the last line per id wins), for the report
+    summary.json        aggregates, counts, errors, config, timings (written at the end)
+    report.html         the self-contained report
+    crosscheck.json     agreement between backends (compare)
+    migration.json      what flips between two backends (migrate)
+    run.json            the manifest: each task configuration by hash, every invocation
+    .lock               held (flock) by the one process writing the folder
+
+Invariants, and where each is kept:
+
+* **One writer.** ``lock()`` takes an exclusive ``flock`` on ``.lock`` (released by the
+  OS on any exit, kill -9 included); a second process gets ``RunFolderBusy`` at once.
+* **A line is whole or absent.** Each line is one ``write`` + ``flush`` (``fsync`` at
+  most once a second); ``repair()`` truncates a torn last line left by kill -9.
+* **A line belongs to what produced it.** Lines carry ``sample_hash`` and
+  ``config_hash`` (``unified.run.fingerprint``). ``scan()`` counts a task done only when
+  both match this run; a line of the same (metric, backend) made under another
+  configuration is a ``RunConfigChanged`` (unless the caller starts ``fresh``).
+* **Exactly one line per task.** The key of a line is ``(row_error, sample_id, metric,
+  backend)``; the last line of a key wins. ``compact()`` rewrites the file (temp file,
+  fsync, rename: a kill leaves the old or the new file whole) keeping only the last line
+  of each key and dropping lines that are stale — of a sample seen in this run with other
+  content — or orphaned — of a sample no longer in an input read to its end.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping
+
+from unified.run.fingerprint import diff_configs
+
+SCORES_FILE = "scores.jsonl"
+SAMPLES_FILE = "samples.jsonl"
+SUMMARY_FILE = "summary.json"
+REPORT_FILE = "report.html"
+CROSSCHECK_FILE = "crosscheck.json"
+MIGRATION_FILE = "migration.json"
+MANIFEST_FILE = "run.json"
+LOCK_FILE = ".lock"
+CACHE_FILE = "judge_cache.sqlite"
+FSYNC_EVERY_S = 1.0
+
+Key = tuple[bool, str]  # (row_error, sample_id): row errors live in a namespace of their own
+
+
+class RunFolderError(OSError):
+    """The run folder cannot be used (not writable, disk full, ...): one line naming the path."""
+
+
+class RunFolderBusy(RunFolderError):
+    """Another process is writing this run folder."""
+
+
+class RunConfigChanged(ValueError):
+    """The folder holds scores made under another configuration of the same task."""
+
+
+def _os_error(path: Path, e: OSError, doing: str) -> RunFolderError:
+    reason = {
+        errno.ENOSPC: "no space left on the device",
+        errno.EROFS: "read-only file system",
+        errno.EACCES: "permission denied",
+        errno.EDQUOT: "disk quota exceeded",
+    }.get(e.errno or 0, e.strerror or str(e))
+    return RunFolderError(f"cannot {doing} {path}: {reason}")
+
+
+def _is_score_line(d: Mapping[str, Any]) -> bool:
+    """A line the run folder can key: a foreign or hand-edited line without the task's
+    fields is dropped on compaction rather than crash the run's end."""
+    return all(k in d for k in ("sample_id", "metric", "backend"))
+
+
+def line_key(d: Mapping[str, Any]) -> tuple[bool, str, str, str]:
+    """The task key of a score line (see the module docstring)."""
+    return (bool(d.get("row_error")), str(d["sample_id"]), str(d["metric"]), str(d["backend"]))
+
+
+def iter_lines(path: Path) -> Iterator[dict[str, Any]]:
+    """Parsed lines of a JSONL file; unreadable lines (only a torn last line can be) skipped."""
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            if line.strip():
+                try:
+                    d = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(d, dict):
+                    yield d
+
+
+def repair_jsonl(path: Path) -> int:
+    """Truncate a torn last line (a write cut by kill -9) so the file ends with a
+    newline. Returns the number of bytes removed."""
+    if not path.exists() or path.stat().st_size == 0:
+        return 0
+    size = path.stat().st_size
+    with open(path, "rb+") as f:
+        f.seek(size - 1)
+        if f.read(1) == b"\n":
+            return 0
+        pos, keep = size, 0
+        while pos > 0:  # walk back to the last newline in 64 KiB steps
+            step = min(65536, pos)
+            pos -= step
+            f.seek(pos)
+            i = f.read(step).rfind(b"\n")
+            if i >= 0:
+                keep = pos + i + 1
+                break
+        f.truncate(keep)
+        return size - keep
+
+
+def write_json(path: Path, data: Any) -> None:
+    """``path`` as indented JSON, whole or not at all (temp file, then rename: a kill
+    mid-write leaves the old file); a failure is a ``RunFolderError`` naming the file."""
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise _os_error(path, e, "write") from None
+
+
+def rewrite_jsonl(path: Path, keep: Callable[[int, dict[str, Any] | None], bool]) -> int:
+    """Rewrite ``path`` keeping the lines for which ``keep(index, parsed_or_None)`` is true;
+    atomic (temp file, fsync, rename). Returns the number of lines dropped."""
+    if not path.exists():
+        return 0
+    tmp = path.with_name(path.name + ".tmp")
+    dropped = 0
+    with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
+        for i, line in enumerate(src):
+            try:
+                d = json.loads(line)
+            except ValueError:
+                d = None
+            if keep(i, d if isinstance(d, dict) else None):
+                dst.write(line)
+            else:
+                dropped += 1
+        dst.flush()
+        os.fsync(dst.fileno())
+    os.replace(tmp, path)
+    return dropped
+
+
+class AppendLog:
+    """Append-only JSONL: one write + flush per line, fsync at most every second. A write
+    that fails (disk full, folder made read-only) is a ``RunFolderError`` naming the file."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        try:
+            self._f = open(path, "a", encoding="utf-8")
+        except OSError as e:
+            raise _os_error(path, e, "write") from None
+        self._last_sync = time.monotonic()
+        self.lines = 0
+
+    def write(self, line: str) -> None:
+        try:
+            self._f.write(line + "\n")
+            self._f.flush()
+            now = time.monotonic()
+            if now - self._last_sync >= FSYNC_EVERY_S:
+                os.fsync(self._f.fileno())
+                self._last_sync = now
+        except OSError as e:
+            raise _os_error(self.path, e, "write") from None
+        self.lines += 1
+
+    def close(self) -> None:
+        if self._f.closed:
+            return
+        try:
+            self._f.flush()
+            os.fsync(self._f.fileno())
+        except OSError:
+            pass  # the write that failed has already been reported
+        finally:
+            try:
+                self._f.close()
+            except OSError:
+                pass
+
+
+@dataclass
+class ScanResult:
+    """What ``RunFolder.scan`` found: ``done[key][sample_hash]`` = bitmask of the pairs
+    whose line carries this run's configuration and that sample hash; ``lines`` per key
+    counts how many lines the file has of this run's pairs (for staleness accounting)."""
+
+    done: dict[Key, dict[str, int]] = field(default_factory=dict)
+    lines: int = 0
+    all_lines: int = 0  # of every pair, this run's or not
+    unfingerprinted: int = 0
+
+    def mask(self, key: Key, shash: str) -> int:
+        return self.done.get(key, {}).get(shash, 0)
+
+    def has_other(self, key: Key, shash: str) -> bool:
+        """True when the file holds lines of ``key`` made from other content (a line with
+        no fingerprint, ``""``, is not known to differ: it is counted as unfingerprinted)."""
+        return any(h not in (shash, "") for h in self.done.get(key, {}))
+
+
+class RunFolder:
+    """One run folder (module docstring). Use as ``with RunFolder(path) as f: ...``."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.scores = self.path / SCORES_FILE
+        self.samples = self.path / SAMPLES_FILE
+        self.summary = self.path / SUMMARY_FILE
+        self.report = self.path / REPORT_FILE
+        self.crosscheck = self.path / CROSSCHECK_FILE
+        self.manifest_path = self.path / MANIFEST_FILE
+        self._lock_fd: int | None = None
+
+    # ------------------------------------------------------------ lifecycle
+    def create(self) -> None:
+        if self.path.exists() and not self.path.is_dir():
+            raise RunFolderError(f"{self.path}: is a file, not a run folder")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise _os_error(self.path, e, "create the run folder") from None
+
+    def lock(self) -> None:
+        """Take the folder's exclusive lock, or raise ``RunFolderBusy`` naming the holder."""
+        self.create()
+        lock_path = self.path / LOCK_FILE
+        try:
+            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise _os_error(lock_path, e, "lock") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RunFolderBusy(f"{self.path} is in use by pid {holder}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def unlock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)  # closing releases the flock
+            self._lock_fd = None
+
+    def __enter__(self) -> "RunFolder":
+        self.lock()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.unlock()
+
+    def clear(self) -> None:
+        """``--fresh``: remove every result file (the judge cache and the lock stay)."""
+        for p in (self.scores, self.samples, self.summary, self.report, self.crosscheck, self.manifest_path):
+            try:
+                p.unlink(missing_ok=True)
+            except OSError as e:
+                raise _os_error(p, e, "remove") from None
+
+    def repair(self) -> int:
+        """Truncate torn last lines; returns the bytes removed from ``scores.jsonl``."""
+        repair_jsonl(self.samples)
+        return repair_jsonl(self.scores)
+
+    # ------------------------------------------------------------ manifest
+    def read_manifest(self) -> dict[str, Any]:
+        try:
+            data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def write_manifest(self, data: Mapping[str, Any]) -> None:
+        write_json(self.manifest_path, data)
+
+    # ------------------------------------------------------------ resume
+    def drop_errors(self) -> int:
+        """``--retry-errors``: remove failed lines — and degraded ones (a value from fewer
+        judges than asked) — so their tasks are scored again."""
+        return rewrite_jsonl(self.scores, lambda _i, d: d is None or not (d.get("error") or d.get("degraded")))
+
+    def check_configs(
+        self,
+        current: Mapping[str, str],
+        configs: Mapping[str, Mapping[str, Any]],
+        known: Mapping[str, Mapping[str, Any]],
+    ) -> None:
+        """Raise ``RunConfigChanged`` when a line of a pair in ``current`` (pair -> config
+        hash) carries another configuration hash. ``configs``: this run's configs by pair;
+        ``known``: configs by hash from the manifest, to name what changed."""
+        for d in iter_lines(self.scores):
+            pair = f"{d.get('metric')}|{d.get('backend')}"
+            old = d.get("config_hash")
+            if pair not in current or old is None or old == current[pair]:
+                continue
+            what = diff_configs(known[old], configs[pair]) if old in known else ["configuration"]
+            metric, backend = pair.split("|", 1)
+            raise RunConfigChanged(
+                f"{self.path} holds {metric} ({backend}) scores made with another configuration "
+                f"({'; '.join(what[:4])}); pass --fresh to start over in that folder, or use another --out"
+            )
+
+    def scan(self, bits: Mapping[str, int], hashes: Mapping[str, str]) -> ScanResult:
+        """Index the lines of this run's pairs (``bits``: pair -> bit, ``hashes``: pair ->
+        config hash) by task key and sample hash. Lines without a fingerprint (an older
+        version wrote them) index under no hash, so their tasks are scored again."""
+        res = ScanResult()
+        for d in iter_lines(self.scores):
+            res.all_lines += 1
+            try:
+                key: Key = (bool(d.get("row_error")), str(d["sample_id"]))
+                pair = f"{d['metric']}|{d['backend']}"
+            except KeyError:
+                continue
+            bit = bits.get(pair)
+            if bit is None:
+                continue
+            res.lines += 1
+            shash = d.get("sample_hash")
+            if shash is None or d.get("config_hash") != hashes[pair]:
+                res.unfingerprinted += shash is None
+                res.done.setdefault(key, {}).setdefault("", 0)
+                continue
+            slot = res.done.setdefault(key, {})
+            slot[shash] = slot.get(shash, 0) | (1 << bit)
+        return res
+
+    def replace_backend_lines(self, backend: str, lines: list[str]) -> int:
+        """Drop every line of ``backend`` and append ``lines`` (a derived backend such as
+        the jury, recomputed whole at the end of a run). Returns the lines dropped."""
+        dropped = rewrite_jsonl(self.scores, lambda _i, d: d is not None and d.get("backend") != backend)
+        log = AppendLog(self.scores)
+        try:
+            for line in lines:
+                log.write(line)
+        finally:
+            log.close()
+        return dropped
+
+    # ------------------------------------------------------------ compaction
+    def compact(self, seen: Mapping[Key, str], pairs: set[str], *, complete: bool) -> int:
+        """Rewrite ``scores.jsonl`` to one line per task key (the last), dropping lines of
+        this run's ``pairs`` whose sample was seen with another hash (stale) and, when the
+        input was read to its end (``complete``), of samples not in it (orphans). Lines of
+        other pairs are kept as they are. Returns the number of lines dropped."""
+        last: dict[tuple[bool, str, str, str], int] = {}
+        for i, d in enumerate(iter_lines_indexed(self.scores)):
+            if d is not None and _is_score_line(d):
+                last[line_key(d)] = i
+
+        def keep(i: int, d: dict[str, Any] | None) -> bool:
+            if d is None or not _is_score_line(d) or last.get(line_key(d)) != i:
+                return False
+            if f"{d['metric']}|{d['backend']}" not in pairs:
+                return True
+            key = (bool(d.get("row_error")), str(d["sample_id"]))
+            if key not in seen:
+                return not complete
+            return d.get("sample_hash") == seen[key]
+
+        dropped = rewrite_jsonl(self.scores, keep)
+        self._compact_samples(seen, complete)
+        return dropped
+
+    def _compact_samples(self, seen: Mapping[Key, str], complete: bool) -> None:
+        last: dict[str, int] = {}
+        for i, d in enumerate(iter_lines_indexed(self.samples)):
+            if d is not None and "id" in d:
+                last[str(d["id"])] = i
+        rewrite_jsonl(
+            self.samples,
+            lambda i, d: (
+                d is not None
+                and last.get(str(d.get("id"))) == i
+                and (not complete or (False, str(d.get("id"))) in seen)
+            ),
+        )
+
+
+def iter_lines_indexed(path: Path) -> Iterator[dict[str, Any] | None]:
+    """Every line of ``path`` in order, parsed (None for an unreadable line), so that line
+    indices match ``rewrite_jsonl``'s."""
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            try:
+                d = json.loads(line)
+            except ValueError:
+                d = None
+            yield d if isinstance(d, dict) else None

@@ -1,0 +1,784 @@
+"""evaluate(): every (sample, metric, backend) task scored exactly once, streamed to disk,
+resumable, loud about every failure.
+
+Data flow of one run::
+
+    rows ──► Sample | RowError ──► TaskGroups (sample, backend, pending metrics)
+                                        │  Executor (local asyncio, or Ray)
+                                        ▼
+              DIR/scores.jsonl  (one Score a line, appended + flushed as each finishes)
+              DIR/samples.jsonl (each sample as read, for the report's drill-down)
+              DIR/summary.json, DIR/report.html, DIR/run.json  (at the end, also after Ctrl-C/SIGTERM)
+
+The parts, one job each: ``RunOptions`` (every option), ``plan_run`` (which pairs can
+run and why not), ``RunFolder`` (lock, fingerprints, done-set, repair, compaction), an
+``Executor`` (scoring), ``Progress`` and ``runsummary`` (what the user sees). This module
+only wires them:
+
+* Samples are a *stream*: at most ``concurrency`` groups are in flight, so a 100k-row
+  file is never held in memory with its scores; only ``key -> sample hash`` and the
+  done-set index stay in memory.
+* A task is done when its line carries this run's sample and configuration fingerprints;
+  a sample whose content changed is scored again (and its old lines dropped), a changed
+  configuration is refused (``RunConfigChanged``) unless ``fresh``.
+* Judge calls already paid are not paid again: their answers are in the judge cache
+  before the Score that used them is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import shlex
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import asdict
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterator, Sequence
+
+from unified.judge.base import Judges
+from unified.metrics import MetricRef, parse_metric, parse_metrics
+from unified.redact import scrub
+from unified.run.executor import LocalExecutor, Pair, TaskGroup, named_executor
+from unified.run.fingerprint import sample_hash, text_hash
+from unified.run.options import RunOptions
+from unified.run.progress import Progress
+from unified.run.runfolder import (  # noqa: F401
+    CACHE_FILE,
+    REPORT_FILE,
+    SAMPLES_FILE,
+    SCORES_FILE,
+    SUMMARY_FILE,
+    AppendLog,
+    Key,
+    RunConfigChanged,
+    RunFolder,
+    RunFolderBusy,
+    RunFolderError,
+    ScanResult,
+    repair_jsonl,
+    write_json,
+)
+from unified.run.runplan import RunPlan, plan_run
+from unified.run.runsummary import RunCounts, build_summary, failure_groups, print_failures, print_table
+from unified.sample import Sample
+from unified.scores import Score
+
+__all__ = [
+    "RunConfigChanged",
+    "RunFolderBusy",
+    "RunFolderError",
+    "RunInterrupted",
+    "aevaluate",
+    "evaluate",
+    "print_summary",
+    "repair_jsonl",
+]
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Raised by ``evaluate`` after Ctrl-C or SIGTERM: the run folder is consistent, its
+    summary written, and ``hint`` resumes it. ``signal`` is "SIGINT" or "SIGTERM"."""
+
+    def __init__(self, done: int, total: int | None, out: Path, hint: str, signal_name: str = "SIGINT"):
+        self.done, self.total, self.out, self.hint, self.signal = done, total, out, hint, signal_name
+        super().__init__(hint)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def count_rows(samples: Any) -> int | None:
+    """Rows when cheap to know (a JSONL file's non-blank lines, a sized collection) — for
+    the progress total; None otherwise."""
+    if isinstance(samples, (str, Path)):
+        p = Path(samples)
+        if p.suffix in (".jsonl", ".ndjson") and p.is_file():
+            with open(p, "rb") as f:
+                return sum(1 for line in f if line.strip())
+        return None
+    try:
+        return len(samples)
+    except TypeError:
+        return None
+
+
+def _as_metric_refs(metrics: Any) -> list[MetricRef]:
+    refs = (
+        parse_metrics(metrics)
+        if isinstance(metrics, str)
+        else [m if isinstance(m, MetricRef) else parse_metric(m) for m in metrics]
+    )
+    return list({r.name: r for r in reversed(refs)}.values())[::-1]  # a metric named twice counts once
+
+
+def _resolve_judges(opts: RunOptions) -> tuple[Judges, bool, dict[str, Any]]:
+    """(judges, owned, description): the given Judges, or ones built from the options and
+    the environment by ``unified.judge.resolve_judges`` (the one rule the CLI uses too)."""
+    if opts.judges is not None:
+        return opts.judges, False, {}
+    from unified.judge import resolve_judges
+
+    judges, desc = resolve_judges(
+        opts.judge,
+        opts.judge2,
+        opts.embedding,
+        single_judge=opts.single_judge,
+        cache=opts.cache,
+        overrides={"timeout": opts.timeout, "max_retries": opts.max_retries},
+    )
+    return judges, True, desc
+
+
+# ---------------------------------------------------------------- one run
+
+
+class _Run:
+    """The state of one invocation; each method does one step of ``aevaluate``."""
+
+    def __init__(self, samples: Any, refs: list[MetricRef], opts: RunOptions):
+        self.samples, self.refs, self.opts = samples, refs, opts
+        self.say: Callable[[str], None] = (
+            (lambda m: None) if opts.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
+        )
+        self.t0 = time.monotonic()
+        self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.temp_out = opts.out is None
+        self.out = Path(opts.out) if opts.out is not None else Path(tempfile.mkdtemp(prefix="unified-run-"))
+        self.folder = RunFolder(self.out)
+        self.counts = RunCounts()
+        self.seen: dict[Key, str] = {}
+        self.scan = ScanResult()
+        self.complete = False
+        self.interrupted: str | None = None
+        self.backends: list[Any] = []
+        self.judges: Judges = Judges()
+        self.own_judges = False
+        self.judge_desc: dict[str, Any] = {}
+        self.plan = RunPlan()
+        self.log: AppendLog | None = None
+        self.sample_log: AppendLog | None = None
+        self.progress: Progress | None = None
+        self.total_tasks: int | None = None
+        self.jury_method: str | None = None
+        self.reader: Any = None
+        self.executor: Any = None
+        self.streaming = False
+        self.summary: dict[str, Any] = {}
+
+    # ------------------------------------------------------------ setup
+    def setup(self) -> None:
+        from unified.adapters import Backend, get_backend
+
+        self.judges, self.own_judges, self.judge_desc = _resolve_judges(self.opts)
+        self.backends = [b if isinstance(b, Backend) else get_backend(b, self.judges) for b in self.opts.backends]
+        self.plan = plan_run(self.refs, self.backends, self.judges)
+        for w in self.plan.warnings():
+            self.say(f"warning: {w}")
+        if not self.plan.pairs:
+            raise ValueError(self.plan.nothing_to_run())
+        self.executor = self._executor()  # an unknown executor is refused before the folder is touched
+
+    def prepare_folder(self) -> None:
+        """Lock, start over or repair, refuse a changed configuration, index what is done."""
+        self.folder.lock()
+        if self.opts.fresh or not self.opts.resume:
+            self.folder.clear()
+        manifest = self.folder.read_manifest()
+        if self.folder.repair():
+            self.say(f"note: truncated a torn last line in {self.folder.scores} (a killed run)")
+        self.folder.check_configs(self.plan.hashes, self.plan.configs, manifest.get("configs", {}))
+        if self.opts.retry_errors and (dropped := self.folder.drop_errors()):
+            self.say(f"note: retrying {dropped} failed task(s) from {self.folder.scores}")
+        self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
+        if self.scan.lines:
+            self.say(f"resuming {self.out}: {self.scan.lines} score(s) of this run already on disk")
+        if self.scan.unfingerprinted:
+            self.say(
+                f"note: {self.scan.unfingerprinted} score line(s) carry no fingerprint (an older "
+                "version wrote them): their tasks are scored again"
+            )
+        self._write_manifest(manifest, running=True)
+
+    def _write_manifest(self, manifest: dict[str, Any], running: bool) -> None:
+        from unified.redact import redact_argv, redact_config
+
+        configs = {
+            **manifest.get("configs", {}),
+            **{p.config_hash: redact_config(self.plan.configs[p.key]) for p in self.plan.pairs},
+        }
+        runs = list(manifest.get("invocations", []))
+        entry = {
+            "started": self.started,
+            "command": redact_argv(self.opts.command or []),
+            "seconds": round(time.monotonic() - self.t0, 3),
+            "interrupted": self.interrupted,
+            "running": running,
+        }
+        if runs and runs[-1].get("started") == self.started:
+            runs[-1] = entry
+        else:
+            runs.append(entry)
+        jury = self.jury_method or self.opts.jury or manifest.get("jury")
+        self.folder.write_manifest(
+            {
+                "version": 1,
+                "configs": configs,
+                "pairs": self.plan.hashes,
+                "invocations": runs,
+                **({"jury": jury} if jury else {}),
+            }
+        )
+
+    # ------------------------------------------------------------ streaming
+    def emit(self, scores: list[Score], backend: str) -> None:
+        assert self.log is not None
+        for s in scores:
+            if s.error:  # defence in depth: no error text leaves with a credential in it
+                s = s.model_copy(update={"error": scrub(s.error)})
+            self.log.write(s.model_dump_json())
+        self.counts.tasks_run += len(scores)
+        failed = sum(1 for s in scores if not s.ok)
+        self.counts.tasks_failed += failed
+        if self.progress is not None:
+            self.progress.advance(backend, len(scores), failed)
+
+    def groups(self) -> Iterator[TaskGroup]:
+        """TaskGroups of the input, in order; row errors and missing fields are written
+        directly (no backend call)."""
+        from unified.data.io import RowError, read_samples
+
+        o = self.opts
+        self.reader = read_samples(
+            self.samples,
+            dict(o.mapping or {}) or None,
+            fmt=o.fmt,
+            layout=o.layout,
+            labels=o.labels,
+            list_sep=o.list_sep,
+        )
+        for item in self.reader:
+            if o.max_samples is not None and self.counts.rows_read >= o.max_samples:
+                return
+            self.counts.rows_read += 1
+            if isinstance(item, Sample) and (False, item.id) in self.seen:
+                # the reader gives every row its own id; a second line per task is never written
+                item = RowError(
+                    self.reader.source,
+                    self.counts.rows_read,
+                    "id",
+                    f"sample id '{item.id}' repeats an earlier row's id",
+                )
+            if isinstance(item, RowError):
+                self._row_error(item)
+                continue
+            yield from self._sample_groups(item)
+        self.complete = o.max_samples is None or self.counts.rows_read < o.max_samples
+
+    def _row_error(self, err: Any) -> None:
+        self.counts.rows_rejected += 1
+        # an error that knows its sample (a pipeline question with an id) is filed under it,
+        # in the row-error namespace: it never matches a real sample's line
+        sid = getattr(err, "sample_id", None) or f"row:{getattr(err, 'row', '?')}"
+        n = 1
+        while (True, sid if n == 1 else f"{sid}#{n}") in self.seen:  # two errors of one id: two lines
+            n += 1
+        sid = sid if n == 1 else f"{sid}#{n}"
+        key: Key = (True, sid)
+        text = str(err)
+        h = text_hash(text)
+        self.seen[key] = h
+        done = self.scan.mask(key, h)
+        todo = [p for p in self.plan.pairs if not done >> p.bit & 1]
+        self.counts.tasks_skipped_done += len(self.plan.pairs) - len(todo)
+        by_backend: dict[str, list[Score]] = {}
+        for p in todo:
+            by_backend.setdefault(p.backend.name, []).append(
+                Score.failure(
+                    p.metric.name,
+                    p.backend.name,
+                    sid,
+                    text,
+                    threshold=p.metric.spec.threshold,
+                    row_error=True,
+                    sample_hash=h,
+                    config_hash=p.config_hash,
+                )
+            )
+        for backend, scores in by_backend.items():
+            self.emit(scores, backend)
+
+    def _sample_groups(self, sample: Sample) -> Iterator[TaskGroup]:
+        from unified.adapters import missing_field_error
+
+        key: Key = (False, sample.id)
+        h = sample_hash(sample)
+        self.seen[key] = h
+        self.counts.rows_scored += 1
+        done = self.scan.mask(key, h)
+        if self.scan.has_other(key, h):
+            self.counts.samples_changed += 1
+        todo = [p for p in self.plan.pairs if not done >> p.bit & 1]
+        self.counts.tasks_skipped_done += len(self.plan.pairs) - len(todo)
+        if self.progress is not None and done:
+            finished: dict[str, int] = {}
+            for p in self.plan.pairs:
+                if done >> p.bit & 1:
+                    finished[p.backend.name] = finished.get(p.backend.name, 0) + 1
+            for backend, n in finished.items():  # one update per backend, not per task
+                self.progress.advance(backend, n)
+        if not todo:
+            return
+        assert self.sample_log is not None
+        self.sample_log.write(sample.model_dump_json(exclude_none=True))
+        runnable: dict[tuple[str, bool], list[Pair]] = {}
+        for p in todo:
+            missing = missing_field_error(sample, p.metric)
+            if missing:
+                self.emit(
+                    [
+                        Score.failure(
+                            p.metric.name,
+                            p.backend.name,
+                            sample.id,
+                            missing,
+                            threshold=p.metric.spec.threshold,
+                            sample_hash=h,
+                            config_hash=p.config_hash,
+                        )
+                    ],
+                    p.backend.name,
+                )
+            else:
+                runnable.setdefault((p.backend.name, p.needs_judge), []).append(p)
+        for (_, needs_judge), pairs in runnable.items():
+            yield TaskGroup(
+                sample=sample, backend=pairs[0].backend, pairs=pairs, sample_hash=h, needs_judge=needs_judge
+            )
+
+    async def stream(self) -> None:
+        self.log = AppendLog(self.folder.scores)
+        self.sample_log = AppendLog(self.folder.samples)
+        rows = count_rows(self.samples)
+        if rows is not None and self.opts.max_samples is not None:
+            rows = min(rows, self.opts.max_samples)
+        totals = {b: (rows * len(ps) if rows is not None else None) for b, ps in self.plan.by_backend().items()}
+        self.total_tasks = rows * len(self.plan.pairs) if rows is not None else None
+        self.progress = Progress(False if self.opts.quiet else self.opts.progress, totals)
+        ticker = asyncio.create_task(self._tick())
+        try:
+            from unified.judge.prices import parse_prices, price_scope
+
+            prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
+            with price_scope(prices):
+                await self.executor.run(self.groups(), lambda g, scores: self.emit(scores, g.backend.name))
+        finally:
+            ticker.cancel()
+            self.progress.stop()
+            self.log.close()
+            self.sample_log.close()
+
+    def _executor(self) -> Any:
+        ex = self.opts.executor
+        if ex in (None, "local"):
+            return LocalExecutor(self.opts.concurrency)
+        if isinstance(ex, str):
+            ex = named_executor(ex, address=self.opts.ray_address)
+        if hasattr(ex, "bind"):  # an executor that scores elsewhere rebuilds the run's backends there
+            ex.bind(self.backends, self.opts.concurrency)
+        return ex
+
+    async def _tick(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            if self.progress is not None:
+                self.progress.tick()
+
+    # ------------------------------------------------------------ the end
+    def finish(self) -> "Report":
+        """Compact, write summary/report/manifest, say what failed; the Report."""
+        from unified.report import Report
+
+        if self.scan.all_lines or self.counts.samples_changed:
+            pairs = set(self.plan.hashes)
+            self.counts.lines_dropped = self.folder.compact(self.seen, pairs, complete=self.complete)
+        manifest = self.folder.read_manifest()
+        self._jury(self.opts.jury or manifest.get("jury"))
+        report = Report.from_dir(self.out)
+        aggregates = self._as_asked(report.summary())
+        groups, degraded = failure_groups(report.iter_score_dicts())
+        self.counts.score_lines = sum(a.count for a in aggregates)
+        timings = self._timings(manifest)
+        self._write_manifest(manifest, running=False)
+        summary = build_summary(
+            aggregates,
+            groups,
+            report.error_list(limit=50),
+            self.counts,
+            [asdict(s) for s in self.plan.skipped],
+            self._config(),
+            timings,
+            self.interrupted is not None,
+            degraded,
+        )
+        summary["unserved_metrics"] = self.plan.unserved(self.refs)
+        self.summary = summary
+        if not self.temp_out:
+            write_json(self.folder.summary, summary)
+            if self.opts.write_report:
+                report.write_html(self.folder.report)
+        self._say_end(summary, groups, degraded)
+        return report
+
+    def _as_asked(self, aggregates: list[Any]) -> list[Any]:
+        """Aggregates in the order the user asked: metrics as in --metrics, backends as in
+        --backends (anything else the folder holds after, as first written)."""
+        metrics = {r.name: i for i, r in enumerate(self.refs)}
+        backends = {b.name: i for i, b in enumerate(self.backends)}
+        return sorted(
+            aggregates, key=lambda a: (metrics.get(a.metric, len(metrics)), backends.get(a.backend, len(backends)))
+        )
+
+    def _jury(self, method: str | None) -> None:
+        """Recompute the jury lines from the members' current lines (a member rescored in
+        this run must not leave a stale jury line behind)."""
+        if not method:
+            return
+        from unified.analysis.jury import JURY, jury_scores
+        from unified.report import Report
+
+        members = (s for s in Report.from_dir(self.out).iter_scores() if s.backend != JURY)
+        lines = [s.model_dump_json() for s in jury_scores(members, method)]
+        self.folder.replace_backend_lines(JURY, lines)
+        self.jury_method = method
+
+    def _config(self) -> dict[str, Any]:
+        from unified.run.fingerprint import describe_judges
+
+        ex = self.opts.executor
+        return {
+            "metrics": [r.name for r in self.refs],
+            "backends": [b.name for b in self.backends],
+            "groups_in_flight": self.opts.concurrency,
+            "max_samples": self.opts.max_samples,
+            "executor": ex if isinstance(ex, str) or ex is None else type(ex).__name__,
+            "source": str(self.samples) if isinstance(self.samples, (str, Path)) else type(self.samples).__name__,
+            "judges": self.judge_desc or describe_judges(self.judges),
+            **self.opts.run_config,
+        }
+
+    def _timings(self, manifest: dict[str, Any]) -> dict[str, Any]:
+        seconds = time.monotonic() - self.t0
+        # earlier invocations of this folder, then this one (its manifest entry is not final yet)
+        total = seconds + sum(
+            float(r.get("seconds") or 0) for r in manifest.get("invocations", []) if r.get("started") != self.started
+        )
+        calls = sum(self.progress.calls.values()) if self.progress else 0
+        emb = sum(self.progress.embedding_calls.values()) if self.progress else 0
+        hits = sum(self.progress.hits.values()) if self.progress else 0
+        return {
+            "started": self.started,
+            "finished": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "seconds": round(seconds, 3),
+            "wall_seconds_total": round(total, 3),
+            "samples_per_s": round(self.counts.rows_scored / seconds, 2) if seconds > 0 else None,
+            "judge_calls": calls,
+            "embedding_calls": emb,
+            "cache_hits": hits,
+        }
+
+    def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]], degraded: list[dict[str, Any]]) -> None:
+        c = self.counts
+        for note in self.reader.notes if self.reader is not None else []:
+            self.say(f"warning: {note}")
+        if c.samples_changed:
+            self.say(
+                f"note: {c.samples_changed} sample(s) changed since their scores were written "
+                "(their content differs): scored again"
+            )
+        if c.lines_dropped:
+            self.say(f"note: dropped {c.lines_dropped} stale or superseded score line(s) from {self.folder.scores}")
+        if self.opts.quiet:
+            return
+        if self.opts.show_summary:
+            aggs = self._aggregates_from(summary)
+            print_table(aggs, summary["timings"].get("wall_seconds_total"))
+            self.say(self._rows_line(max((a.count for a in aggs), default=0)))
+        failed, n_degraded = summary.get("n_errors", 0), summary.get("n_degraded", 0)
+        print_failures(groups, failed, self.hint(retry=True) if failed or n_degraded else None, degraded=degraded)
+
+    def _rows_line(self, most_per_pair: int) -> str:
+        """``rows read = scored + rejected``, and what else the table counts: rows an
+        interruption left unread, or earlier rows of the folder that --max-samples did not
+        read this time."""
+        c = self.counts
+        line = f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected"
+        if self.interrupted:
+            return line + " (before the interruption)"
+        if not self.complete and most_per_pair > c.rows_read:
+            line += (
+                f"; the table also counts earlier rows of {self.out} (up to {most_per_pair} per "
+                "metric) that --max-samples did not read this time"
+            )
+        return line
+
+    @staticmethod
+    def _aggregates_from(summary: dict[str, Any]) -> list[Any]:
+        from unified.scores import Aggregate
+
+        return [Aggregate.model_validate(a) for a in summary["aggregates"]]
+
+    def hint(self, retry: bool = False) -> str:
+        """The command that resumes this run: the original command line, redacted, with
+        ``--out`` (and ``--retry-errors`` when asked)."""
+        from unified.redact import redact_argv
+
+        if self.opts.resume_hint and not self.opts.command:
+            base = self.opts.resume_hint
+        elif self.opts.command:
+            argv = [a for a in redact_argv(self.opts.command[1:]) if a not in ("--fresh", "--no-resume")]
+            if "--out" not in argv and "-o" not in argv:
+                argv += ["--out", str(self.out)]
+            base = "unified-eval " + shlex.join(argv)
+        else:
+            base = f"evaluate(..., out={str(self.out)!r})"
+        if retry and "--retry-errors" not in base:
+            base = (
+                base + " --retry-errors"
+                if base.startswith("unified-eval")
+                else base.replace("out=", "retry_errors=True, out=")
+            )
+        if "***" in base:  # a credential was removed from a URL: say how to pass it instead
+            base += (
+                "  (credentials in a URL are not repeated here: put the full URL in "
+                "UNIFIED_JUDGE_BASE_URL / UNIFIED_JUDGE2_BASE_URL and drop --base-url / "
+                "--judge2-base-url)"
+            )
+        return base
+
+    async def aclose(self) -> None:
+        for b in self.backends:
+            with contextlib.suppress(Exception):  # closing must not mask the run's own outcome
+                await b.aclose()
+        if self.own_judges:
+            with contextlib.suppress(Exception):
+                await self.judges.aclose()
+
+    def cleanup(self) -> None:
+        self.folder.unlock()
+        if self.temp_out:
+            shutil.rmtree(self.out, ignore_errors=True)
+
+
+# ---------------------------------------------------------------- entry points
+
+
+@contextlib.contextmanager
+def _sigterm_cancels(run: _Run) -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C, wherever it lands: while tasks are scored it cancels
+    them (the run then ends cleanly); while the folder is set up or its summary and report
+    are written it is remembered, and the run ends as interrupted once they are whole. The
+    handler before it comes back at the end (the CLI's own, which defers the exit)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+
+    def on_term(signum: int, frame: Any) -> None:
+        run.interrupted = "SIGTERM"
+        if run.streaming and task is not None:
+            loop.call_soon_threadsafe(task.cancel)
+
+    try:
+        previous = signal.signal(signal.SIGTERM, on_term)
+    except (ValueError, OSError):  # not allowed here: leave the default
+        yield
+        return
+    try:
+        yield
+    finally:
+        # None: the handler before was installed from C; the default is the safe fallback
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+async def _run_once(run: _Run) -> "Report":
+    """Set up, score (unless a SIGTERM came first), write the folder's summary and report."""
+    run.setup()
+    run.prepare_folder()
+    if not run.interrupted:
+        run.streaming = True
+        try:
+            await run.stream()
+        except asyncio.CancelledError:
+            run.interrupted = run.interrupted or "SIGINT"
+        finally:
+            run.streaming = False
+    return run.finish()
+
+
+async def aevaluate(
+    samples: Any,
+    metrics: Any,
+    backends: Sequence[Any] | str = ("native",),
+    judges: Judges | None = None,
+    out: str | Path | None = None,
+    resume: bool = True,
+    concurrency: int = 16,
+    progress: bool | str = "auto",
+    quiet: bool = False,
+    **options: Any,
+) -> "Report":
+    """Run every (sample, metric, backend) task once and return the run's ``Report``.
+
+    ``samples``: anything ``unified.data.io.read_samples`` reads (a path, DataFrame, Dataset,
+    framework objects, an iterable of Sample | dict), consumed as a stream. ``metrics``:
+    ``"faithfulness,precision@3"`` or a list of names / MetricRefs. ``backends``: names or
+    Backend instances. ``out``: the run folder; None writes nothing (the Report lives in
+    memory). Every other option: ``unified.run.options.RunOptions``.
+    """
+    opts = RunOptions.from_kwargs(
+        backends=backends,
+        judges=judges,
+        out=out,
+        resume=resume,
+        concurrency=concurrency,
+        progress=progress,
+        quiet=quiet,
+        **options,
+    )
+    refs = _as_metric_refs(metrics)
+    if not refs:
+        raise ValueError("no metrics given; name at least one, e.g. --metrics precision@3")
+    if opts.jury is not None:
+        from unified.analysis.jury import METHODS
+
+        if opts.jury not in METHODS:
+            raise ValueError(f"unknown jury method '{opts.jury}': use one of {', '.join(METHODS)}")
+    run = _Run(samples, refs, opts)
+    try:
+        with _sigterm_cancels(run):
+            report = await _run_once(run)
+        if run.interrupted:
+            done = run.scan.lines + run.counts.tasks_run
+            total = run.total_tasks
+            by = " by SIGTERM" if run.interrupted == "SIGTERM" else ""
+            hint = run.hint()
+            print(
+                f"interrupted{by}: {done}{f' of {total}' if total is not None else ''} scored; resume with: {hint}",
+                file=sys.stderr,
+                flush=True,
+            )
+            if opts.on_interrupt is not None:
+                opts.on_interrupt(RunInterrupted(done, None, run.out, hint, run.interrupted))
+            raise asyncio.CancelledError()
+        if run.temp_out:
+            from unified.report import Report
+
+            report = Report(list(report.iter_scores()), list(report.iter_samples()))
+        for hook in opts.after_run:  # e.g. MLflow logging (unified.api): once the run is complete
+            await asyncio.to_thread(hook, report, run.summary, run.out)
+        return report
+    finally:
+        try:
+            await run.aclose()
+        finally:  # a second cancellation inside aclose must not leave the lock or a temp folder
+            run.cleanup()
+
+
+def evaluate(
+    samples: Any,
+    metrics: Any,
+    backends: Sequence[Any] | str = ("native",),
+    judges: Judges | None = None,
+    out: str | Path | None = None,
+    resume: bool = True,
+    concurrency: int = 16,
+    progress: bool | str = "auto",
+    quiet: bool = False,
+    **options: Any,
+) -> "Report":
+    """Synchronous ``aevaluate`` (see there). Works inside a running event loop (Jupyter):
+    the run then goes on a private loop in a worker thread while the caller waits. Ctrl-C
+    or SIGTERM raise ``RunInterrupted`` (a ``KeyboardInterrupt``) after leaving the run
+    folder consistent, summarised and resumable."""
+    box: list[RunInterrupted] = []
+    options.setdefault("on_interrupt", box.append)
+
+    def coro() -> Any:
+        return aevaluate(samples, metrics, backends, judges, out, resume, concurrency, progress, quiet, **options)
+
+    def interrupted() -> RunInterrupted:
+        if box:
+            return box[0]
+        where = Path(out) if out is not None else Path(".")
+        return RunInterrupted(0, None, where, f"evaluate(..., out={str(where)!r})")
+
+    if _loop_running():
+        return _run_in_worker(coro, interrupted)
+    try:  # outside the except clause above: the run's own errors must not chain to "no loop"
+        return asyncio.run(coro())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        raise interrupted() from None
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _run_in_worker(coro: Callable[[], Any], interrupted: Callable[[], RunInterrupted]) -> Any:
+    """Run ``coro()`` on a private loop in a worker thread (the caller is inside a running
+    loop, e.g. Jupyter); a KeyboardInterrupt in the caller cancels the run cleanly."""
+    ctx = contextvars.copy_context()
+    result: dict[str, Any] = {}
+    ready = threading.Event()
+
+    def worker() -> None:
+        try:
+            with asyncio.Runner() as runner:
+                result["loop"] = runner.get_loop()
+                ready.set()
+                result["value"] = runner.run(coro(), context=ctx)
+        except BaseException as e:  # re-raised in the caller's thread
+            result["error"] = e
+        finally:
+            ready.set()
+
+    t = threading.Thread(target=worker, name="unified-evaluate", daemon=True)
+    t.start()
+    try:
+        t.join()
+    except KeyboardInterrupt:
+        ready.wait()
+        loop = result.get("loop")
+        if loop is not None:
+            loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks(loop)])
+        while t.is_alive():  # a second Ctrl-C must not abandon the run before its folder is whole
+            try:
+                t.join()
+            except KeyboardInterrupt:
+                continue
+        raise interrupted() from None
+    if isinstance(result.get("error"), asyncio.CancelledError):
+        raise interrupted()
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+def print_summary(aggregates: list[Any], seconds: float | None = None) -> None:
+    """The final table (``runsummary.print_table``)."""
+    print_table(aggregates, seconds)
+
+
+from unified.report import Report  # noqa: E402  (type name for annotations; report imports no runner)

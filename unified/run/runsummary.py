@@ -1,0 +1,175 @@
+"""The end of a run: ``summary.json``, the table, and the failures said out loud.
+
+``summary.json`` covers the whole run folder (earlier resumed parts included):
+aggregates per (metric, backend), the failures grouped by cause, row accounting
+(``rows_read = rows_scored + rows_rejected``), task counts, the (secret-free)
+configuration and timings — ``seconds`` of this invocation, ``wall_seconds_total`` over
+every invocation of the folder, ``task_seconds`` summed over tasks (tasks overlap, so
+this is busy time, larger than wall time).
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable, Mapping, TextIO
+
+from unified.analysis.errorgroups import group_errors
+from unified.redact import one_line, redact_config
+from unified.scores import degraded_reason
+
+
+@dataclass
+class RunCounts:
+    """Row and task accounting of one invocation (``rows_read = rows_scored + rows_rejected``)."""
+
+    rows_read: int = 0
+    rows_scored: int = 0
+    rows_rejected: int = 0
+    samples_changed: int = 0
+    tasks_run: int = 0
+    tasks_failed: int = 0
+    tasks_skipped_done: int = 0
+    score_lines: int = 0
+    lines_dropped: int = 0
+
+
+def failure_groups(score_dicts: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(failed tasks grouped by cause, degraded tasks grouped by cause), in one pass.
+
+    A *degraded* score has a value, but from fewer judges than were asked (native's dual
+    judge with one judge down): not what the run was configured to compute, so it is said
+    out loud and counts as a failed task for the exit code, with its cause (the judge
+    that failed, ``details.degraded_reason``) grouped like an error's."""
+    degraded: list[dict[str, Any]] = []
+
+    def errors() -> Iterable[Mapping[str, Any]]:
+        for d in score_dicts:
+            why = degraded_reason(d)
+            if why is not None:
+                degraded.append({**d, "error": why})
+            yield d
+
+    groups = group_errors(errors())
+    return groups, group_errors(degraded)
+
+
+def build_summary(
+    aggregates: list[Any],
+    error_groups: list[dict[str, Any]],
+    errors: list[dict[str, Any]],
+    counts: RunCounts,
+    skipped: list[dict[str, str]],
+    config: Mapping[str, Any],
+    timings: Mapping[str, Any],
+    interrupted: bool,
+    degraded_groups: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    degraded_groups = degraded_groups or []
+    return {
+        "aggregates": [a.model_dump() for a in aggregates],
+        "n_errors": sum(a.errors for a in aggregates),
+        "n_degraded": sum(g["count"] for g in degraded_groups),
+        "error_groups": error_groups,
+        "degraded_groups": degraded_groups,
+        "errors": errors,
+        "counts": asdict(counts),
+        "skipped_pairs": skipped,
+        "config": redact_config(dict(config)),
+        "timings": dict(timings),
+        "interrupted": interrupted,
+    }
+
+
+def print_table(aggregates: list[Any], wall_seconds: float | None = None, task_seconds: float | None = None) -> None:
+    """metric × backend: n, mean, pass rate, errors, judge/embedding calls, cache hits,
+    tokens (and USD when prices are known), busy seconds."""
+    from rich.console import Console
+    from rich.table import Table
+
+    title = "scores (0–10)"
+    if wall_seconds is not None:
+        title += f" · wall {wall_seconds:.1f}s"
+    t = Table(title=title)
+    t.caption = (
+        "judge calls: LLM requests sent · embed calls: embedding requests · "
+        "busy-s: seconds summed over a metric's tasks (they overlap, so it exceeds wall time)"
+    )
+    usd = any(getattr(a.cost, "usd", None) is not None for a in aggregates)
+    cols = (
+        [
+            "metric",
+            "backend",
+            "scored",
+            "mean",
+            "pass rate",
+            "errors",
+            "judge calls",
+            "embed calls",
+            "cache hits",
+            "tokens",
+        ]
+        + (["USD"] if usd else [])
+        + ["busy-s"]
+    )
+    for col in cols:
+        t.add_column(col, justify="left" if col in ("metric", "backend") else "right")
+    for a in aggregates:
+        c = a.cost
+        # the mean and pass rate are over the scored tasks only: n is those, errors the rest
+        row = [
+            a.metric,
+            a.backend,
+            str(a.scored),
+            "—" if a.mean is None else f"{a.mean:.2f}",
+            "—" if a.pass_rate is None else f"{a.pass_rate:.0%}",
+            f"[red]{a.errors}[/red]" if a.errors else "0",
+            str(c.calls),
+            str(c.embedding_calls),
+            str(c.cache_hits),
+            str(c.input_tokens + c.output_tokens),
+        ]
+        if usd:
+            row.append("—" if getattr(c, "usd", None) is None else f"{c.usd:.4f}")
+        t.add_row(*row, f"{c.seconds:.1f}")
+    from unified.console import console_width
+
+    Console(width=console_width(sys.stdout)).print(t)
+
+
+def print_failures(
+    groups: list[dict[str, Any]],
+    n_failed: int,
+    retry_hint: str | None,
+    stream: TextIO | None = None,
+    limit: int = 8,
+    degraded: list[dict[str, Any]] | None = None,
+) -> None:
+    """The grouped failures on stderr: each cause with its count and one example; then the
+    degraded scores (a value from fewer judges than asked) the same way."""
+    stream = stream or sys.stderr
+    n_degraded = sum(g["count"] for g in degraded or [])
+    if not n_failed and not n_degraded:
+        return
+    if n_failed:
+        _print_groups(f"{n_failed} task(s) failed:", groups, stream, limit)
+    if n_degraded:
+        _print_groups(
+            f"{n_degraded} task(s) scored by fewer judges than asked (degraded):", degraded or [], stream, limit
+        )
+    if retry_hint:
+        print(f"score them again once fixed: {retry_hint}", file=stream)
+    stream.flush()
+
+
+def _print_groups(title: str, groups: list[dict[str, Any]], stream: TextIO, limit: int) -> None:
+    print(title, file=stream)
+    for g in groups[:limit]:
+        ex = g["example"]
+        print(
+            f"  {g['count']} × {one_line(g['cause'], 200)}  (e.g. {ex.get('metric')} "
+            f"({ex.get('backend')}), sample {ex.get('sample_id')})",
+            file=stream,
+        )
+    if len(groups) > limit:
+        print(f"  … and {len(groups) - limit} more cause(s); see summary.json", file=stream)
