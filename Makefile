@@ -30,6 +30,9 @@ demo: install
 	  --out runs/demo
 
 test: install-test
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy --python-executable $(BIN)/python
 	$(BIN)/python -m pytest -q
 
 clean:

@@ -81,7 +81,7 @@ def redirect_ragas_user_dir() -> None:
     def user_data_dir(appname: str | None = None, *args: object, **kwargs: object) -> str:
         return target
 
-    analytics.user_data_dir = user_data_dir  # type: ignore[assignment]
+    analytics.user_data_dir = user_data_dir
     # both are lru_cached: a value computed before we got here must not stick
     analytics.get_userid.cache_clear()
     analytics.do_not_track.cache_clear()

@@ -184,7 +184,7 @@ class DeepEvalBackend(FrameworkBackend):
         self.model = JudgeDeepEvalLLM(self.judges)
 
     def fingerprint_extra(self) -> dict[str, Any]:
-        return {"framework": "deepeval", "version": deepeval.__version__}
+        return {"framework": "deepeval", "version": _version()}
 
     def new_metric(self, canonical: str, threshold: float = 0.5, params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """A fresh deepeval metric object for ``canonical`` (one per test case)."""
@@ -203,7 +203,7 @@ class DeepEvalBackend(FrameworkBackend):
         common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=spec.threshold)
         details: dict[str, Any] = {
             "framework": "deepeval",
-            "deepeval_version": deepeval.__version__,
+            "deepeval_version": _version(),
             "deepeval_metric": m.cls,
         }
         if m.note:
@@ -236,3 +236,8 @@ class DeepEvalBackend(FrameworkBackend):
                     cost=meter.cost(),
                     **common,
                 )
+
+
+def _version() -> str:
+    """deepeval's version (the module defines ``__version__``; its stubs do not say so)."""
+    return str(getattr(deepeval, "__version__", "unknown"))

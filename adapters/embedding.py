@@ -203,6 +203,7 @@ class EmbeddingBackend(Backend):
         )
         if problem:
             return Score.failure(ref.name, BACKEND, sample.id, problem, threshold=_threshold(ref))
+        assert fn is not None  # a metric with no function is a problem above
         if ref.canonical == "bertscore":  # token vectors from the local model, not the embedder
             t0 = time.perf_counter()
             s = await _guarded(ref, sample, lambda: fn(ref, sample))

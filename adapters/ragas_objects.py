@@ -48,8 +48,8 @@ def to_ragas_dataset(samples: Iterable[Sample]) -> Any:
     from ragas import EvaluationDataset, SingleTurnSample
 
     recs, notes = export_records(samples, "ragas")
-    for n in notes:
-        log.warning(n)
+    for note in notes:
+        log.warning(note)
     lost = {k: sum(1 for r in recs if k in r) for k in _NO_SLOT}
     for k, n in lost.items():
         if n:

@@ -15,6 +15,7 @@ import importlib.abc
 import importlib.machinery
 import sys
 from types import ModuleType
+from typing import Any
 
 MOVED: dict[str, str] = {
     "rowerror": "data.rowerror",
@@ -71,7 +72,7 @@ class _AliasLoader(importlib.abc.Loader):
 class MovedFinder(importlib.abc.MetaPathFinder):
     """Finds ``unified.<old>`` (and its submodules) at the path it moved to."""
 
-    def find_spec(self, fullname, path=None, target=None):  # type: ignore[no-untyped-def]
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         target_name = new_name(fullname)
         if target_name is None:
             return None

@@ -336,7 +336,7 @@ class Sample(BaseModel):
         return cls.model_validate(canonicalize(record, mapping, warn_unknown=warn_unknown))
 
     @classmethod
-    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> "Sample":  # type: ignore[override]
+    def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> "Sample":
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as e:

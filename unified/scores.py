@@ -118,7 +118,7 @@ class Score(BaseModel):
         one. ``error`` applies only then: a usable raw never yields a Score with an error."""
         error = kw.pop("error", None)
         value = normalize(raw, raw_range, higher_is_better=higher_is_better)
-        if value is None:
+        if value is None or raw is None:
             err = error or f"backend returned no usable score (raw={raw!r})"
             return cls(
                 metric=metric,
@@ -152,7 +152,8 @@ def degraded_reason(line: Mapping[str, Any]) -> str | None:
     when it is not: a failed line is an error, not a degraded value."""
     if not line.get("degraded") or line.get("error") is not None or line.get("value") is None:
         return None
-    details = line.get("details") if isinstance(line.get("details"), dict) else {}
+    details = line.get("details")
+    details = details if isinstance(details, dict) else {}
     return str(details.get("degraded_reason") or line.get("reason") or "degraded")
 
 

@@ -53,7 +53,7 @@ class NativeBackend(Backend):
     """
 
     name = "native"
-    metrics = _TableMetrics()  # type: ignore[assignment]
+    metrics = _TableMetrics()
 
     def implements(self, metric: MetricRef | str) -> bool:
         """Built-ins above, plus every custom metric in the registry (a function or a

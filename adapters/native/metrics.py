@@ -237,7 +237,7 @@ async def context_relevancy(ctx: MetricContext) -> Score:
         }
         for k in range(len(comb.mean))
     ]
-    n_rel = sum(r["relevant"] for r in rows)
+    n_rel = sum(bool(r["relevant"]) for r in rows)
     return _make(
         ctx,
         F.share_at_least(comb.mean, t),
@@ -267,7 +267,7 @@ async def context_precision(ctx: MetricContext) -> Score:
         }
         for k in range(len(comb.mean))
     ]
-    n_use = sum(r["useful"] for r in rows)
+    n_use = sum(bool(r["useful"]) for r in rows)
     reason = (
         f"{n_use} of {len(rows)} contexts useful for the reference; average precision by rank"
         if n_use
@@ -467,10 +467,11 @@ async def custom_rubric(ctx: MetricContext) -> Score:
     10 · (raw − lo) / (hi − lo)."""
     spec = ctx.ref.spec
     assert spec.rubric is not None
-    lo, hi = (int(x) for x in spec.rubric["scale"])
+    rubric = spec.rubric
+    lo, hi = (int(x) for x in rubric["scale"])
     fields = {f: getattr(ctx.sample, f) for f in spec.required}
     res = await ctx.ask_dual(
-        f"rubric {spec.name}", lambda v: rubric_prompts.rubric(v, spec.rubric["criteria"], (lo, hi), fields)
+        f"rubric {spec.name}", lambda v: rubric_prompts.rubric(v, rubric["criteria"], (lo, hi), fields)
     )
     comb = combine(res, lambda r: [float(r[0])], float(hi - lo))
     reasons = {"A": res.a[1] if res.a else None, "B": res.b[1] if res.b else None}

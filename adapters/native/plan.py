@@ -88,8 +88,8 @@ class SamplePlan:
     async def run(self) -> list[Score]:
         todo = [i for i, r in enumerate(self.results) if r is None]
         done = await asyncio.gather(*(self._score_one(i) for i in todo))
-        for i, s in zip(todo, done):
-            self.results[i] = s
+        for i, got in zip(todo, done):
+            self.results[i] = got
         out: list[Score] = []
         for i, s in enumerate(self.results):
             assert s is not None

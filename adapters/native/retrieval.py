@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Callable
 
 from unified.metrics import MetricRef
 from unified.sample import Sample
@@ -192,7 +192,7 @@ def _grades(sample: Sample) -> dict[str, float] | None:
     return None
 
 
-RETRIEVAL_METRICS = {
+RETRIEVAL_METRICS: dict[str, Callable[..., float]] = {
     "precision_at_k": precision_at_k,
     "recall_at_k": recall_at_k,
     "mrr": mrr,

@@ -123,10 +123,10 @@ STEPS: dict[str, Step] = {
     "groundedness": Step(S.rate_groundedness),
 }
 
-_RESPONSE_SUPPORT = dict(
+_RESPONSE_SUPPORT: dict[str, Any] = dict(
     steps=("claims:response", "verify"), sections=frozenset({"verify.response"}), needs_contexts=True
 )
-_REFERENCE_SUPPORT = dict(
+_REFERENCE_SUPPORT: dict[str, Any] = dict(
     steps=("claims:reference", "verify"), sections=frozenset({"verify.reference"}), needs_contexts=True
 )
 

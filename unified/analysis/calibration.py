@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import numpy as np
 
 from unified.analysis.stats import (
     MIN_N,
+    Numbers,
     Undefined,
     auc,
     balanced_accuracy,
@@ -47,9 +48,7 @@ def _z(level: float) -> float:
     return NormalDist().inv_cdf((1.0 + level) / 2.0)
 
 
-def best_threshold(
-    scores: Sequence[float], labels: Sequence[float], prefer: float = 5.0
-) -> tuple[float, float] | Undefined:
+def best_threshold(scores: Numbers, labels: Numbers, prefer: float = 5.0) -> tuple[float, float] | Undefined:
     """(t*, BA(t*)): the threshold maximising balanced accuracy of "pass = score ≥ t"
     against binary ``labels``,
 
@@ -84,9 +83,7 @@ def best_threshold(
     return t, float(ba.max())
 
 
-def ppi_mean(
-    f_all: Sequence[float], f_labelled: Sequence[float], y_labelled: Sequence[float], level: float = 0.95
-) -> dict[str, Any]:
+def ppi_mean(f_all: Numbers, f_labelled: Numbers, y_labelled: Numbers, level: float = 0.95) -> dict[str, Any]:
     """Prediction-powered estimate of the mean of Y (here: the true pass rate) with its
     CLT interval (Angelopoulos, Bates, Fannjiang, Jordan, Zrnic 2023).
 
@@ -135,7 +132,7 @@ def ppi_mean(
     return out
 
 
-def mean_ci(y: Sequence[float], level: float = 0.95) -> dict[str, Any]:
+def mean_ci(y: Numbers, level: float = 0.95) -> dict[str, Any]:
     """The labels alone: mean(y) ± z·s(y)/√n (normal interval, clipped to [0, 1]), the
     figure PPI should beat. Undefined when n < 3."""
     ys = np.asarray(y, dtype=float)
@@ -155,7 +152,7 @@ def _best_t(prefer: float):
 
 
 def calibrate(
-    values: Sequence[float], labels: Sequence[float], threshold: float, *, bootstrap: int = 1000, seed: int = 0
+    values: Numbers, labels: Numbers, threshold: float, *, bootstrap: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
     """One backend against binary labels on the same samples (``values[i]`` on 0–10,
     ``labels[i]`` 0/1): n, positives, auc and auc_ci95, balanced_accuracy (pass = value ≥

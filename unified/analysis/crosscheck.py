@@ -66,8 +66,10 @@ def pair_stats(a: Sequence[float], b: Sequence[float], threshold_a: float, thres
     out: dict[str, Any] = {"n": n}
     if n < MIN_N:
         notes.append(f"every statistic undefined: n={n} < {MIN_N} samples scored by both")
-        why = Undefined(f"n={n} < {MIN_N}")
-        out.update(pearson=why, spearman=why, mean_abs_diff=why, pass_agreement=why, cohen_kappa=why, notes=notes)
+        short = Undefined(f"n={n} < {MIN_N}")
+        out.update(
+            pearson=short, spearman=short, mean_abs_diff=short, pass_agreement=short, cohen_kappa=short, notes=notes
+        )
         return out
     why = undefined_reason(a, b)
     if why:

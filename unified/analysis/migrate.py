@@ -68,7 +68,7 @@ def _collect(scores: Iterable[Score], backends: tuple[str, str]) -> dict[str, di
 
 def _flip(sid: str, a: Score, b: Score, t_a: float, t_b: float, samples: Mapping[str, Sample] | None) -> dict[str, Any]:
     side = lambda s, t: {"value": rounded(float(s.value)), "passed": float(s.value) >= t, "reason": s.reason}
-    row = {"sample_id": sid, "from": side(a, t_a), "to": side(b, t_b)}
+    row: dict[str, Any] = {"sample_id": sid, "from": side(a, t_a), "to": side(b, t_b)}
     row["direction"] = "pass → fail" if row["from"]["passed"] else "fail → pass"
     if samples and sid in samples:
         row["question"] = samples[sid].user_input

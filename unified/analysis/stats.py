@@ -26,6 +26,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+# a 1-D run of numbers: a list, a tuple or a NumPy array
+Numbers = Sequence[Any] | np.ndarray
+
 UNDEFINED = "undefined"
 MIN_N = 3
 
@@ -67,9 +70,7 @@ def note_undefined(notes: list[str], name: str, value: Any, fallback: str = "") 
     return value
 
 
-def undefined_reason(
-    x: Sequence[float], y: Sequence[float] | None = None, names: tuple[str, str] = ("a", "b")
-) -> str | None:
+def undefined_reason(x: Numbers, y: Numbers | None = None, names: tuple[str, str] = ("a", "b")) -> str | None:
     """Why a variance-based statistic of ``x`` (and ``y``) is undefined, or None if it is
     defined: n < 3, or fewer than 2 distinct values on either side."""
     n = len(x)
@@ -84,7 +85,7 @@ def undefined_reason(
     return None
 
 
-def rankdata(x: Sequence[float]) -> np.ndarray:
+def rankdata(x: Numbers) -> np.ndarray:
     """1-based ranks, ties given the average of the ranks they span
     (the ``average`` method: values 5, 7, 7, 9 rank 1, 2.5, 2.5, 4)."""
     a = np.asarray(x, dtype=float)
@@ -102,7 +103,7 @@ def rankdata(x: Sequence[float]) -> np.ndarray:
     return ranks
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> Stat:
+def pearson(x: Numbers, y: Numbers) -> Stat:
     """Pearson correlation
 
         r = Σ (xᵢ − x̄)(yᵢ − ȳ) / √( Σ (xᵢ − x̄)² · Σ (yᵢ − ȳ)² )
@@ -119,7 +120,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> Stat:
     return float(min(1.0, max(-1.0, float(a @ b) / denom)))
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> Stat:
+def spearman(x: Numbers, y: Numbers) -> Stat:
     """Spearman rank correlation: Pearson's r of the average ranks (ties share the mean
     of their ranks), ρ = r(rank(x), rank(y)). Undefined as for ``pearson``."""
     why = undefined_reason(x, y)
@@ -128,7 +129,7 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> Stat:
     return pearson(rankdata(x), rankdata(y))
 
 
-def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> Stat:
+def cohen_kappa(a: Numbers, b: Numbers) -> Stat:
     """Cohen's kappa of two raters' pass/fail verdicts
 
         κ = (p_o − p_e) / (1 − p_e),   p_o = share of equal verdicts,
@@ -147,7 +148,7 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> Stat:
     return (p_o - p_e) / (1 - p_e)
 
 
-def auc(scores: Sequence[float], labels: Sequence[int | bool]) -> Stat:
+def auc(scores: Numbers, labels: Numbers) -> Stat:
     """ROC AUC of ``scores`` against binary ``labels`` (1 = positive), by Mann–Whitney:
 
         AUC = P(s⁺ > s⁻) + ½ P(s⁺ = s⁻)
@@ -165,7 +166,7 @@ def auc(scores: Sequence[float], labels: Sequence[int | bool]) -> Stat:
     return (r_pos - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
 
 
-def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[int | bool]) -> Stat:
+def balanced_accuracy(predicted: Numbers, labels: Numbers) -> Stat:
     """Mean of the recall on each class: ½ (TP/(TP+FN) + TN/(TN+FP)); 0.5 is chance.
 
     Undefined when n < 3 or the labels hold one class only (a constant prediction is
@@ -181,7 +182,7 @@ def balanced_accuracy(predicted: Sequence[bool], labels: Sequence[int | bool]) -
 
 
 def bootstrap_ci(
-    fn: Callable[..., Any], *arrays: Sequence[Any], n: int = 1000, seed: int = 0, level: float = 0.95
+    fn: Callable[..., Any], *arrays: Numbers, n: int = 1000, seed: int = 0, level: float = 0.95
 ) -> tuple[float, float] | Undefined:
     """The one bootstrap: a seeded percentile interval of ``fn(*arrays)``.
 
@@ -218,7 +219,7 @@ def bootstrap_ci(
     return (float(lo), float(hi))
 
 
-def mean(values: Sequence[float]) -> Stat:
+def mean(values: Numbers) -> Stat:
     """Arithmetic mean; undefined for no values."""
     if len(values) == 0:
         return Undefined("no values")

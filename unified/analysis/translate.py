@@ -32,11 +32,11 @@ constant (one distinct value carries no scale to match).
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
-from unified.analysis.stats import MIN_N, Undefined, note_undefined, rounded, undefined_reason
+from unified.analysis.stats import MIN_N, Numbers, Undefined, note_undefined, rounded, undefined_reason
 
 SCALE_LO, SCALE_HI = 0.0, 10.0
 RATE_GAP = 0.1  # a pass-rate mismatch larger than this is worth a note
@@ -56,7 +56,7 @@ def _candidates(b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return thresholds, counts
 
 
-def quantile_map(a: Sequence[float], b: Sequence[float], t: Sequence[float] | float) -> np.ndarray:
+def quantile_map(a: Numbers, b: Numbers, t: Numbers | float) -> np.ndarray:
     """T(t) of the module docstring for each threshold in ``t``: A's threshold(s) on B's
     scale, matched by pass count on the paired values ``a``, ``b``."""
     a_sorted = np.sort(np.asarray(a, dtype=float))
@@ -75,7 +75,7 @@ def _agreement(a: np.ndarray, b: np.ndarray, t_a: float, t_b: float) -> float:
 
 
 def threshold_translation(
-    a: Sequence[float], b: Sequence[float], threshold_a: float, threshold_b: float, name_a: str = "a", name_b: str = "b"
+    a: Numbers, b: Numbers, threshold_a: float, threshold_b: float, name_a: str = "a", name_b: str = "b"
 ) -> dict[str, Any]:
     """A's threshold translated to B's scale on the paired values ``a[i]``, ``b[i]``.
 
@@ -131,7 +131,7 @@ def threshold_translation(
     return out
 
 
-def translate_threshold(a: Sequence[float], b: Sequence[float], threshold_a: float) -> float | Undefined:
+def translate_threshold(a: Numbers, b: Numbers, threshold_a: float) -> float | Undefined:
     """Just T(threshold_a), or ``Undefined`` with the reason (n < 3 or a constant side)."""
     why = undefined_reason(a, b)
     if why:

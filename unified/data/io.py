@@ -408,9 +408,9 @@ class SampleReader(Iterator[Any]):
             self.counts.renamed += 1
             if self.counts.renamed <= _MAX_DUPLICATE_NOTES:
                 first = self._ids.used[s.id][1]
-                self._notes[
-                    f"{self.source}:{row} repeats the content of {self.source}:{first}; read as id '{result.id}'"
-                ] = None  # type: ignore[union-attr]
+                new_id = result.id if isinstance(result, Sample) else s.id
+                note = f"{self.source}:{row} repeats the content of {self.source}:{first}; read as id '{new_id}'"
+                self._notes[note] = None
         return result
 
     def _record(self, raw: Mapping[str, Any], row: int, layout: Layout | None) -> Sample | RowError:

@@ -59,13 +59,13 @@ def format_of(path: Path, fmt: str | None) -> str:
         if f not in FORMATS:
             raise ValueError(f"unknown format '{fmt}'; use one of {', '.join(FORMATS)}")
         return f
-    f = SUFFIXES.get(path.suffix.lower())
-    if f is None:
+    by_suffix = SUFFIXES.get(path.suffix.lower())
+    if by_suffix is None:
         raise ValueError(
             f"{path.name}: cannot tell the format from the suffix "
             f"'{path.suffix}'; pass fmt= one of {', '.join(FORMATS)}"
         )
-    return f
+    return by_suffix
 
 
 def read_file(path: Path, fmt: str) -> Rows:
@@ -193,7 +193,9 @@ def _jsonl_row(data: bytes, source: str, row: int) -> Any:
     text, bad = _decode(data)
     rec = _parse(text, source, row)
     found = _escaped_byte(rec) if bad is not None and not isinstance(rec, RowError) else None
-    return _bad_byte_error(source, row, found, f"at byte {bad.start + 1} of the line ") if found else rec
+    if found and bad is not None:
+        return _bad_byte_error(source, row, found, f"at byte {bad.start + 1} of the line ")
+    return rec
 
 
 def _iter_jsonl(path: Path) -> Rows:
@@ -232,10 +234,10 @@ def _json_fallback(text: str, source: str, err: Exception) -> Rows:
     if not head.startswith("["):
         where = f":{err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
         raise ValueError(f"{source}{where}: invalid JSON: {getattr(err, 'msg', err)}")
-    for row, (line, element) in enumerate(_array_elements(text), start=1):
+    for row, (first_line, element) in enumerate(_array_elements(text), start=1):
         rec = _parse(element, source, row)
         if isinstance(rec, RowError) and rec.field is None:
-            rec = RowError(source, row, None, f"{rec.reason} (element starting at line {line})")
+            rec = RowError(source, row, None, f"{rec.reason} (element starting at line {first_line})")
         elif not isinstance(rec, RowError) and (found := _escaped_byte(rec)):
             rec = _bad_byte_error(source, row, found, "")
         yield row, rec

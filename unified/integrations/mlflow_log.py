@@ -307,7 +307,10 @@ def _send(
         try:
             exp_id = client.create_experiment(experiment)
         except Exception:  # another process created it first
-            exp_id = client.get_experiment_by_name(experiment).experiment_id
+            created = client.get_experiment_by_name(experiment)
+            if created is None:
+                raise
+            exp_id = created.experiment_id
     else:
         exp_id = exp.experiment_id
     run = client.create_run(exp_id, run_name=run_name, tags=dict(tags))

@@ -82,7 +82,7 @@ def _judge_option(config: pytest.Config) -> dict[str, Any] | None:
     return _Redacted({"model": model, "base_url": url})
 
 
-class _Redacted(dict):  # type: ignore[type-arg]
+class _Redacted(dict[str, Any]):
     """The judge option as a dict whose repr hides a URL's credentials: pytest prints the
     arguments of the frames in a failing test's traceback."""
 

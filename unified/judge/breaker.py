@@ -29,6 +29,7 @@ A refused connection is found within the first ``n`` attempts, in well under a s
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 import weakref
@@ -127,7 +128,7 @@ class CircuitBreaker:
             self.state, self._probing, self._opened_at = "open", False, self._clock()
             loops = list(self._guarded)
         for loop in loops:
-            _in_loop(loop, lambda loop=loop: self._end_guarded(loop))
+            _in_loop(loop, functools.partial(self._end_guarded, loop))
 
     def _answered_recently(self) -> bool:
         return self._last_answer is not None and self._clock() - self._last_answer < self.answer_window

@@ -350,7 +350,7 @@ class CachedChatJudge(ChatJudge):
         self._judge = {k: v for k, v in inner.describe().items() if k != "sampling"}
 
     def _key(self, kind: str, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
-        sampling = getattr(self.inner, "sampling_params", lambda: {})()
+        sampling: dict[str, Any] = getattr(self.inner, "sampling_params", lambda: {})()
         request_hash = sha256(
             canonical_json(
                 {

@@ -124,7 +124,7 @@ class LlamaCppJudge(ChatJudge):
             )
         except asyncio.TimeoutError:
             # the worker thread finishes its generation in the background; we stop waiting
-            err = JudgeTimeoutError(f"gguf judge {self.model}: timed out after {self.config.timeout:g}s")
+            err: JudgeError = JudgeTimeoutError(f"gguf judge {self.model}: timed out after {self.config.timeout:g}s")
             record_call(
                 CallRecord(
                     kind="chat",

@@ -94,7 +94,7 @@ def disagreements(model: RunModel, metric: str, top: int = 5) -> list[dict[str, 
     backends = [b for b in model.backends if b in per_b]
     if len(backends) < 2:
         return []
-    rows = []
+    rows: list[dict[str, Any]] = []
     ids = dict.fromkeys(sid for b in backends for sid in per_b[b])
     for sid in ids:
         tasks = {b: per_b[b][sid] for b in backends if sid in per_b[b]}
@@ -107,5 +107,5 @@ def disagreements(model: RunModel, metric: str, top: int = 5) -> list[dict[str, 
         rows.append(
             {"metric": metric, "sample_id": sid, "diff": diff, "values": vals, "tasks": tasks, "odd": odd_one_out(vals)}
         )
-    rows.sort(key=lambda r: (-r["diff"], r["sample_id"]))
+    rows.sort(key=lambda r: (-float(r["diff"]), str(r["sample_id"])))
     return rows[:top]

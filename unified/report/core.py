@@ -102,7 +102,7 @@ class Report:
             return
         items = [] if src is None else (src.values() if isinstance(src, Mapping) else src)
         for s in items:
-            d = s.model_dump(exclude_none=True) if hasattr(s, "model_dump") else dict(s)
+            d = s.model_dump(exclude_none=True) if hasattr(s, "model_dump") else dict(s)  # type: ignore[arg-type]
             d["id"] = str(d.get("id"))
             yield d
 

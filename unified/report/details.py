@@ -50,11 +50,13 @@ def details_html(details: Mapping[str, Any], doc_ids: list[str] | None = None) -
             scalars.append(f"{e(k)}: {cell(v, k)}")
         elif isinstance(v, list) and all(isinstance(x, Mapping) for x in v):
             if v:
-                blocks.append(_records_table(k, v, doc_ids))
+                blocks.append(_records_table(k, list(v), doc_ids))
         elif isinstance(v, Mapping) and all(_is_scalar(x) for x in v.values()):
             scalars.append(f"{e(k)}: " + ", ".join(f"{e(sk)}={cell(sv, sk)}" for sk, sv in v.items()))
         elif isinstance(v, Mapping):
-            rows = [{"": sk, **(sv if isinstance(sv, Mapping) else {"value": sv})} for sk, sv in v.items()]
+            rows: list[Mapping[str, Any]] = [
+                {"": sk, **(sv if isinstance(sv, Mapping) else {"value": sv})} for sk, sv in v.items()
+            ]
             blocks.append(_records_table(k, rows, doc_ids))
         else:
             scalars.append(f"{e(k)}: {cell(v, k)}")
@@ -133,6 +135,7 @@ def contexts_html(sample: Mapping[str, Any]) -> str:
     out = []
     if ctx is not None:
         labelled = ids is not None and len(ids) == len(ctx)
+        ids = ids or []
         items = []
         for i, c in enumerate(ctx):
             label = f"<span class='docid'>{e(ids[i])}</span>{_rel_mark(ids[i], rel)} " if labelled else ""

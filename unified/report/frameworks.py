@@ -126,15 +126,15 @@ def ragas_rows(
     rows = []
     for s in samples:
         for b in backends:
-            lines = by_task.get((s["id"], b))
-            if lines is None:
+            task_lines = by_task.get((s["id"], b))
+            if task_lines is None:
                 continue
             row: dict[str, Any] = {c: s.get(c) for c in SAMPLE_COLUMNS}
             if with_backend:
                 row["backend"] = b
             for m in metrics:
-                if m in lines:
-                    v = raw01(lines[m])
+                if m in task_lines:
+                    v = raw01(task_lines[m])
                     row[names[m]] = float("nan") if v is None else v
             rows.append(row)
     return rows, cols

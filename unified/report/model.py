@@ -204,7 +204,8 @@ def _number(v: Any) -> float | None:
 
 def task_of(d: dict[str, Any], pos: int) -> Task:
     """The light record of one score line."""
-    cost = d.get("cost") if isinstance(d.get("cost"), dict) else {}
+    cost = d.get("cost")
+    cost = cost if isinstance(cost, dict) else {}
     default = Cost()
     values = tuple(cost.get(k, getattr(default, k)) for k in COST_FIELDS)
     error = d.get("error")
@@ -244,7 +245,8 @@ def build_model(
         model.superseded += key in slot
         slot[key] = task_of(d, pos)
     model.unreadable = getattr(source, "unreadable", 0)
-    config = model.summary.get("config") if isinstance(model.summary.get("config"), dict) else {}
+    config = model.summary.get("config")
+    config = config if isinstance(config, dict) else {}
     asked = list(requested or config.get("metrics") or [])
     model.metrics = metric_order(seen_metrics, asked)
     asked_b = [b for b in (config.get("backends") or []) if b in seen_backends]

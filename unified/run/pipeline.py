@@ -117,9 +117,7 @@ async def build_samples(
                     retrieved_contexts=texts,
                     retrieved_ids=[h for h, _ in pairs],
                     reference=references[i] if references is not None else None,
-                    relevant_ids=list(relevant_ids[i])
-                    if relevant_ids is not None and relevant_ids[i] is not None
-                    else None,
+                    relevant_ids=_listed(relevant_ids[i] if relevant_ids is not None else None),
                 )
             )
         except ValueError as e:  # SampleError (an empty question) is a ValueError
@@ -205,3 +203,8 @@ def evaluate_pipeline(
         **runner_kwargs,
     )
     return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def _listed(ids: Sequence[str] | None) -> list[str] | None:
+    """A row's relevant ids as a list, None when the row gives none."""
+    return None if ids is None else list(ids)

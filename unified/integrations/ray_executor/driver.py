@@ -237,7 +237,7 @@ class RayExecutor:
         self.concurrency, self.block_size, self.runtime_env = concurrency, block_size, runtime_env
         self.recipe: RunRecipe | None = None
         self.pool: Pool | None = None
-        self.stats: dict[str, int] = {}
+        self.stats: dict[str, Any] = {}  # counts, and actor_cpu_ms (None when unknown)
 
     def bind(self, backends: Sequence[Any], concurrency: int) -> None:
         """Learn the run's backends (with their judges) and its group window; a run that

@@ -293,7 +293,7 @@ def build_judges_from(recipe: JudgesRecipe, n: int, i: int) -> Judges:
         obj = getattr(judges, name) if slot.pickled is None else Unpickled(slot.pickled)()
         # build_judges already put configured judges behind a SQLite store
         wrap = slot.cached and store is not None and (slot.pickled is not None or sqlite is None)
-        if wrap:
+        if wrap and store is not None:
             obj = CachedEmbedder(obj, store) if name == "embedder" else CachedChatJudge(obj, store)
         setattr(judges, name, obj)
     return judges
