@@ -20,12 +20,14 @@ from unified.analysis.stats import holm
 from unified.cli.app import app
 from unified.scores import Score
 
-ARES = (
-    Path(__file__).resolve().parents[2]
-    / "shared"
-    / "data"
-    / "ares"
-    / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl"
+# the shared human-labelled data sits beside the checkout (a worktree is one level deeper)
+ARES = next(
+    (
+        p / "shared" / "data" / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl"
+        for p in Path(__file__).resolve().parents
+        if (p / "shared" / "data" / "ares").is_dir()
+    ),
+    Path("ares-not-found.jsonl"),
 )
 METRICS = "faithfulness,answer_relevancy"
 runner = CliRunner()

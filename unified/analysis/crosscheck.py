@@ -438,17 +438,20 @@ def _alpha_line(metric: str, a: Mapping[str, Any]) -> Any:
     )
 
 
-def _jury_table(metric: str, j: Mapping[str, Any]) -> Any:
-    """The jury's own section: who sits on it, how often it splits, who dissents most."""
+def _jury_table(metric: str, j: Mapping[str, Any]) -> list[Any]:
+    """The jury's own section: a line saying who sits on it, how often it splits and who
+    dissents most (a line: a table title would wrap to the narrow table), then each member."""
+    from rich.text import Text
+
     rate = "—" if j["dissent_rate"] is None else f"{j['dissent_rate']:.0%}"
-    t = _table(
+    head = Text(
         f"{metric} — jury ({j['method']} of {', '.join(j['members'])}; {j['n']} samples, "
-        f"split on {rate}; dissents most: {j['most_dissent'] or 'nobody'})",
-        ("member", "voted", "dissents", "dissent rate"),
+        f"split on {rate}; dissents most: {j['most_dissent'] or 'nobody'})"
     )
+    t = _table("", ("member", "voted", "dissents", "dissent rate"))
     for m, d in j["members_dissent"].items():
         t.add_row(m, str(d["voted"]), str(d["dissents"]), "—" if d["rate"] is None else f"{d['rate']:.0%}")
-    return t
+    return [head, t]
 
 
 def _disagreements_table(metric: str, m: Mapping[str, Any], reason_width: int) -> Any:
@@ -484,7 +487,7 @@ def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60) -> A
         if "alpha" in m:
             parts.append(_alpha_line(metric, m["alpha"]))
         if "jury" in m:
-            parts.append(_jury_table(metric, m["jury"]))
+            parts += _jury_table(metric, m["jury"])
         if "human" in m:
             parts += _human_tables(metric, m["human"])
         if m["disagreements"] and len(m["backends"]) > 1:
