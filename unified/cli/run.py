@@ -488,6 +488,13 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
     cli.out_console.print(
         "a step that several metrics share is counted once, on the first metric that needs it", highlight=False
     )
+    if (v.get("repeats") or 1) > 1:  # the table is one repeat's worth
+        cli.out_console.print(
+            f"--repeats {v['repeats']}: every judge call, token and dollar above is paid {v['repeats']} times "
+            "(once per repeat; deterministic and embedding-only metrics are scored once)",
+            highlight=False,
+            soft_wrap=True,
+        )
     for model in unpriced:
         cli.out_console.print(
             f"no price for model {model!r}: the cost of its calls is unknown (—); "
