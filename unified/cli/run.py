@@ -231,7 +231,7 @@ FLAGS: tuple[Flag, ...] = (
         ("--repeats",),
         int,
         1,
-        "score each judge-using task N times with seeds 0…N-1 (test–retest: spread, flips, ICC); "
+        "score each judge-using task N times with seeds 0 to N-1 (test–retest: spread, flips, ICC); "
         "a score is the mean of its repeats",
         _JUDGE,
         commands=("run", "compare"),
