@@ -213,6 +213,14 @@ def _seed_for(text: str, seed: int) -> int:
     return int.from_bytes(hashlib.sha256(f"{seed}\x00{text}".encode()).digest()[:8], "big")
 
 
+def request_seed_offset(body: dict) -> int:
+    """A request's own ``seed`` (a test–retest repeat sends one) changes the synthetic
+    answer, as sampling with another seed would; no seed (or 0) changes nothing, so every
+    answer without one stays what it was."""
+    seed = body.get("seed")
+    return _seed_for("request-seed", seed) if isinstance(seed, int) and seed else 0
+
+
 def binary_answer_fn(max_items: int | None = None, seed: int = 7) -> Callable[[dict], Any]:
     """An ``answer_fn`` for fidelity tests: a schema-valid answer (deterministic per
     prompt) whose integers are drawn from {0, 1} — verdicts, attributions, ratings — so
@@ -401,7 +409,7 @@ class JudgeServer:
             )
 
         text = _text_of(body)
-        rng = random.Random(_seed_for(text, self.seed))
+        rng = random.Random(_seed_for(text, self.seed) + request_seed_offset(body))
         content: str | None = None
         if self.answer_fn is not None:
             scripted = self.answer_fn(body)

@@ -158,7 +158,17 @@ def test_the_jury_is_a_backend_of_its_own_in_the_crosscheck():
     json.dumps(res, allow_nan=False)
     m = res["metrics"]["faithfulness"]
     assert "jury" in res["backends"] and m["backends"]["jury"]["scored"] == 12
-    assert any({p["a"], p["b"]} == {"jury", "native"} for p in m["pairs"])
+    # the jury is never paired with its own members: not in pairs, translations, the matrix or alpha
+    assert not any("jury" in (p["a"], p["b"]) for p in m["pairs"])
+    assert len(m["pairs"]) == 3 and "jury" not in m["agreement_matrix"]["backends"]
+    assert m["alpha"]["backends"] == ["deepeval", "native", "ragas"]
+    # its own section: members, dissent rate, who dissents most
+    j = m["jury"]
+    assert j["members"] == ["deepeval", "native", "ragas"] and j["n"] == 12 and j["method"] == "median"
+    split = sum(any(v["dissent"] for v in s.details["members"].values()) for s in jury_scores(scores, "median"))
+    assert j["dissent_rate"] == pytest.approx(split / 12) and 0 < split < 12
+    worst = max(j["members_dissent"].items(), key=lambda kv: (kv[1]["rate"], kv[0] == j["most_dissent"]))
+    assert j["most_dissent"] == worst[0] == "deepeval"  # contrary on half the samples
     human = m["human"]["backends"]
     assert human["jury"]["auc"] > human["deepeval"]["auc"]  # pooling outvotes the contrary member
     assert "ppi" in human["jury"] and "best_threshold" in human["jury"]

@@ -120,7 +120,12 @@ def test_diff_says_why_a_figure_is_undefined(tmp_path):
     (r,) = diff_runs(a, b, n_boot=200)
     assert r["n_paired"] == 1 and r["delta"] == pytest.approx(1.0)
     assert r["ci95"] == UNDEFINED
-    assert r["notes"] == ["ci95 undefined: n=1 < 2 rows to resample"]
+    assert r["notes"] == [
+        "ci95 undefined: n=1 < 2 rows to resample",
+        "p undefined: n=1 < 3 paired samples",
+        "n_for_80_power undefined: n=1 < 3 paired samples",
+    ]
+    assert r["p"] == r["p_holm"] == r["n_for_80_power"] == UNDEFINED
     json.dumps(r, allow_nan=False)
 
 

@@ -72,6 +72,10 @@ class Score(BaseModel):
     ``unified.run.fingerprint``). ``row_error`` marks the line of an input row that never
     became a sample: its ``sample_id`` (``row:<n>``) lives in a namespace of its own and
     never matches a real sample.
+
+    ``calibrated``: with ``--calibration FILE``, ``value`` mapped through the isotonic map
+    fitted on people's labels (``unified.analysis.calibrated``): 10 × the share of people
+    who would pass a sample scored ``value``; None otherwise.
     """
 
     metric: str
@@ -91,6 +95,7 @@ class Score(BaseModel):
     sample_hash: str | None = None
     config_hash: str | None = None
     row_error: bool = False
+    calibrated: float | None = None
 
     @property
     def ok(self) -> bool:

@@ -33,7 +33,10 @@ from unified.analysis.stats import (
     auc,
     balanced_accuracy,
     bootstrap_ci,
+    brier,
+    ece,
     note_undefined,
+    reliability_bins,
     rounded,
     spearman,
     undefined_reason,
@@ -263,10 +266,66 @@ def _backend_vs_people(
         f_lab = [float(ok[sid] >= threshold) for sid in ids]
         entry["ppi"] = rounded_dict(ppi_mean(f_all, f_lab, [passed[sid] for sid in ids]))
         note_undefined(entry["notes"], "ppi", entry["ppi"]["estimate"])
+        entry.update(probability_fit(vals, [passed[sid] for sid in ids], entry["notes"]))
     else:
         entry = {"n": len(ids), "notes": []}
     entry["spearman"] = note_undefined(entry["notes"], "spearman", rounded(spearman(vals, grades)))
     return entry
+
+
+def probability_fit(values: Sequence[float], labels: Numbers, notes: list[str]) -> dict[str, Any]:
+    """A backend's value read as a probability, p = value / 10, against the people's
+    verdicts: ``brier`` and ``ece`` (``unified.analysis.stats``), the reliability
+    diagram's ``reliability`` bins, and ``collapse`` (``collapse_flag``)."""
+    probs = [v / 10.0 for v in values]
+    return {
+        "brier": note_undefined(notes, "brier", rounded(brier(probs, labels))),
+        "ece": note_undefined(notes, "ece", rounded(ece(probs, labels))),
+        "reliability": [rounded_dict(b) for b in reliability_bins(probs, labels)],
+        "collapse": collapse_flag(values, labels, notes),
+    }
+
+
+COLLAPSE_END = 0.5  # "at an end of the scale": within 0.5 of 0 or of 10 (the outer 5 % each side)
+COLLAPSE_SHARE = 0.9
+MIXED_MINORITY = 0.1
+
+
+def collapse_flag(values: Sequence[float], labels: Numbers, notes: list[str]) -> dict[str, Any]:
+    """Has the backend collapsed — given the same few answers whatever the sample — on a
+    set where people's verdicts are mixed?
+
+        mixed     = the minority verdict is ≥ 10 % of the labelled samples (and n ≥ 3)
+        collapsed = mixed and (≤ 2 distinct values, or ≥ 90 % of the values within 0.5 of
+                    one end of the 0–10 scale)
+
+    A small judge that calls everything "supported" scores 10 on every row: it passes
+    every gate and says nothing. ``flag`` is True/False, or ``"undefined"`` (with a note)
+    when the labels are not mixed — a backend that passes everything on a set people pass
+    entirely has not collapsed."""
+    v, y = np.asarray(values, dtype=float), np.asarray(labels, dtype=float)
+    n = len(v)
+    out: dict[str, Any] = {"n": n, "distinct_values": int(len(np.unique(v))) if n else 0}
+    low = float(np.mean(v <= COLLAPSE_END)) if n else 0.0
+    high = float(np.mean(v >= 10.0 - COLLAPSE_END)) if n else 0.0
+    out["share_at_end"] = rounded(max(low, high))
+    out["end"] = 0 if low > high else 10
+    minority = float(min(y.mean(), 1 - y.mean())) if n else 0.0
+    if n < MIN_N or minority < MIXED_MINORITY - 1e-9:  # 2 of 20 is 10 %, whatever the float says
+        why = (
+            f"n={n} < {MIN_N}"
+            if n < MIN_N
+            else f"the labels are not mixed (minority verdict {minority:.0%} < {MIXED_MINORITY:.0%})"
+        )
+        out["flag"] = note_undefined(notes, "collapse", Undefined(why))
+        return out
+    out["flag"] = bool(out["distinct_values"] <= 2 or max(low, high) >= COLLAPSE_SHARE)
+    if out["flag"]:
+        notes.append(
+            f"collapse: {out['distinct_values']} distinct value(s), {max(low, high):.0%} at "
+            f"{out['end']} while people pass {float(y.mean()):.0%}"
+        )
+    return out
 
 
 def rounded_dict(d: Mapping[str, Any]) -> dict[str, Any]:

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 from collections import defaultdict
 from itertools import combinations
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
 from unified.analysis.calibration import human_calibration
-from unified.analysis.jury import JURY, jury_scores
+from unified.analysis.jury import JURY, jury_members, jury_scores, jury_section
+from unified.analysis.reliability import backends_alpha
 from unified.analysis.stats import (  # noqa: F401 - re-exported: the statistics' public home was here
     MIN_N,
     UNDEFINED,
@@ -98,6 +99,7 @@ def crosscheck(
     seed: int = 0,
     jury: str | None = None,
     label_cuts: Mapping[str, float] | None = None,
+    on: str = "value",
 ) -> dict[str, Any]:
     """Cross-check several backends' Scores of the same samples (JSON-serialisable result).
 
@@ -107,19 +109,33 @@ def crosscheck(
     ``excluded`` counting the samples dropped because either side failed, and
     ``threshold_translation``: a list of two ``unified.analysis.translate.threshold_translation``
     entries, a → b and b → a; ``agreement_matrix`` — backend × backend Spearman and mean
-    absolute difference; ``disagreements`` — the ``top_n`` samples with the largest
+    absolute difference; ``alpha`` — Krippendorff's alpha over all backends (interval on
+    the values, nominal on pass/fail; ``unified.analysis.reliability.backends_alpha``);
+    ``disagreements`` — the ``top_n`` samples with the largest
     |difference| between any two backends, each backend's value and reason side by side
     (and the question, when ``samples`` are given); ``human`` — when samples carry
     ``metadata.labels``, ``unified.analysis.calibration.human_calibration`` (per backend AUC and
     balanced accuracy with seeded bootstrap 95 % intervals, ``best_threshold``, ``ppi``,
-    Spearman against the raw labels).
+    Spearman against the raw labels, Brier score, ECE with the reliability diagram's bins,
+    and the ``collapse`` flag).
+
+    The jury in its place: it is made of its members, so it is never paired with them
+    (pairs, translations, agreement matrix) and never counted in alpha; it gets its own
+    ``jury`` entry (``unified.analysis.jury.jury_section``: members, dissent rate, who
+    dissents most) and is judged against people like any backend.
 
     ``jury``: a pooling method (median|mean|majority) to add ``unified.analysis.jury`` lines when
     the scores hold none. ``label_cuts``: {metric: cut} binarising graded labels where the
-    default cut (``unified.analysis.verdict``) does not fit their scale. Lines of input rows that
+    default cut (``unified.analysis.verdict``) does not fit their scale. ``on="calibrated"``:
+    every statistic on ``Score.calibrated`` (the value mapped through a calibration file)
+    instead of ``value``; a Score without one is left out and counted. Lines of input rows that
     never became samples (``row_error``) are left out and counted in ``notes``.
     """
-    by_metric, notes = _by_metric(scores, jury)
+    if on not in ("value", "calibrated"):
+        raise ValueError(f"on must be 'value' or 'calibrated', not {on!r}")
+    by_metric, notes = _by_metric(_on_calibrated(scores) if on == "calibrated" else scores, jury)
+    if on == "calibrated":
+        notes.insert(0, "computed on the calibrated values (Score.calibrated), not the raw 0–10 values")
     result: dict[str, Any] = {
         "backends": sorted({b for m in by_metric.values() for b in m}),
         "metrics": {},
@@ -129,6 +145,16 @@ def crosscheck(
         cut = (label_cuts or {}).get(metric)
         result["metrics"][metric] = _crosscheck_metric(metric, per_backend, samples, top_n, bootstrap, seed, cut)
     return result
+
+
+def _on_calibrated(scores: Iterable[Score]) -> Iterator[Score]:
+    """Each Score that has a calibrated value, with that value as its value (a failure
+    stays a failure); Scores of uncalibrated pairs are left out."""
+    for s in scores:
+        if not s.ok:
+            yield s
+        elif s.calibrated is not None:
+            yield s.model_copy(update={"value": s.calibrated, "passed": None})
 
 
 def _by_metric(scores: Iterable[Score], jury: str | None) -> tuple[dict[str, dict[str, dict[str, Score]]], list[str]]:
@@ -200,21 +226,32 @@ def _crosscheck_metric(
 ) -> dict[str, Any]:
     backends = sorted(per_backend)
     thresholds = {b: backend_threshold(metric, per_backend[b].values()) for b in backends}
+    members = jury_members(per_backend.get(JURY, {}).values())
+    # the jury is made of its members: its agreement with them says nothing new
+    table = [b for b in backends if not (b == JURY and members & set(backends))]
     pairs = []
-    spearman_m = {b: {c: (1.0 if b == c else UNDEFINED) for c in backends} for b in backends}
-    mad_m = {b: {c: (0.0 if b == c else UNDEFINED) for c in backends} for b in backends}
+    spearman_m = {b: {c: (1.0 if b == c else UNDEFINED) for c in table} for b in table}
+    mad_m = {b: {c: (0.0 if b == c else UNDEFINED) for c in table} for b in table}
     for a, b in combinations(backends, 2):
+        if JURY in (a, b) and ({a, b} - {JURY}) <= members:
+            continue
         st = _pair(per_backend, a, b, thresholds)
         pairs.append(st)
-        spearman_m[a][b] = spearman_m[b][a] = st["spearman"]
-        mad_m[a][b] = mad_m[b][a] = st["mean_abs_diff"]
+        if a in table and b in table:
+            spearman_m[a][b] = spearman_m[b][a] = st["spearman"]
+            mad_m[a][b] = mad_m[b][a] = st["mean_abs_diff"]
+    raters = [b for b in backends if b != JURY]
     out: dict[str, Any] = {
         "canonical": canonical(metric),
         "backends": {b: _summary(metric, per_backend[b], thresholds[b]) for b in backends},
         "pairs": pairs,
-        "agreement_matrix": {"backends": backends, "spearman": spearman_m, "mean_abs_diff": mad_m},
+        "agreement_matrix": {"backends": table, "spearman": spearman_m, "mean_abs_diff": mad_m},
         "disagreements": _top_disagreements(per_backend, backends, samples, top_n),
     }
+    if len(raters) >= 2:
+        out["alpha"] = backends_alpha({b: per_backend[b] for b in raters}, thresholds)
+    if JURY in per_backend:
+        out["jury"] = jury_section(per_backend[JURY].values())
     if samples:
         human = human_calibration(
             metric, {b: per_backend[b] for b in backends}, thresholds, samples, bootstrap=bootstrap, seed=seed, cut=cut
@@ -339,7 +376,18 @@ def _human_tables(metric: str, h: Mapping[str, Any]) -> list[Any]:
     ct = _table(
         f"{metric} — calibration against people (labelled pass rate "
         f"{_fmt(h['labelled_pass_rate']['estimate'])} of {h['labelled_pass_rate']['n']})",
-        ("backend", "best threshold", "its 95% CI", "BA there", "PPI pass rate", "PPI 95% CI", "labelled / total"),
+        (
+            "backend",
+            "best threshold",
+            "its 95% CI",
+            "BA there",
+            "PPI pass rate",
+            "PPI 95% CI",
+            "labelled / total",
+            "Brier",
+            "ECE",
+            "collapse",
+        ),
     )
     for b, e in h["backends"].items():
         ht.add_row(
@@ -363,8 +411,49 @@ def _human_tables(metric: str, h: Mapping[str, Any]) -> list[Any]:
             _fmt(ppi["estimate"]),
             ci,
             f"{ppi['n_labelled']} / {ppi['n_total']}",
+            _fmt(e.get("brier")),
+            _fmt(e.get("ece")),
+            _collapse_text(e.get("collapse")),
         )
     return [ht, ct] if ct.row_count else [ht]
+
+
+def _collapse_text(c: Mapping[str, Any] | None) -> str:
+    """``COLLAPSED (2 distinct values)``, ``COLLAPSED (95% at 10)``, ``no``, or ``—`` when
+    undefined (labels not mixed)."""
+    if not c or is_undefined(c.get("flag")):
+        return "—"
+    if not c["flag"]:
+        return "no"
+    if c["distinct_values"] <= 2:
+        return f"COLLAPSED ({c['distinct_values']} distinct value{'s' if c['distinct_values'] > 1 else ''})"
+    return f"COLLAPSED ({c['share_at_end']:.0%} at {c['end']})"
+
+
+def _alpha_line(metric: str, a: Mapping[str, Any]) -> Any:
+    """One line: Krippendorff's alpha over the backends (the jury is not a rater)."""
+    from rich.text import Text
+
+    return Text(
+        f"{metric} — Krippendorff's alpha over {', '.join(a['backends'])} ({a['n']} samples): "
+        f"interval {_fmt(a['interval'])}, nominal (pass/fail) {_fmt(a['nominal'])}"
+    )
+
+
+def _jury_table(metric: str, j: Mapping[str, Any]) -> list[Any]:
+    """The jury's own section: a line saying who sits on it, how often it splits and who
+    dissents most (a line: a table title would wrap to the narrow table), then each member."""
+    from rich.text import Text
+
+    rate = "—" if j["dissent_rate"] is None else f"{j['dissent_rate']:.0%}"
+    head = Text(
+        f"{metric} — jury ({j['method']} of {', '.join(j['members'])}; {j['n']} samples, "
+        f"split on {rate}; dissents most: {j['most_dissent'] or 'nobody'})"
+    )
+    t = _table("", ("member", "voted", "dissents", "dissent rate"))
+    for m, d in j["members_dissent"].items():
+        t.add_row(m, str(d["voted"]), str(d["dissents"]), "—" if d["rate"] is None else f"{d['rate']:.0%}")
+    return [head, t]
 
 
 def _disagreements_table(metric: str, m: Mapping[str, Any], reason_width: int) -> Any:
@@ -385,8 +474,9 @@ def _disagreements_table(metric: str, m: Mapping[str, Any], reason_width: int) -
 
 def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60) -> Any:
     """A rich renderable (``Group`` of tables) of a ``crosscheck`` result, for the CLI:
-    per metric a summary table, a pair table, the threshold translations, the
-    human-agreement and calibration tables when labels were present, and the top
+    per metric a summary table, a pair table, the threshold translations, Krippendorff's
+    alpha, the jury's section, the human-agreement and calibration tables (Brier, ECE,
+    collapse) when labels were present, and the top
     disagreements. ``render_crosscheck`` gives it as plain text."""
     from rich.console import Group
     from rich.text import Text
@@ -396,6 +486,10 @@ def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60) -> A
         parts.append(_backends_table(metric, m))
         if m["pairs"]:
             parts += [_pairs_table(metric, m), _translation_table(metric, m)]
+        if "alpha" in m:
+            parts.append(_alpha_line(metric, m["alpha"]))
+        if "jury" in m:
+            parts += _jury_table(metric, m["jury"])
         if "human" in m:
             parts += _human_tables(metric, m["human"])
         if m["disagreements"] and len(m["backends"]) > 1:

@@ -8,6 +8,18 @@ Diff of runs A and B, per (metric, backend), over the samples both scored withou
     with replacement (``unified.analysis.stats.bootstrap_ci``, the one bootstrap: seeded, so the
     same runs always give the same interval).
 
+    p: two-sided paired sign-flip test of mean(d) = 0 (``unified.analysis.stats.sign_flip_p``),
+       then Holm-adjusted over every (metric, backend) row of the diff (``stats.holm``):
+       the family-wise error stays ≤ α however many metrics are compared
+    n for 80 % power: ⌈((z_{0.975} + z_{0.8}) · s_d / |Δ|)²⌉ (``stats.n_for_power``): the
+       paired samples a rerun needs to detect a difference as large as the observed one
+
+Configuration first: before any number, ``config_differences`` names what differs between
+the runs' configurations of each (metric, backend) — judge endpoint, model, sampling,
+backend, framework version, repeats — from their manifests (``run.json``). A Δ between
+two judges is a comparison of judges, not a regression; a Δ of 0 between two runs that
+used different judges and the same cache is worth a second look.
+
 Pairing removes between-sample variance: a small real change shows up even when the
 per-run spreads are wide. A figure that cannot be computed (no paired sample; one paired
 sample for the interval) is ``"undefined"`` with the reason in the row's ``notes``, as
@@ -17,15 +29,26 @@ everywhere (``unified.analysis.stats``). The gates (``--fail-under``) are
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from unified.analysis.gates import GateError, check_gates, gate_matches, parse_gates
-from unified.analysis.stats import Undefined, bootstrap_ci, is_undefined, note_undefined
+from unified.analysis.stats import (
+    Undefined,
+    bootstrap_ci,
+    holm,
+    is_undefined,
+    n_for_power,
+    note_undefined,
+    sign_flip_p,
+)
+from unified.run.fingerprint import diff_configs
+from unified.run.runfolder import MANIFEST_FILE
 
-__all__ = ["GateError", "check_gates", "diff_runs", "format_diff", "gate_matches", "parse_gates"]
+__all__ = ["GateError", "check_gates", "config_differences", "diff_runs", "format_diff", "gate_matches", "parse_gates"]
 
 
 # ---------------------------------------------------------------- diff
@@ -87,13 +110,15 @@ def _paired_row(
             f"failed on either {row['failed']})"
         )
         note_undefined(notes, "delta", why)
-        row.update(mean_a=why, mean_b=why, delta=why, ci95=why, movers=[], notes=notes)
+        row.update(mean_a=why, mean_b=why, delta=why, ci95=why, p=why, n_for_80_power=why, movers=[], notes=notes)
         return row
     row["mean_a"] = float(np.mean([a[s] for s in paired]))
     row["mean_b"] = float(np.mean([b[s] for s in paired]))
     row["delta"] = float(np.mean(diffs))
     ci = bootstrap_ci(np.mean, diffs, n=n_boot, seed=seed)
     row["ci95"] = note_undefined(notes, "ci95", ci if is_undefined(ci) else list(ci))
+    row["p"] = note_undefined(notes, "p", sign_flip_p(diffs, seed=seed))
+    row["n_for_80_power"] = note_undefined(notes, "n_for_80_power", n_for_power(diffs))
     # a sample that did not move is no "mover" (a rerun on the cache moves nothing)
     movers = sorted(((s, d) for s, d in zip(paired, diffs) if d != 0), key=lambda t: (-abs(t[1]), t[0]))[:top]
     row["movers"] = [{"sample_id": s, "a": a[s], "b": b[s], "delta": d} for s, d in movers]
@@ -104,37 +129,96 @@ def _paired_row(
 def diff_runs(
     run_a: str | Path, run_b: str | Path, *, n_boot: int = 2000, seed: int = 0, top: int = 5
 ) -> list[dict[str, Any]]:
-    """Per (metric, backend) in either run: n paired, mean A, mean B (over the paired
-    samples), Δ = mean(B − A), its bootstrap CI, the ``top`` samples that moved most, and
-    ``notes`` for every ``"undefined"``."""
-    va, vb = _values(Path(run_a)), _values(Path(run_b))
+    """Per (metric, backend) in either run: ``config_changes`` (what differs in its
+    configuration, ``config_differences``), n paired, mean A, mean B (over the paired
+    samples), Δ = mean(B − A), its bootstrap CI, ``p`` and ``p_holm`` (sign-flip test,
+    Holm-adjusted over the rows), ``n_for_80_power``, the ``top`` samples that moved most,
+    and ``notes`` for every ``"undefined"``. A folder that does not exist is a
+    ``FileNotFoundError`` saying so."""
+    a_dir, b_dir = _existing(run_a), _existing(run_b)
+    va, vb = _values(a_dir), _values(b_dir)
+    changes = config_differences(a_dir, b_dir)
     keys = list(va) + [k for k in vb if k not in va]  # metrics of either run; unpaired ones say so
-    return [_paired_row(m, be, va.get((m, be), {}), vb.get((m, be), {}), n_boot, seed, top) for m, be in keys]
+    rows = [_paired_row(m, be, va.get((m, be), {}), vb.get((m, be), {}), n_boot, seed, top) for m, be in keys]
+    for r, adjusted in zip(rows, holm([r["p"] for r in rows])):
+        r["p_holm"] = adjusted
+        r["config_changes"] = changes.get((r["metric"], r["backend"]), changes.get(ANY_PAIR, []))
+    return rows
+
+
+ANY_PAIR = ("*", "*")
+
+
+def _existing(path: str | Path) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise FileNotFoundError(f"{p} does not exist")
+    if not p.is_dir():
+        raise FileNotFoundError(f"{p} is not a run folder (a file, not a folder)")
+    return p
+
+
+def _manifest(run_dir: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((run_dir / MANIFEST_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def config_differences(run_a: str | Path, run_b: str | Path) -> dict[tuple[str, str], list[str]]:
+    """{(metric, backend): ["judge.model: a → b", …]} for every pair both runs' manifests
+    name with different configurations (``unified.run.fingerprint.diff_configs``), and
+    ``{ANY_PAIR: ["configuration unknown: A has no run.json"]}`` when a manifest is missing. Pairs in
+    one run only are not listed (their rows say "no paired samples")."""
+    ma, mb = _manifest(Path(run_a)), _manifest(Path(run_b))
+    missing = [f"configuration unknown: {n} has no {MANIFEST_FILE}" for n, m in (("A", ma), ("B", mb)) if not m]
+    if missing:  # nothing to compare: every pair says so
+        return {ANY_PAIR: missing}
+    pa, pb = ma.get("pairs") or {}, mb.get("pairs") or {}
+    out: dict[tuple[str, str], list[str]] = {}
+    for pair in list(pa) + [p for p in pb if p not in pa]:
+        metric, _, backend = pair.partition("|")
+        ha, hb = pa.get(pair), pb.get(pair)
+        if ha is None or hb is None or ha == hb:
+            continue
+        ca, cb = (ma.get("configs") or {}).get(ha), (mb.get("configs") or {}).get(hb)
+        out[(metric, backend)] = diff_configs(ca, cb) if ca and cb else ["configuration (not recorded)"]
+    return out
+
+
+def describe_config_changes(rows: list[dict[str, Any]]) -> list[str]:
+    """One line per distinct change, naming the (metric, backend) pairs it concerns:
+    ``judge.model: judge-A → judge-B — faithfulness (native), answer_relevancy (native)``."""
+    by_change: dict[str, list[str]] = {}
+    for r in rows:
+        for c in r.get("config_changes", []):
+            by_change.setdefault(c, []).append(f"{r['metric']} ({r['backend']})")
+    return [f"{c} — {', '.join(pairs)}" for c, pairs in by_change.items()]
+
+
+def _p_text(p: Any) -> str:
+    return "—" if is_undefined(p) else ("<0.001" if p < 0.001 else f"{p:.3f}")
 
 
 def format_diff(rows: list[dict[str, Any]]) -> Any:
-    """A rich Table of ``diff_runs`` rows (Δ with CI; ✱ marks a CI that excludes 0)."""
+    """A rich Table of ``diff_runs`` rows: Δ with its bootstrap CI (✱: the Holm-adjusted p
+    is below 0.05), p after Holm, and the samples a rerun needs for 80 % power."""
     from rich.table import Table
 
-    t = Table(title="B − A per metric and backend (paired samples; 95% bootstrap CI)")
-    for col in ("metric", "backend", "n", "mean A", "mean B", "Δ", "95% CI", "moved most"):
+    t = Table(title="B − A per metric and backend (paired samples; 95% bootstrap CI; p: sign-flip test, Holm-adjusted)")
+    cols = ("metric", "backend", "n", "mean A", "mean B", "Δ", "95% CI", "p (Holm)", "n for 80% power", "moved most")
+    for col in cols:
         t.add_column(col, justify="left" if col in ("metric", "backend", "moved most") else "right")
     for r in rows:
         if is_undefined(r["delta"]):
-            t.add_row(
-                r["metric"],
-                r["backend"],
-                "0",
-                "—",
-                "—",
-                "—",
-                "—",
-                f"no paired samples (only A {r['only_a']}, only B {r['only_b']})",
-            )
+            why = f"no paired samples (only A {r['only_a']}, only B {r['only_b']})"
+            t.add_row(r["metric"], r["backend"], "0", "—", "—", "—", "—", "—", "—", why)
             continue
         ci = None if is_undefined(r["ci95"]) else r["ci95"]
-        sig = ci is not None and (ci[0] > 0 or ci[1] < 0)
+        sig = not is_undefined(r["p_holm"]) and r["p_holm"] < 0.05
         movers = ", ".join(f"{m['sample_id']} {m['delta']:+.1f}" for m in r["movers"][:3])
+        need = r["n_for_80_power"]
         t.add_row(
             r["metric"],
             r["backend"],
@@ -143,6 +227,8 @@ def format_diff(rows: list[dict[str, Any]]) -> Any:
             f"{r['mean_b']:.2f}",
             f"{r['delta']:+.2f}{' ✱' if sig else ''}",
             "—" if ci is None else f"[{ci[0]:+.2f}, {ci[1]:+.2f}]",
+            _p_text(r["p_holm"]),
+            "—" if is_undefined(need) else f"{int(need)}",
             movers,
         )
     return t

@@ -206,3 +206,51 @@ def jury_scores(
         for sid in sorted(by_sample):
             out.append(pool(metric, sid, {b: by_sample[sid].get(b) for b in names}, method))
     return out
+
+
+def jury_members(lines: Iterable[Score]) -> set[str]:
+    """Every backend a jury pooled over its ``lines``: the members that scored, failed or
+    had no line (``details.members``, ``errors``, ``missing``)."""
+    names: set[str] = set()
+    for s in lines:
+        d = s.details or {}
+        names.update(d.get("members") or {})
+        names.update(d.get("errors") or {})
+        names.update(d.get("missing") or [])
+    return names
+
+
+def jury_section(lines: Iterable[Score]) -> dict[str, Any]:
+    """The jury's own section of a cross-check, from its lines of one metric.
+
+    ``members``; ``method``; ``n`` (samples the jury scored); ``dissent_rate`` = share of
+    those samples on which at least one member is on the other side from the jury;
+    ``members_dissent`` = per member, dissents / samples it voted on (``voted``); and
+    ``most_dissent``: the member with the highest rate (ties: by name), or None when nobody
+    dissents. A jury line that failed (every member failed) does not count."""
+    lines = list(lines)
+    scored = [s for s in lines if s.ok and isinstance((s.details or {}).get("members"), dict)]
+    members = sorted(jury_members(lines))
+    votes = {m: 0 for m in members}
+    dissents = {m: 0 for m in members}
+    split = 0
+    for s in scored:
+        voted = s.details["members"]
+        split += any(v.get("dissent") for v in voted.values())
+        for m, v in voted.items():
+            votes[m] = votes.get(m, 0) + 1
+            dissents[m] = dissents.get(m, 0) + bool(v.get("dissent"))
+    rates: dict[str, dict[str, Any]] = {
+        m: {"voted": votes[m], "dissents": dissents[m], "rate": (dissents[m] / votes[m]) if votes[m] else None}
+        for m in sorted(votes)
+    }
+    ranked = sorted((m for m in rates if rates[m]["dissents"]), key=lambda m: (-float(rates[m]["rate"]), m))
+    methods = sorted({str((s.details or {}).get("method")) for s in scored})
+    return {
+        "members": members,
+        "method": methods[0] if len(methods) == 1 else methods,
+        "n": len(scored),
+        "dissent_rate": (split / len(scored)) if scored else None,
+        "members_dissent": rates,
+        "most_dissent": ranked[0] if ranked else None,
+    }

@@ -22,6 +22,7 @@ against scipy and scikit-learn. numpy only.
 from __future__ import annotations
 
 import math
+from statistics import NormalDist
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -52,6 +53,7 @@ class Undefined(str):
 
 
 Stat = float | str  # a number, or UNDEFINED
+Numbers = Sequence[float] | Sequence[int] | Sequence[bool] | np.ndarray  # what the newer statistics take
 
 
 def is_undefined(x: Any) -> bool:
@@ -236,3 +238,123 @@ def rounded(x: Any, digits: int = 4) -> Any:
     if isinstance(x, (tuple, list)):
         return [rounded(v, digits) for v in x]
     return x
+
+
+# ---------------------------------------------------------------- probabilities vs labels
+
+
+def brier(probs: Numbers, labels: Numbers) -> Stat:
+    """Brier score of probabilities ``probs`` (here value/10) against binary ``labels``:
+
+        BS = (1/n) Σ (pᵢ − yᵢ)²        0 is perfect; always 0.5 scores 0.25
+
+    (Brier 1950; ``sklearn.metrics.brier_score_loss``). Undefined when n < 3 (no variance
+    is needed: a constant forecast has a Brier score)."""
+    n = len(labels)
+    if n < MIN_N or len(probs) != n:
+        return Undefined(f"n={n} < {MIN_N}" if n < MIN_N else f"{len(probs)} probabilities for {n} labels")
+    p, y = np.asarray(probs, dtype=float), np.asarray(labels, dtype=float)
+    return float(np.mean((p - y) ** 2))
+
+
+def reliability_bins(probs: Numbers, labels: Numbers, bins: int = 10) -> list[dict[str, Any]]:
+    """The reliability diagram's points: ``bins`` equal-width bins of [0, 1] (bin b holds
+    b/B ≤ p < (b+1)/B, the last one p = 1 too), each non-empty bin with its ``count``, mean
+    predicted probability ``p_mean`` and observed share of positives ``observed``."""
+    p, y = np.asarray(probs, dtype=float), np.asarray(labels, dtype=float)
+    idx = np.minimum((p * bins).astype(int), bins - 1)
+    out = []
+    for b in range(bins):
+        m = idx == b
+        if m.any():
+            out.append(
+                {
+                    "bin": [b / bins, (b + 1) / bins],
+                    "count": int(m.sum()),
+                    "p_mean": float(p[m].mean()),
+                    "observed": float(y[m].mean()),
+                }
+            )
+    return out
+
+
+def ece(probs: Numbers, labels: Numbers, bins: int = 10) -> Stat:
+    """Expected calibration error over ``reliability_bins``:
+
+        ECE = Σ_b (n_b / n) · | observed_b − p_mean_b |
+
+    (Naeini et al. 2015; Guo et al. 2017): how far, on average over the samples, the stated
+    probability is from the share of people who pass. Undefined when n < 3."""
+    n = len(labels)
+    if n < MIN_N or len(probs) != n:
+        return Undefined(f"n={n} < {MIN_N}" if n < MIN_N else f"{len(probs)} probabilities for {n} labels")
+    return float(sum(b["count"] / n * abs(b["observed"] - b["p_mean"]) for b in reliability_bins(probs, labels, bins)))
+
+
+# ---------------------------------------------------------------- many comparisons
+
+
+def holm(pvalues: Sequence[Any]) -> list[Any]:
+    """Holm–Bonferroni adjusted p-values (Holm 1979), in the input's order. With the m
+    defined p-values sorted p₍₁₎ ≤ … ≤ p₍ₘ₎::
+
+        p̃₍ᵢ₎ = min(1, max_{j ≤ i} (m − j + 1) · p₍ⱼ₎)
+
+    Rejecting p̃ ≤ α keeps the family-wise error rate ≤ α under any dependence. An
+    ``"undefined"`` p-value stays undefined and does not count in m."""
+    defined = [(float(p), i) for i, p in enumerate(pvalues) if not is_undefined(p)]
+    out: list[Any] = list(pvalues)
+    m, running = len(defined), 0.0
+    for rank, (p, i) in enumerate(sorted(defined)):
+        running = max(running, min(1.0, (m - rank) * p))
+        out[i] = running
+    return out
+
+
+def sign_flip_p(diffs: Numbers, n_resamples: int = 10_000, seed: int = 0, exact_up_to: int = 16) -> Stat:
+    """Two-sided p-value of the paired sign-flip (randomisation) test of mean(d) = 0.
+
+    Under H₀ each dᵢ is as likely to be −dᵢ, so the statistic T = |mean(s·d)| over random
+    signs s ∈ {±1}ⁿ is the null distribution::
+
+        p = #{s : |mean(s·d)| ≥ |mean(d)|} / 2ⁿ                      (exact, n ≤ exact_up_to)
+        p = (1 + #{b : |mean(s_b·d)| ≥ |mean(d)|}) / (1 + B)          (B seeded random signs)
+
+    No normality assumed (judge scores are coarse and skewed). Ties within 1e-12 count as
+    "as extreme". Undefined when n < 3 (the exact test cannot get below 0.25 anyway)."""
+    d = np.asarray(diffs, dtype=float)
+    n = len(d)
+    if n < MIN_N:
+        return Undefined(f"n={n} < {MIN_N} paired samples")
+    observed = abs(float(d.mean())) - 1e-12
+    if n <= exact_up_to:
+        signs = 1 - 2 * ((np.arange(2**n)[:, None] >> np.arange(n)) & 1)
+        return float(np.mean(np.abs(signs @ d) / n >= observed))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for start in range(0, n_resamples, 1000):
+        signs = rng.choice((-1.0, 1.0), size=(min(1000, n_resamples - start), n))
+        hits += int((np.abs(signs @ d) / n >= observed).sum())
+    return (1 + hits) / (1 + n_resamples)
+
+
+def n_for_power(diffs: Numbers, power: float = 0.8, alpha: float = 0.05) -> Stat:
+    """Samples needed for a two-sided paired test at level ``alpha`` to detect the
+    observed mean difference with probability ``power`` (normal approximation)::
+
+        n = ⌈ ((z_{1−α/2} + z_{power}) · s_d / |d̄|)² ⌉
+
+    with d̄ and s_d (ddof 1) the observed differences' mean and standard deviation. A
+    planning figure: it treats the observed effect as the true one. Undefined when n < 3,
+    when d̄ = 0 (no effect to detect) or s_d = 0 (every difference equal)."""
+    d = np.asarray(diffs, dtype=float)
+    if len(d) < MIN_N:
+        return Undefined(f"n={len(d)} < {MIN_N} paired samples")
+    mean, sd = float(d.mean()), float(d.std(ddof=1))
+    if mean == 0.0:
+        return Undefined("the observed difference is 0: no effect to detect")
+    if sd == 0.0:
+        return Undefined("every paired difference is the same: no variance to plan with")
+    z = NormalDist()
+    k = z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)
+    return float(math.ceil((k * sd / abs(mean)) ** 2))

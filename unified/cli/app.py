@@ -244,6 +244,28 @@ def report_cmd(
     out_console.print(f"wrote {path}", highlight=False)
 
 
+@app.command("calibrate")
+def calibrate_cmd(
+    run_dir: Path = typer.Argument(..., help="a run folder whose samples carry human labels (--label)"),
+    out: Path = typer.Option(Path("calibration.json"), "--out", "-o", help="the calibration file to write"),
+) -> None:
+    """Fit, per metric and backend, an isotonic map from the 0–10 value to the share of people who
+    pass (labels in RUN_DIR); use it with run/compare --calibration FILE."""
+    from unified.analysis.calibrated import describe_fit, fit_run
+
+    with user_errors():
+        if not run_dir.exists():
+            raise FileNotFoundError(f"{run_dir} does not exist")
+        data = fit_run(run_dir)
+    for line in describe_fit(data):
+        out_console.print(line, highlight=False, soft_wrap=True, markup=False)
+    if not data["entries"]:
+        err_console.print(f"error: nothing to calibrate in {run_dir}: no (metric, backend) with usable labels")
+        raise typer.Exit(2)
+    out.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    out_console.print(f"wrote {out} ({len(data['entries'])} map(s))", highlight=False)
+
+
 @app.command("diff")
 def diff_cmd(
     run_a: Path = typer.Argument(..., help="the earlier run folder"),
@@ -253,14 +275,22 @@ def diff_cmd(
     top: int = typer.Option(5, "--top", help="samples that moved most, per metric"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the diff as JSON"),
 ) -> None:
-    """Change in mean per metric and backend from RUN_A to RUN_B, with a bootstrap 95% CI."""
-    from unified.analysis.diff import diff_runs, format_diff
+    """Change in mean per metric and backend from RUN_A to RUN_B: configuration differences
+    first, then Δ with a bootstrap 95% CI, a Holm-adjusted p and the samples needed for 80% power."""
+    from unified.analysis.diff import describe_config_changes, diff_runs, format_diff
 
     with user_errors():
         rows = diff_runs(run_a, run_b, n_boot=n_boot, seed=seed, top=top)
     if not rows:
         err_console.print("error: the two runs share no (metric, backend)")
         raise typer.Exit(2)
+    changes = describe_config_changes(rows)
+    if changes:  # before any number: a Δ between two judges is no regression of one
+        out_console.print("the runs' configurations differ:", highlight=False)
+        for line in changes:
+            out_console.print(f"  {line}", highlight=False, soft_wrap=True, markup=False)
+    else:
+        out_console.print("same configuration for every (metric, backend) both runs scored", highlight=False)
     out_console.print(format_diff(rows))
     for r in rows:
         if r["movers"]:

@@ -217,6 +217,26 @@ FLAGS: tuple[Flag, ...] = (
         _COMPARE,
         commands=("compare",),
     ),
+    Flag(
+        "calibration",
+        ("--calibration",),
+        Optional[Path],
+        None,
+        "add `calibrated` (0–10, fitted on people's labels by `unified-eval calibrate`) beside each value",
+        _OUTPUT,
+        commands=("run", "compare"),
+    ),
+    Flag(
+        "repeats",
+        ("--repeats",),
+        int,
+        1,
+        "score each judge-using task N times with seeds 0 to N-1 (test–retest: spread, flips, ICC); "
+        "a score is the mean of its repeats",
+        _JUDGE,
+        commands=("run", "compare"),
+        min=1,
+    ),
     Flag("quiet", ("--quiet", "-q"), bool, False, "no progress, no table (errors still go to stderr)", _OUTPUT),
     Flag("dry_run", ("--dry-run",), bool, False, "count tasks and estimate calls; call nothing", _OUTPUT),
     Flag(
@@ -259,6 +279,8 @@ _METAVARS = {
     "fail_under": "GATES",
     "max_error_rate": "RATE",
     "jury": "METHOD",
+    "repeats": "N",
+    "calibration": "FILE",
     "from_backend": "BACKEND",
     "to_backend": "BACKEND",
     "max_flips": "N",
@@ -466,6 +488,13 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
     cli.out_console.print(
         "a step that several metrics share is counted once, on the first metric that needs it", highlight=False
     )
+    if (v.get("repeats") or 1) > 1:  # the table is one repeat's worth
+        cli.out_console.print(
+            f"--repeats {v['repeats']}: every judge call, token and dollar above is paid {v['repeats']} times "
+            "(once per repeat; deterministic and embedding-only metrics are scored once)",
+            highlight=False,
+            soft_wrap=True,
+        )
     for model in unpriced:
         cli.out_console.print(
             f"no price for model {model!r}: the cost of its calls is unknown (—); "
@@ -658,6 +687,8 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
         **cli.read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep")),
         max_samples=v.get("max_samples"),
         jury=v.get("jury"),
+        repeats=v.get("repeats") or 1,
+        calibration=v.get("calibration"),
         prices=_prices(v),
         executor=v.get("executor") or "local",
         ray_address=v.get("ray_address"),
@@ -757,6 +788,8 @@ def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
         return
     from unified.run.runfolder import write_json
 
+    if any(d.get("calibrated") is not None for d in report.iter_score_dicts()):
+        cc["on_calibrated"] = (report.crosscheck(on="calibrated") or {}).get("metrics", {})
     write_json(s.out / CROSSCHECK_FILE, cc)
     if not quiet:
         from unified.analysis.crosscheck import format_crosscheck

@@ -114,6 +114,8 @@ class TaskMeter:
 
     ``parent``: the enclosing meter of a ``metric_scope``; every record reaches it too.
     ``prices``: the price table in force when the meter was made (``price_scope``).
+    ``seed``: the seed of a test–retest repeat (``--repeats``), or None: every request of
+    the task carries it and the judge cache keys on it (``repeat_seed``).
     """
 
     backend: str = ""
@@ -123,6 +125,7 @@ class TaskMeter:
     occurrences: dict[str, int] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     parent: "TaskMeter | None" = None
+    seed: int | None = None
     prices: Mapping[str, tuple[float, float]] | None = field(default_factory=current_prices)
 
     def next_occurrence(self, request_hash: str) -> int:
@@ -158,10 +161,23 @@ def current_meter() -> TaskMeter:
     return m if m is not None else TaskMeter()
 
 
+def repeat_seed() -> int | None:
+    """The seed of the running repeat (``task_scope(seed=...)``), or None outside one:
+    chat judges send it as the request's ``seed`` and the cache puts it in the key, so
+    repeat r of a task is its own answer, cached on its own."""
+    m = _current.get()
+    return m.seed if m is not None else None
+
+
 @contextlib.contextmanager
-def task_scope(backend: str, metric: str, sample_id: str) -> Iterator[TaskMeter]:
-    """Attribute every judge call made inside (including in tasks it spawns) to one task."""
-    meter = TaskMeter(backend=backend, metric=metric, sample_id=sample_id)
+def task_scope(backend: str, metric: str, sample_id: str, seed: int | None = None) -> Iterator[TaskMeter]:
+    """Attribute every judge call made inside (including in tasks it spawns) to one task
+    (``seed``: the repeat's seed, see ``repeat_seed``; a backend's own nested task_scope
+    keeps the seed of the repeat it runs in)."""
+    outer = _current.get()
+    if seed is None and outer is not None:
+        seed = outer.seed
+    meter = TaskMeter(backend=backend, metric=metric, sample_id=sample_id, seed=seed)
     token = _current.set(meter)
     try:
         yield meter
@@ -187,6 +203,7 @@ def metric_scope(metric: str) -> Iterator[TaskMeter]:
         sample_id=outer.sample_id if outer else "",
         parent=outer,
         prices=outer.prices if outer else current_prices(),
+        seed=outer.seed if outer else None,
     )
     token = _current.set(meter)
     try:

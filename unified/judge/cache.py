@@ -62,7 +62,17 @@ from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
 
 from pydantic import BaseModel
 
-from unified.judge.base import CallRecord, ChatJudge, Embedder, JudgeCacheError, Messages, T, current_meter, record_call
+from unified.judge.base import (
+    CallRecord,
+    ChatJudge,
+    Embedder,
+    JudgeCacheError,
+    Messages,
+    T,
+    current_meter,
+    record_call,
+    repeat_seed,
+)
 from unified.judge.structured import schema_json
 from unified.run.runfolder import CACHE_FILE
 
@@ -351,6 +361,9 @@ class CachedChatJudge(ChatJudge):
 
     def _key(self, kind: str, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
         sampling: dict[str, Any] = getattr(self.inner, "sampling_params", lambda: {})()
+        seed = repeat_seed()
+        if seed is not None:  # a test–retest repeat: its own answer, its own entry
+            sampling = {**sampling, "seed": seed}
         request_hash = sha256(
             canonical_json(
                 {

@@ -29,6 +29,7 @@ from unified.judge.base import (
     Messages,
     T,
     record_call,
+    repeat_seed,
 )
 from unified.judge.config import JudgeConfig
 from unified.judge.structured import estimate_tokens, parse_with_repair
@@ -118,6 +119,8 @@ class LlamaCppJudge(ChatJudge):
 
     async def _complete(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> str:
         start = time.perf_counter()
+        if repeat_seed() is not None:  # a test–retest repeat samples with its own seed
+            params = {**params, "seed": repeat_seed()}
         try:
             resp = await asyncio.wait_for(
                 asyncio.to_thread(self._generate, messages, schema_json, params), self.config.timeout

@@ -28,7 +28,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
-from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call
+from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call, repeat_seed
 from unified.judge.config import JudgeConfig
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts
 
@@ -47,6 +47,12 @@ from unified.redact import endpoint_of, one_line, redact_config
 
 # servers that want llama.cpp's json_object+schema form
 _LLAMA_HINT = re.compile(r"llama[._-]?cpp|\.gguf$", re.IGNORECASE)
+
+
+def _seed(configured: int | None) -> int | None:
+    """The request's seed: a test–retest repeat's (``repeat_seed``), else the configured one."""
+    seed = repeat_seed()
+    return configured if seed is None else seed
 
 
 class OpenAIChatJudge(ChatJudge):
@@ -126,8 +132,8 @@ class OpenAIChatJudge(ChatJudge):
             "max_tokens": self.config.max_tokens,
             **self.config.extra,
         }
-        if self.config.seed is not None:
-            kwargs["seed"] = self.config.seed
+        if (seed := _seed(self.config.seed)) is not None:
+            kwargs["seed"] = seed
         kwargs.update(params)
         attempts = Attempts()
         start = time.perf_counter()

@@ -22,6 +22,7 @@ from itertools import combinations
 from typing import Any
 
 from unified.analysis.crosscheck import MIN_N, pair_stats, undefined_reason
+from unified.analysis.jury import JURY
 from unified.report.model import RunModel
 
 ODD_MIN_GAP = 1.0
@@ -58,9 +59,11 @@ def pair_notes(a: str, b: str, va: list[float], vb: list[float], ta: float, tb: 
 def pairs(model: RunModel, metric: str) -> list[dict[str, Any]]:
     """``pair_stats`` for every pair of backends that scored ``metric``, in backend order,
     with ``a``, ``b``, ``excluded`` (samples either side failed), the points of the
-    scatter plot (``xs``, ``ys``) and notes that name the backends."""
+    scatter plot (``xs``, ``ys``) and notes that name the backends. The jury is left out:
+    a run pools it from every other backend of the run, so it would only be paired with
+    its own members (it has its own section)."""
     per_b = model.tasks.get(metric, {})
-    backends = [b for b in model.backends if b in per_b]
+    backends = [b for b in model.backends if b in per_b and b != JURY]
     out = []
     for a, b in combinations(backends, 2):
         common = [sid for sid in per_b[a] if sid in per_b[b]]

@@ -296,15 +296,16 @@ class Report:
 
     # ------------------------------------------------------------ cross-check and page
 
-    def crosscheck(self, top_n: int = 10) -> dict[str, Any] | None:
+    def crosscheck(self, top_n: int = 10, on: str = "value") -> dict[str, Any] | None:
         """``unified.analysis.crosscheck.crosscheck`` over this run's sample tasks (input-row errors
-        are no sample), or None with fewer than 2 backends."""
+        are no sample), or None with fewer than 2 backends. ``on="calibrated"``: on the
+        values a ``--calibration`` file mapped (``Score.calibrated``)."""
         if len(self.backends()) < 2:
             return None
         from unified.analysis.crosscheck import crosscheck
 
         scores = (s for s in self.iter_scores() if not s.row_error)
-        return crosscheck(scores, self.sample_objects(), top_n=top_n)
+        return crosscheck(scores, self.sample_objects(), top_n=top_n, on=on)
 
     def sample_objects(self) -> dict[str, Any]:
         """Sample id -> ``Sample``; a sample that no longer validates (written by an older

@@ -13,8 +13,9 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from unified.analysis.migrate import num_text
+from unified.report.html_agreement import section_alpha, section_jury, section_probability, section_retest
 from unified.report.html_base import e, num, table
-from unified.run.runfolder import CROSSCHECK_FILE, MIGRATION_FILE
+from unified.run.runfolder import CROSSCHECK_FILE, MIGRATION_FILE, SUMMARY_FILE
 
 
 def read_json(folder: Path | None, name: str) -> dict[str, Any] | None:
@@ -136,11 +137,18 @@ def compare_sections(folder: Path | None) -> tuple[list[tuple[str, str]], list[s
     """(nav links, section html) for the comparison files the run folder holds."""
     links: list[tuple[str, str]] = []
     parts: list[str] = []
+    retest = section_retest(read_json(folder, SUMMARY_FILE))
+    if retest:
+        links.append(("retest", "Test–retest"))
+        parts.append(retest)
     cc = read_json(folder, CROSSCHECK_FILE)
     if cc:
         for anchor, title, html in (
+            ("alpha", "Alpha", section_alpha(cc)),
+            ("jury", "Jury", section_jury(cc)),
             ("thresholds", "Thresholds", section_thresholds(cc)),
             ("people", "People", section_people(cc)),
+            ("probability", "Calibration", section_probability(cc)),
         ):
             if html:
                 links.append((anchor, title))

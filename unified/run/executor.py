@@ -30,13 +30,15 @@ from unified.scores import Score
 @dataclass(frozen=True)
 class Pair:
     """One (metric, backend) of the run; ``bit`` indexes it in done-set bitmasks and
-    ``config_hash`` fingerprints its configuration."""
+    ``config_hash`` fingerprints its configuration; ``repeats`` > 1 when each of its
+    tasks is scored that many times (a judge-using pair under ``--repeats``)."""
 
     metric: MetricRef
     backend: Any  # unified.adapters.Backend
     bit: int
     config_hash: str
     needs_judge: bool
+    repeats: int = 1
 
     @property
     def key(self) -> str:
@@ -50,6 +52,8 @@ class TaskGroup:
     pairs: list[Pair]
     sample_hash: str
     needs_judge: bool = field(default=False)
+    repeat: int | None = None  # which test–retest repeat this group scores (unified.run.repeats)
+    seed: int | None = None  # that repeat's seed: on every judge request, in every cache key
 
     def failures(self, why: str) -> list[Score]:
         """One failure Score per pair, named and stamped as a scored one would be."""
@@ -133,7 +137,7 @@ async def score_group(group: TaskGroup) -> list[Score]:
     backend, sample = group.backend, group.sample
     refs = [p.metric for p in group.pairs]
     label = ",".join(r.name for r in refs)
-    with task_scope(backend.name, label if len(refs) > 1 else refs[0].name, sample.id) as meter:
+    with task_scope(backend.name, label if len(refs) > 1 else refs[0].name, sample.id, seed=group.seed) as meter:
         try:
             got = await backend.score(sample, refs)
         except asyncio.CancelledError:

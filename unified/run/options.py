@@ -33,7 +33,8 @@ class RunOptions:
     MLflow logger here, so the run path never imports an integration).
     Where: ``executor`` ("local", "ray", or an Executor object), ``ray_address`` (None: a
     local Ray for the run; "auto": the running cluster; or an address — see
-    ``unified.integrations.ray_executor``).
+    ``unified.integrations.ray_executor``). Test–retest: ``repeats`` (N > 1 scores every
+    judge-using task N times with seeds 0…N−1 and keeps their mean; ``unified.run.repeats``).
     """
 
     backends: Sequence[Any] = ("native",)
@@ -64,6 +65,8 @@ class RunOptions:
     executor: Any = "local"
     ray_address: str | None = None
     jury: str | None = None
+    calibration: str | Path | None = None  # calibration.json: adds Score.calibrated (unified.analysis.calibrated)
+    repeats: int = 1  # test–retest: judge-using tasks scored this many times (unified.run.repeats)
     run_config: dict[str, Any] = field(default_factory=dict)
     command: list[str] | None = None
     resume_hint: str | None = None
@@ -87,6 +90,8 @@ class RunOptions:
             opts.backends = [b.strip() for b in opts.backends.split(",") if b.strip()]
         if opts.concurrency < 1:
             raise ValueError(f"concurrency must be at least 1, got {opts.concurrency}")
+        if not isinstance(opts.repeats, int) or opts.repeats < 1:
+            raise ValueError(f"repeats must be a whole number of at least 1, got {opts.repeats!r}")
         if opts.max_samples is not None and opts.max_samples < 1:
             raise ValueError(f"max_samples must be at least 1, got {opts.max_samples}")
         return opts

@@ -9,6 +9,7 @@ A run folder holds::
     report.html         the self-contained report
     crosscheck.json     agreement between backends (compare)
     migration.json      what flips between two backends (migrate)
+    repeats.jsonl       with --repeats: each repeat of a task until all are in (then folded)
     run.json            the manifest: each task configuration by hash, every invocation
     .lock               held (flock) by the one process writing the folder
 
@@ -48,6 +49,7 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
 CROSSCHECK_FILE = "crosscheck.json"
 MIGRATION_FILE = "migration.json"
+REPEATS_FILE = "repeats.jsonl"  # test–retest repeats not yet folded (unified.run.repeats)
 MANIFEST_FILE = "run.json"
 LOCK_FILE = ".lock"
 CACHE_FILE = "judge_cache.sqlite"
@@ -231,6 +233,7 @@ class RunFolder:
         self.summary = self.path / SUMMARY_FILE
         self.report = self.path / REPORT_FILE
         self.crosscheck = self.path / CROSSCHECK_FILE
+        self.repeats = self.path / REPEATS_FILE
         self.manifest_path = self.path / MANIFEST_FILE
         self._lock_fd: int | None = None
 
@@ -275,7 +278,15 @@ class RunFolder:
 
     def clear(self) -> None:
         """``--fresh``: remove every result file (the judge cache and the lock stay)."""
-        for p in (self.scores, self.samples, self.summary, self.report, self.crosscheck, self.manifest_path):
+        for p in (
+            self.scores,
+            self.samples,
+            self.summary,
+            self.report,
+            self.crosscheck,
+            self.repeats,
+            self.manifest_path,
+        ):
             try:
                 p.unlink(missing_ok=True)
             except OSError as e:
@@ -284,6 +295,7 @@ class RunFolder:
     def repair(self) -> int:
         """Truncate torn last lines; returns the bytes removed from ``scores.jsonl``."""
         repair_jsonl(self.samples)
+        repair_jsonl(self.repeats)
         return repair_jsonl(self.scores)
 
     # ------------------------------------------------------------ manifest
@@ -300,7 +312,9 @@ class RunFolder:
     # ------------------------------------------------------------ resume
     def drop_errors(self) -> int:
         """``--retry-errors``: remove failed lines — and degraded ones (a value from fewer
-        judges than asked) — so their tasks are scored again."""
+        judges than asked) — so their tasks are scored again (failed repeats of an
+        unfinished task too)."""
+        rewrite_jsonl(self.repeats, lambda _i, d: d is None or not (d.get("error") or d.get("degraded")))
         return rewrite_jsonl(self.scores, lambda _i, d: d is None or not (d.get("error") or d.get("degraded")))
 
     def check_configs(
@@ -360,6 +374,19 @@ class RunFolder:
         finally:
             log.close()
         return dropped
+
+    def map_lines(self, fn: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        """Rewrite every score line through ``fn`` (atomic, as compaction); unreadable
+        lines are dropped, as compaction would."""
+        if not self.scores.exists():
+            return
+        tmp = self.scores.with_name(self.scores.name + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as dst:
+            for d in iter_lines(self.scores):
+                dst.write(json.dumps(fn(d), ensure_ascii=False) + "\n")
+            dst.flush()
+            os.fsync(dst.fileno())
+        os.replace(tmp, self.scores)
 
     # ------------------------------------------------------------ compaction
     def compact(self, seen: Mapping[Key, str], pairs: set[str], *, complete: bool) -> int:

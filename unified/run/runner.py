@@ -49,6 +49,7 @@ from unified.run.executor import LocalExecutor, Pair, TaskGroup, named_executor
 from unified.run.fingerprint import sample_hash, text_hash
 from unified.run.options import RunOptions
 from unified.run.progress import Progress
+from unified.run.repeats import RepeatBook, folded_tasks, retest_lines, retest_summary, seed_of
 from unified.run.runfolder import (  # noqa: F401
     CACHE_FILE,
     REPORT_FILE,
@@ -171,6 +172,8 @@ class _Run:
         self.executor: Any = None
         self.streaming = False
         self.summary: dict[str, Any] = {}
+        self.book = RepeatBook(self.out, {})
+        self.calibration: Any = None
 
     # ------------------------------------------------------------ setup
     def setup(self) -> None:
@@ -178,7 +181,14 @@ class _Run:
 
         self.judges, self.own_judges, self.judge_desc = _resolve_judges(self.opts)
         self.backends = [b if isinstance(b, Backend) else get_backend(b, self.judges) for b in self.opts.backends]
-        self.plan = plan_run(self.refs, self.backends, self.judges)
+        self.plan = plan_run(self.refs, self.backends, self.judges, repeats=self.opts.repeats)
+        self.book = RepeatBook(self.out, {p.key: p for p in self.plan.pairs if p.repeats > 1})
+        if self.opts.calibration is not None:  # refused before the folder is touched
+            from unified.analysis.calibrated import Calibration
+
+            self.calibration = Calibration.load(self.opts.calibration)
+            for note in self.calibration.check(self.plan.hashes, self.plan.configs):
+                self.say(f"note: {note}")
         for w in self.plan.warnings():
             self.say(f"warning: {w}")
         if not self.plan.pairs:
@@ -197,6 +207,8 @@ class _Run:
         if self.opts.retry_errors and (dropped := self.folder.drop_errors()):
             self.say(f"note: retrying {dropped} failed task(s) from {self.folder.scores}")
         self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
+        if self.book.pairs and (held := self.book.load()):
+            self.say(f"resuming {self.out}: {held} repeat(s) of unfinished tasks already on disk")
         if self.scan.lines:
             self.say(f"resuming {self.out}: {self.scan.lines} score(s) of this run already on disk")
         if self.scan.unfingerprinted:
@@ -248,6 +260,14 @@ class _Run:
         self.counts.tasks_failed += failed
         if self.progress is not None:
             self.progress.advance(backend, len(scores), failed)
+
+    def done(self, group: TaskGroup, scores: list[Score]) -> None:
+        """A scored group: its Scores, or — for a repeat — the repeat lines, and the
+        folded Scores of the tasks it completed (``unified.run.repeats``)."""
+        if group.repeat is None:
+            self.emit(scores, group.backend.name)
+        elif folded := self.book.record(group, scores):
+            self.emit(folded, group.backend.name)
 
     def groups(self) -> Iterator[TaskGroup]:
         """TaskGroups of the input, in order; row errors and missing fields are written
@@ -358,13 +378,38 @@ class _Run:
             else:
                 runnable.setdefault((p.backend.name, p.needs_judge), []).append(p)
         for (_, needs_judge), pairs in runnable.items():
-            yield TaskGroup(
-                sample=sample, backend=pairs[0].backend, pairs=pairs, sample_hash=h, needs_judge=needs_judge
-            )
+            once = [p for p in pairs if p.repeats == 1]
+            if once:
+                yield TaskGroup(
+                    sample=sample, backend=once[0].backend, pairs=once, sample_hash=h, needs_judge=needs_judge
+                )
+            yield from self._repeat_groups(sample, h, [p for p in pairs if p.repeats > 1])
+
+    def _repeat_groups(self, sample: Sample, h: str, pairs: list[Pair]) -> Iterator[TaskGroup]:
+        """One group per repeat still missing (each with its seed); a task whose repeats
+        are all on disk already (a run killed before its fold) is folded at once."""
+        missing = {p.key: self.book.missing(sample.id, h, p) for p in pairs}
+        for p in pairs:
+            if not missing[p.key] and (folded := self.book.complete(sample.id, h, p)) is not None:
+                self.emit([folded], p.backend.name)
+        for r in range(max((p.repeats for p in pairs), default=0)):
+            todo = [p for p in pairs if r in missing[p.key]]
+            if todo:
+                yield TaskGroup(
+                    sample=sample,
+                    backend=todo[0].backend,
+                    pairs=todo,
+                    sample_hash=h,
+                    needs_judge=True,
+                    repeat=r,
+                    seed=seed_of(r),
+                )
 
     async def stream(self) -> None:
         self.log = AppendLog(self.folder.scores)
         self.sample_log = AppendLog(self.folder.samples)
+        if self.book.pairs:
+            self.book.open()
         rows = count_rows(self.samples)
         if rows is not None and self.opts.max_samples is not None:
             rows = min(rows, self.opts.max_samples)
@@ -377,12 +422,13 @@ class _Run:
 
             prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
             with price_scope(prices):
-                await self.executor.run(self.groups(), lambda g, scores: self.emit(scores, g.backend.name))
+                await self.executor.run(self.groups(), self.done)
         finally:
             ticker.cancel()
             self.progress.stop()
             self.log.close()
             self.sample_log.close()
+            self.book.close()
 
     def _executor(self) -> Any:
         ex = self.opts.executor
@@ -408,8 +454,12 @@ class _Run:
         if self.scan.all_lines or self.counts.samples_changed:
             pairs = set(self.plan.hashes)
             self.counts.lines_dropped = self.folder.compact(self.seen, pairs, complete=self.complete)
+        if self.book.pairs:  # repeats of folded tasks live in their folded lines now
+            self.book.compact(folded_tasks(self.folder.scores))
         manifest = self.folder.read_manifest()
         self._jury(self.opts.jury or manifest.get("jury"))
+        if self.calibration is not None:
+            self.folder.map_lines(self.calibration.apply)
         report = Report.from_dir(self.out)
         aggregates = self._as_asked(report.summary())
         groups, degraded = failure_groups(report.iter_score_dicts())
@@ -428,6 +478,8 @@ class _Run:
             degraded,
         )
         summary["unserved_metrics"] = self.plan.unserved(self.refs)
+        if self.book.pairs:
+            summary["repeats"] = retest_summary(report.iter_scores(), self.book.pairs)
         self.summary = summary
         if not self.temp_out:
             write_json(self.folder.summary, summary)
@@ -510,6 +562,8 @@ class _Run:
             aggs = self._aggregates_from(summary)
             print_table(aggs, summary["timings"].get("wall_seconds_total"))
             self.say(self._rows_line(max((a.count for a in aggs), default=0)))
+            for line in retest_lines(summary.get("repeats")):
+                self.say(line)
         failed, n_degraded = summary.get("n_errors", 0), summary.get("n_degraded", 0)
         print_failures(groups, failed, self.hint(retry=True) if failed or n_degraded else None, degraded=degraded)
 

@@ -103,9 +103,11 @@ def why_not(ref: MetricRef, backend: Any, judges: Any) -> str | None:
     return None
 
 
-def plan_run(refs: Sequence[MetricRef], backends: Sequence[Any], judges: Any) -> RunPlan:
+def plan_run(refs: Sequence[MetricRef], backends: Sequence[Any], judges: Any, repeats: int = 1) -> RunPlan:
     """The pairs of ``refs`` × ``backends`` that can run (a metric or backend named twice
-    counts once), each with its configuration fingerprint."""
+    counts once), each with its configuration fingerprint. ``repeats`` > 1: the pairs that
+    ask the chat judge are scored that many times (``unified.run.repeats``) and the count
+    is part of their configuration; the others are deterministic and scored once."""
     plan = RunPlan()
     seen: set[tuple[str, str]] = set()
     for b in backends:
@@ -118,12 +120,16 @@ def plan_run(refs: Sequence[MetricRef], backends: Sequence[Any], judges: Any) ->
                 plan.skipped.append(Skipped(r.name, b.name, reason))
                 continue
             cfg = task_config(b, r, judges)
+            times = repeats if repeats > 1 and "chat" in judge_requirements(b, r) else 1
+            if times > 1:
+                cfg["repeats"] = times
             pair = Pair(
                 metric=r,
                 backend=b,
                 bit=len(plan.pairs),
                 config_hash=config_hash(cfg),
                 needs_judge=bool(judge_requirements(b, r)),
+                repeats=times,
             )
             plan.configs[pair.key] = cfg
             plan.pairs.append(pair)

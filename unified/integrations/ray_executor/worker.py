@@ -44,6 +44,7 @@ class WireGroup:
     config_hashes: list[str]
     sample_hash: str
     needs_judge: bool
+    seed: int | None = None  # a test–retest repeat's seed (unified.run.repeats): the actor's requests carry it
 
     @classmethod
     def of(cls, idx: int, g: TaskGroup) -> "WireGroup":
@@ -55,6 +56,7 @@ class WireGroup:
             [p.config_hash for p in g.pairs],
             g.sample_hash,
             g.needs_judge,
+            g.seed,
         )
 
     def group(self, backend: Any) -> TaskGroup:
@@ -63,7 +65,12 @@ class WireGroup:
             for i, (m, h) in enumerate(zip(self.metrics, self.config_hashes))
         ]
         return TaskGroup(
-            sample=self.sample, backend=backend, pairs=pairs, sample_hash=self.sample_hash, needs_judge=self.needs_judge
+            sample=self.sample,
+            backend=backend,
+            pairs=pairs,
+            sample_hash=self.sample_hash,
+            needs_judge=self.needs_judge,
+            seed=self.seed,
         )
 
 

@@ -1,0 +1,218 @@
+"""``calibration.json``: a calibrated scale fitted on one run's human labels, and its use on
+later runs (``unified-eval calibrate``, ``run/compare --calibration``).
+
+Fit (``fit_run``): per (metric, backend) of a run folder whose samples carry labels for
+the metric (``metadata.labels``, binarised as ``unified.analysis.calibration`` does), the
+isotonic map from the 0–10 value to the share of people who pass
+(``unified.analysis.isotonic``), with its cross-validated Brier score beside that of
+value/10. The jury is not fitted: its configuration is its members' lines, different on
+every sample.
+
+The file records, per entry: ``metric``, ``backend``, ``config_hash`` and the redacted
+``config`` (from the run's manifest: backend, metric, judge endpoint, model, sampling,
+framework version, repeats), ``labelled`` (n), ``positives``, ``labels_fingerprint``
+(sha256 of the sorted (sample hash, label) pairs: which labelled set it was fitted on),
+``label``, ``binarised_at`` (graded labels), ``map`` ({"x", "y"}) and ``cv``.
+
+Use (``Calibration.check`` then ``apply``): a map belongs to the configuration that
+produced the values it was fitted on. A run whose (metric, backend) is in the file under
+another configuration hash is refused, naming what changed; a file none of whose entries
+is a pair of the run is refused. Pairs of the run the file does not cover get no
+``calibrated`` value (said once). On a covered Score that scored:
+
+    calibrated = 10 · interp(value, x, y)        (0–10, monotone in value)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import numpy as np
+
+from unified.analysis.calibration import human_labels
+from unified.analysis.isotonic import cross_validated, isotonic_fit, isotonic_predict
+from unified.analysis.jury import JURY
+from unified.analysis.stats import MIN_N, rounded
+from unified.analysis.verdict import is_binary, label_cut
+from unified.scores import Score
+
+VERSION = 1
+
+
+class CalibrationError(ValueError):
+    """A calibration file that does not fit the run (or is not a calibration file)."""
+
+
+def _fingerprint(pairs: Iterable[tuple[str, float]]) -> str:
+    blob = json.dumps(sorted(pairs), separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _passed(metric: str, samples: Mapping[str, Any]) -> tuple[str | None, dict[str, float], Any]:
+    """(label key, {sample_id: 1.0/0.0 people pass}, binarised_at or None)."""
+    key, raw = human_labels(metric, samples)
+    if key is None or not raw:
+        return key, {}, None
+    if is_binary(raw.values()):
+        return key, {sid: float(v >= 0.5) for sid, v in raw.items()}, None
+    bound = label_cut(metric, raw.values(), None)
+    if isinstance(bound, str):
+        return key, {}, bound
+    return key, {sid: float(v >= bound) for sid, v in raw.items()}, bound
+
+
+def fit_entry(
+    metric: str,
+    backend: str,
+    scores: Mapping[str, Score],
+    passed: Mapping[str, float],
+    config: Mapping[str, Any] | None,
+) -> dict[str, Any] | str:
+    """One (metric, backend) entry of the file, or why it cannot be fitted."""
+    ids = sorted(sid for sid, s in scores.items() if s.ok and sid in passed)
+    hashes = {s.config_hash for sid, s in scores.items() if sid in ids}
+    if len(ids) < MIN_N:
+        return f"{len(ids)} labelled sample(s) scored < {MIN_N}"
+    if len(hashes) != 1 or None in hashes:
+        return "its scores carry no single configuration fingerprint"
+    x = np.array([float(scores[sid].value) for sid in ids])  # type: ignore[arg-type]
+    y = np.array([passed[sid] for sid in ids])
+    if len(np.unique(y)) < 2:
+        return "the labels of its samples hold a single verdict: nothing to map"
+    xs, ys = isotonic_fit(x, y)
+    return {
+        "metric": metric,
+        "backend": backend,
+        "config_hash": hashes.pop(),
+        "config": dict(config or {}),
+        "labelled": len(ids),
+        "positives": int(y.sum()),
+        "labels_fingerprint": _fingerprint((str(scores[sid].sample_hash), passed[sid]) for sid in ids),
+        "map": {"x": rounded(xs, 6), "y": rounded(ys, 6)},
+        "cv": {k: rounded(v) for k, v in cross_validated(x, y).items()},
+    }
+
+
+def fit_run(run_dir: str | Path) -> dict[str, Any]:
+    """The calibration file's content for a run folder (module docstring)."""
+    from unified.report import Report
+
+    report = Report.from_dir(run_dir)
+    samples = report.sample_objects()
+    manifest = _read(Path(run_dir) / "run.json")
+    configs = manifest.get("configs") or {}
+    table: dict[tuple[str, str], dict[str, Score]] = {}
+    for s in report.iter_scores():
+        if not s.row_error and s.backend != JURY:
+            table.setdefault((s.metric, s.backend), {})[s.sample_id] = s
+    entries, notes = [], []
+    for (metric, backend), scores in table.items():
+        key, passed, cut = _passed(metric, samples)
+        if not passed:
+            notes.append(f"{metric} ({backend}): no usable human labels for it in the run")
+            continue
+        h = next((s.config_hash for s in scores.values() if s.config_hash), None)
+        got = fit_entry(metric, backend, scores, passed, configs.get(h) if h else None)
+        if isinstance(got, str):
+            notes.append(f"{metric} ({backend}): not fitted — {got}")
+            continue
+        got.update(label=key, **({"binarised_at": cut} if cut is not None else {}))
+        entries.append(got)
+    return {
+        "version": VERSION,
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "source": str(run_dir),
+        "entries": entries,
+        "notes": notes,
+    }
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+class Calibration:
+    """A loaded ``calibration.json`` (module docstring)."""
+
+    def __init__(self, data: Mapping[str, Any], path: str = "calibration.json"):
+        self.path = path
+        self.entries = {f"{e['metric']}|{e['backend']}": e for e in data.get("entries", [])}
+        self.active: dict[str, dict[str, Any]] = {}
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Calibration":
+        p = Path(path)
+        if not p.exists():
+            raise CalibrationError(f"{p} does not exist")
+        data = _read(p)
+        if data.get("version") != VERSION or not isinstance(data.get("entries"), list):
+            raise CalibrationError(f"{p} is not a calibration file (write one with: unified-eval calibrate RUN_DIR)")
+        return cls(data, str(p))
+
+    def check(self, hashes: Mapping[str, str], configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
+        """Refuse a file fitted under another configuration (``CalibrationError`` naming
+        what changed) or covering none of the run's pairs; keep the entries to apply and
+        return one note per pair of the run the file does not cover."""
+        from unified.run.fingerprint import diff_configs
+
+        covered = [k for k in hashes if k in self.entries]
+        if not covered:
+            raise CalibrationError(
+                f"{self.path} calibrates {', '.join(_names(self.entries)) or 'nothing'}; this run "
+                f"scores {', '.join(_names(hashes))}: none of them"
+            )
+        for k in covered:
+            e = self.entries[k]
+            if e["config_hash"] != hashes[k]:
+                what = diff_configs(e.get("config") or {}, configs.get(k) or {}) or ["configuration"]
+                raise CalibrationError(
+                    f"{self.path} was fitted on {_names([k])[0]} under another configuration "
+                    f"({'; '.join(what[:4])}): fit it again on a labelled run of this one"
+                )
+            self.active[k] = e
+        return [f"{_names([k])[0]}: not in {self.path}, no calibrated value" for k in hashes if k not in self.entries]
+
+    def apply(self, d: dict[str, Any]) -> dict[str, Any]:
+        """A score line with ``calibrated`` set when its pair is calibrated and it scored."""
+        e = self.active.get(f"{d.get('metric')}|{d.get('backend')}")
+        if e is None or d.get("value") is None or d.get("error") or d.get("config_hash") != e["config_hash"]:
+            return d
+        p = float(isotonic_predict(e["map"]["x"], e["map"]["y"], float(d["value"])))
+        return {**d, "calibrated": round(10.0 * p, 6)}
+
+
+def _names(keys: Iterable[str]) -> list[str]:
+    return [f"{k.split('|', 1)[0]} ({k.split('|', 1)[1]})" for k in keys]
+
+
+def describe_fit(data: Mapping[str, Any]) -> list[str]:
+    """The lines ``calibrate`` prints: per entry n, positives and the cross-validated
+    Brier of the map against value/10; then the notes."""
+    lines = []
+    for e in data["entries"]:
+        cv = e["cv"]
+        cal, raw = cv["brier_calibrated"], cv["brier_raw"]
+        verdict = (
+            ""
+            if isinstance(cal, str) or isinstance(raw, str)
+            else "  (better than value/10)"
+            if cal < raw
+            else "  (NOT better than value/10: do not use it)"
+        )
+        lines.append(
+            f"{e['metric']} ({e['backend']}): {e['labelled']} labelled, {e['positives']} pass; "
+            f"{cv['folds']}-fold cross-validated Brier {_f(cal)} vs value/10 {_f(raw)}{verdict}"
+        )
+    return lines + [f"note: {n}" for n in data.get("notes", [])]
+
+
+def _f(v: Any) -> str:
+    return v if isinstance(v, str) else f"{v:.4f}"
