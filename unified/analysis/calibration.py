@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from statistics import NormalDist
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 

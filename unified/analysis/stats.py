@@ -53,7 +53,6 @@ class Undefined(str):
 
 
 Stat = float | str  # a number, or UNDEFINED
-Numbers = Sequence[float] | Sequence[int] | Sequence[bool] | np.ndarray  # what the newer statistics take
 
 
 def is_undefined(x: Any) -> bool:
