@@ -84,7 +84,8 @@ FLAGS: tuple[Flag, ...] = (
         Optional[str],
         None,
         "layout or format of FILE: deepeval, dingo, "
-        "patronus, ragas, ragas_v1, embedchain, jsonl, csv, tsv, ... (default: detected)",
+        "patronus, ragas, ragas_v1, embedchain, jsonl, csv, tsv, ...; traces: otlp, openinference, "
+        "mlflow-traces, langfuse (default: detected)",
         _INPUT,
         commands=("run", "compare"),
     ),
