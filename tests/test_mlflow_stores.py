@@ -44,7 +44,9 @@ def search_runs(uri: str) -> list:
 def test_a_sqlite_store_logs_a_run_that_search_runs_reads_back(tmp_path, monkeypatch, absolute):
     pytest.importorskip("mlflow")
     pytest.importorskip("alembic")
-    monkeypatch.chdir(tmp_path)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere if absolute else tmp_path)
     uri = f"sqlite:///{tmp_path / 'runs.db'}" if absolute else "sqlite:///runs.db"
     r = invoke("run", DATA, "--metrics", "mrr,precision@3", "--out", tmp_path / "run", "--quiet", "--mlflow", uri)
     assert r.exit_code == 0, r.output
@@ -56,6 +58,9 @@ def test_a_sqlite_store_logs_a_run_that_search_runs_reads_back(tmp_path, monkeyp
     assert runs[0].data.metrics["mrr/native/count"] == sum(1 for _ in open(DATA))
     assert 0 <= runs[0].data.metrics["mrr/native/mean"] <= 10 and "precision_at_3/native/mean" in runs[0].data.metrics
     assert "note:" not in r.output  # no deprecation for MLflow's own default store
+    # the artefacts sit beside the database, not in ./mlruns of the folder the run started from
+    assert not (elsewhere / "mlruns").exists()
+    assert {p.name for p in (tmp_path / "mlruns").rglob("*") if p.is_file()} >= {"scores.jsonl", "summary.json"}
 
 
 def hide(monkeypatch, *modules: str) -> None:

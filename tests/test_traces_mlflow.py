@@ -23,9 +23,11 @@ def logged(tmp_path_factory):
     ``Document``s, an LLM span), plus one without a retriever; (experiment id, store)."""
     from mlflow.entities import Document, SpanType
 
-    store = f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}"
+    folder = tmp_path_factory.mktemp("mlflow")
+    store = f"sqlite:///{folder / 'mlflow.db'}"
     mlflow.set_tracking_uri(store)
-    exp_id = mlflow.set_experiment("unified-traces").experiment_id
+    exp_id = mlflow.create_experiment("unified-traces", artifact_location=(folder / "artifacts").as_uri())
+    mlflow.set_experiment(experiment_id=exp_id)
 
     @mlflow.trace(span_type=SpanType.RETRIEVER)
     def retrieve(query: str, k: int = 3) -> list:

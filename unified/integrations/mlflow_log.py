@@ -28,7 +28,9 @@ Tracking URI, passed to MLflow exactly as given (and shown so, credentials maske
 
 * ``http(s)://…`` — a tracking server (``mlflow server``); ``mlflow-skinny`` is enough.
 * ``sqlite:///runs.db`` (relative to the working folder) or ``sqlite:////abs/runs.db`` —
-  MLflow 3's default store; ``postgresql://``, ``mysql://``, ``mssql://`` likewise. These
+  MLflow 3's default store; an experiment created here keeps its artefacts beside the
+  database, in ``mlruns/`` (``artifact_location``); ``postgresql://``, ``mysql://``,
+  ``mssql://`` likewise. These
   need the full ``mlflow`` package (SQLAlchemy and alembic): ``require_mlflow`` says so,
   with the pip command, before any scoring, and refuses ``sqlite://host/…`` (two
   slashes: the path would be read as a host) and a database whose folder does not exist.
@@ -139,6 +141,15 @@ def _check_sqlite(uri: str) -> None:
         raise MlflowUriError(
             f"{uri}: the folder {path.parent} does not exist (MLflow creates the database, not its folder)"
         )
+
+
+def artifact_location(uri: str) -> str | None:
+    """Where a new experiment keeps its artefacts: beside a sqlite database, in
+    ``<its folder>/mlruns`` — MLflow's own default is ``./mlruns`` of whatever folder the
+    experiment happens to be created from. None (MLflow decides) for other stores."""
+    if not uri.startswith("sqlite:"):
+        return None
+    return (sqlite_path(uri).resolve().parent / "mlruns").as_uri()
 
 
 def file_store_note(uri: str) -> str | None:
@@ -385,7 +396,7 @@ def _send(
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         try:
-            exp_id = client.create_experiment(experiment)
+            exp_id = client.create_experiment(experiment, artifact_location=artifact_location(uri))
         except Exception:  # another process created it first
             exp_id = client.get_experiment_by_name(experiment).experiment_id
     else:
