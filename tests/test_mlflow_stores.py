@@ -80,12 +80,12 @@ def test_skinny_mlflow_and_a_sqlite_store_are_refused_before_scoring(tmp_path, m
     errors = [x for x in r.output.splitlines() if x.startswith("error:")]
     assert errors == [
         f"error: MLflow logging to {uri} needs the full mlflow package ({' and '.join(missing)} "
-        f"missing: mlflow-skinny cannot open a sqlite store): pip install 'mlflow>=3,<4'"
+        f"missing: mlflow-skinny cannot open a sqlite store): pip install 'mlflow>=3,<=3.17.2'"
     ]
     assert not (tmp_path / "run").exists()  # nothing scored
     from unified.api import evaluate
 
-    with pytest.raises(ImportError, match=r"pip install 'mlflow>=3,<4'"):
+    with pytest.raises(ImportError, match=r"pip install 'mlflow>=3,<=3.17.2'"):
         evaluate(str(DATA), ["mrr"], quiet=True, mlflow=uri, out=tmp_path / "run2")
     assert not (tmp_path / "run2").exists()
 

@@ -63,7 +63,7 @@ from typing import Any, Iterator, Mapping
 from unified.run.runfolder import CROSSCHECK_FILE, REPORT_FILE, SCORES_FILE, SUMMARY_FILE
 
 INSTALL_HINT = "MLflow logging needs the mlflow extra: pip install 'unified-rag-eval[mlflow]'"
-FULL_HINT = "pip install 'mlflow>=3,<4'"
+FULL_HINT = "pip install 'mlflow>=3,<=3.17.2'"
 #: tracking URI schemes whose store is a database: SQLAlchemy and alembic, which come with
 #: the full ``mlflow`` package and not with ``mlflow-skinny``
 DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
