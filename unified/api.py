@@ -26,7 +26,7 @@ def _with_integrations(options: dict[str, Any]) -> dict[str, Any]:
         return options
     from unified.integrations.mlflow_log import require_mlflow
 
-    require_mlflow()  # a missing extra is found before any judge is paid
+    require_mlflow(tracking)  # a missing piece or a URI that cannot work is found before any judge is paid
     options["after_run"] = [*options.get("after_run", []), partial(_log_to_mlflow, tracking)]
     return options
 

@@ -51,24 +51,31 @@ def is_secret_name(name: str) -> bool:
 
 
 def redact_url(url: str) -> str:
-    """``url`` with userinfo and credential-like query values replaced by ``***``.
+    """``url`` with userinfo and credential-like query values replaced by ``***``, and
+    otherwise exactly as written: only the secret parts are replaced in the text, so
+    ``sqlite:///x.db`` keeps its three slashes (``urlunsplit`` would drop the empty host's
+    ``//``: ``sqlite:/x.db``).
 
     >>> redact_url("http://bob:s3cr3t@host:8000/v1?api_key=abc&model=m")
     'http://***@host:8000/v1?api_key=***&model=m'
+    >>> redact_url("sqlite:////tmp/runs.db")
+    'sqlite:////tmp/runs.db'
     """
     try:
         parts = urlsplit(url)
     except ValueError:
         return _KEY_SHAPED.sub(MASK, url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = MASK + "@" + netloc.rsplit("@", 1)[1]
-    query = parts.query
-    if query:
-        pairs = parse_qsl(query, keep_blank_values=True)
+    out = url
+    if "@" in parts.netloc:
+        userinfo = parts.netloc.rsplit("@", 1)[0]
+        out = out.replace(f"//{userinfo}@", f"//{MASK}@", 1)
+    if parts.query:
+        pairs = parse_qsl(parts.query, keep_blank_values=True)
         if any(is_secret_name(k) for k, _ in pairs):
             query = urlencode([(k, MASK if is_secret_name(k) else v) for k, v in pairs], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+            head, sep, tail = out.partition("?" + parts.query)
+            out = head + "?" + query + tail if sep else out
+    return out
 
 
 def endpoint_of(url: str | None, default: str = "https://api.openai.com/v1") -> str:

@@ -84,7 +84,8 @@ FLAGS: tuple[Flag, ...] = (
         Optional[str],
         None,
         "layout or format of FILE: deepeval, dingo, "
-        "patronus, ragas, ragas_v1, embedchain, jsonl, csv, tsv, ... (default: detected)",
+        "patronus, ragas, ragas_v1, embedchain, jsonl, csv, tsv, ...; traces: otlp, openinference, "
+        "mlflow-traces, langfuse (default: detected)",
         _INPUT,
         commands=("run", "compare"),
     ),
@@ -439,10 +440,10 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
     _check_gates_name_metrics(gates, refs)
-    if v.get("mlflow") is not None:  # a missing extra is found before any judge is paid
+    if v.get("mlflow") is not None:  # a missing piece or a URI that cannot work: said before any judge is paid
         from unified.integrations.mlflow_log import require_mlflow
 
-        require_mlflow()
+        require_mlflow(v["mlflow"])
     if not file.exists():
         raise cli.UserError(f"no such file: {file}")
     if v.get("dry_run"):
@@ -826,13 +827,23 @@ def register(app: typer.Typer) -> None:
 def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str) -> int:
     """``--mlflow`` at the end of ``run``/``compare``: log, say where, and return the exit
     code (a failed log turns a 0 into 2: the user asked for it, it did not happen)."""
-    from unified.integrations.mlflow_log import MlflowLogError, MlflowUnavailable, log_run, resolve_tracking_uri
+    import warnings
+
+    from unified.integrations import mlflow_log as ml
     from unified.redact import redact_url
 
     try:
-        run_id = log_run(report, tracking_uri, tags={"unified.exit_code": str(exit_code), "unified.gates": gates})
-    except (MlflowLogError, MlflowUnavailable) as e:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)  # the file store's note is printed below, once
+            run_id = ml.log_run(
+                report, tracking_uri, tags={"unified.exit_code": str(exit_code), "unified.gates": gates}
+            )
+    except (ml.MlflowLogError, ml.MlflowUnavailable, ml.MlflowUriError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return exit_code or EXIT_USAGE
-    print(f"logged MLflow run {run_id} to {redact_url(resolve_tracking_uri(tracking_uri))}", flush=True)
+    uri = ml.resolve_tracking_uri(tracking_uri)
+    print(f"logged MLflow run {run_id} to {redact_url(uri)}", flush=True)
+    note = ml.file_store_note(uri)
+    if note is not None:
+        print(f"note: {note}", file=sys.stderr, flush=True)
     return exit_code

@@ -228,19 +228,21 @@ def _check_suffix(dst: Path, to: str) -> None:
 
 
 def split_from(src_format: str | None) -> tuple[str | None, str | None]:
-    """``--from X`` as (file format, layout): X names a file format or a framework layout."""
+    """``--from X`` as (file format, layout): X names a file format, a framework layout or a
+    trace format (``otlp``, ``openinference``, ``mlflow-traces``, ``langfuse``)."""
     from unified.data.readers import FORMATS as FILE_FORMATS
     from unified.data.readers import SUFFIXES
+    from unified.data.traces import TRACE_FORMATS
 
     if not src_format:
         return None, None
-    if src_format in FRAMEWORK_FORMATS or src_format in ("unified", "ours"):
+    if src_format in FRAMEWORK_FORMATS or src_format in ("unified", "ours") or src_format in TRACE_FORMATS:
         return None, src_format
     if src_format.lower().lstrip(".") in FILE_FORMATS or "." + src_format.lower().lstrip(".") in SUFFIXES:
         return src_format, None
     raise ValueError(
-        f"--from {src_format}: not a layout ({', '.join(FRAMEWORK_FORMATS)}) nor a file "
-        f"format ({', '.join(FILE_FORMATS)})"
+        f"--from {src_format}: not a layout ({', '.join(FRAMEWORK_FORMATS)}), a trace format "
+        f"({', '.join(TRACE_FORMATS)}) nor a file format ({', '.join(FILE_FORMATS)})"
     )
 
 

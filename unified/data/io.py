@@ -19,6 +19,11 @@ Every row is accounted for (``SampleReader.counts``: rows read = samples + rejec
   otherwise the row gets its content id and keeps the name in ``metadata["name"]``.
 - layouts: a framework's own keys are recognised (``unified.data.layouts``) or forced with
   ``layout=`` (the CLI's ``--from``).
+- traces: OTLP JSON, OpenInference span records, MLflow traces and Langfuse exports
+  become one Sample per trace (``unified.data.traces``): recognised by content in a
+  ``.json`` / ``.jsonl`` file, a DataFrame of ``mlflow.search_traces()`` or a list of
+  MLflow ``Trace`` objects, or forced with ``layout="otlp"`` (``openinference``,
+  ``mlflow-traces``, ``langfuse``).
 - tabular cells (lists given as strings, JSON-object cells): ``unified.data.cells``.
 - human labels from any column (``labels=``): ``unified.data.labels``.
 
@@ -49,6 +54,7 @@ from unified.data.labels import label_value, parse_labels
 from unified.data.layouts import Layout, apply_layout, detect_layout, get_layout, renames_for
 from unified.data.readers import FORMATS, TABULAR, format_of, read_file
 from unified.data.rowerror import RowError
+from unified.data.traces import TRACE_FORMATS, detect, detect_columns, detect_file, file_rows, trace_rows
 from unified.sample import ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, sample_problem, target_of
 
 __all__ = [
@@ -144,6 +150,7 @@ class _Source:
     tabular: bool = False
     columns: tuple[str, ...] | None = None
     empty_is_missing: bool = False  # CSV/TSV have no null: an empty cell means absent
+    trace: str | None = None  # a trace format: rows are already Sample records
 
 
 def _is_instance_of(obj: Any, module: str, name: str) -> bool:
@@ -177,8 +184,44 @@ def _dataframe_source(df: Any) -> _Source:
     return _Source("DataFrame", rows, tabular=True, columns=cols)
 
 
-def _open_source(source: Any, fmt: str | None, split: str | None) -> _Source:
+def _trace_format(source: Any, fmt: str | None, layout: str | None) -> str | None:
+    """The trace format of ``source``: forced by ``layout``, else recognised by content
+    (a JSON / JSONL file's first value, a DataFrame's columns, a list's first item)."""
+    if layout is not None:
+        return layout if layout in TRACE_FORMATS else None
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        json_file = (fmt or path.suffix).lower().lstrip(".") in ("json", "jsonl", "ndjson")
+        return detect_file(path) if json_file and path.is_file() else None
+    if _is_instance_of(source, "pandas", "DataFrame"):
+        return detect_columns(str(c) for c in source.columns)
+    if isinstance(source, (list, tuple)) and source:
+        return detect(source[0])
+    return None
+
+
+def _trace_source(source: Any, trace: str) -> _Source:
+    """A trace source: every trace read, then one Sample record (or RowError) per trace."""
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        if not path.exists():
+            raise FileNotFoundError(f"{path}: no such file")
+        if path.is_dir():
+            raise ValueError(f"{path}: is a folder, not a file of traces")
+        return _Source(path.name, file_rows(path, trace), trace=trace)
+    if _is_instance_of(source, "pandas", "DataFrame"):
+        cols = [str(c) for c in source.columns]
+        items = ((i, dict(zip(cols, v))) for i, v in enumerate(source.itertuples(index=False, name=None), 1))
+        return _Source("DataFrame", trace_rows(items, trace, "DataFrame"), trace=trace)
+    one = isinstance(source, (Mapping, str)) or not isinstance(source, Iterable)
+    return _Source("traces", trace_rows(enumerate([source] if one else source, start=1), trace, "traces"), trace=trace)
+
+
+def _open_source(source: Any, fmt: str | None, split: str | None, layout: str | None = None) -> _Source:
     """The rows of ``source``; problems with the source itself raise at once."""
+    trace = _trace_format(source, fmt, layout)
+    if trace is not None:
+        return _trace_source(source, trace)
     if isinstance(source, (str, Path)):
         return _file_source(Path(source), fmt)
     if _is_instance_of(source, "pandas", "DataFrame"):
@@ -323,10 +366,12 @@ class SampleReader(Iterator[Any]):
         both = set(self.mapping) & set(self.labels.values())
         if both:
             raise ValueError(f"column '{sorted(both)[0]}' is both mapped (--map) and a label (--label)")
-        self.layout: Layout | None = get_layout(layout) if layout and layout not in _NO_LAYOUT else None
-        self._detect = layout is None
+        self.layout: Layout | None = (
+            get_layout(layout) if layout and layout not in _NO_LAYOUT and layout not in TRACE_FORMATS else None
+        )
         self.list_sep = None if list_sep is None else ("" if list_sep.lower() == "none" else list_sep)
-        self._src = _open_source(source, fmt, split)
+        self._src = _open_source(source, fmt, split, layout)
+        self._detect = layout is None and self._src.trace is None  # a trace's record is ours already
         self.source = self._src.name
         self._ids = _Ids(self.source)
         self.counts = ReadCounts()
@@ -522,7 +567,9 @@ def read_samples(
     framework objects, one dict or Sample, or a framework's dataset object.
     ``mapping`` renames source fields first (``{"q": "user_input"}`` or the CLI form
     ``"q=user_input"``); ``layout`` forces a framework layout (``"deepeval"``, …;
-    ``"unified"`` = none); ``labels`` (``{metric: column}`` or ``"metric=column"``) reads
+    ``"unified"`` = none) or a trace format (``"otlp"``, ``"openinference"``,
+    ``"mlflow-traces"``, ``"langfuse"``: one Sample per trace, ``unified.data.traces``);
+    ``labels`` (``{metric: column}`` or ``"metric=column"``) reads
     human labels from columns; ``list_sep`` splits list cells (``"none"``: never).
     Problems with the source itself (missing file, unknown format, split or layout)
     raise at once; bad rows do not. The returned reader has ``counts`` and ``notes``.

@@ -24,12 +24,23 @@ part of a key is mapped (``mlflow_key``): ``@`` → ``_at_``, ``[`` and ``,`` �
 ``context_relevancy.variant-sentence``. Two names that map to the same key get ``_2``,
 ``_3``, … (``mlflow_keys.json`` says which is which).
 
-Tracking URI: a path or ``file:///…`` (a local file store: offline, no server), or any
-URI MLflow accepts (``http://…``, ``sqlite:///…`` with the full ``mlflow`` package).
-``True`` means ``$MLFLOW_TRACKING_URI``, else ``./mlruns``. MLflow 3 refuses file stores
-unless ``MLFLOW_ALLOW_FILE_STORE=true``; for a file store it is set while logging (read the
-store back with the same variable set). Experiment: ``$MLFLOW_EXPERIMENT_NAME``, else
-``unified-rag-eval``.
+Tracking URI, passed to MLflow exactly as given (and shown so, credentials masked):
+
+* ``http(s)://…`` — a tracking server (``mlflow server``); ``mlflow-skinny`` is enough.
+* ``sqlite:///runs.db`` (relative to the working folder) or ``sqlite:////abs/runs.db`` —
+  MLflow 3's default store; an experiment created here keeps its artefacts beside the
+  database, in ``mlruns/`` (``artifact_location``); ``postgresql://``, ``mysql://``,
+  ``mssql://`` likewise. These
+  need the full ``mlflow`` package (SQLAlchemy and alembic): ``require_mlflow`` says so,
+  with the pip command, before any scoring, and refuses ``sqlite://host/…`` (two
+  slashes: the path would be read as a host) and a database whose folder does not exist.
+* a path or ``file:///…`` — a local file store. MLflow 3 keeps file stores in maintenance
+  mode and opens them only with ``MLFLOW_ALLOW_FILE_STORE=true``: it is set while logging
+  (read the store back with the same variable set), and a ``FutureWarning`` says the
+  store is deprecated. Still supported.
+
+``True`` means ``$MLFLOW_TRACKING_URI``, else ``./mlruns``. Experiment:
+``$MLFLOW_EXPERIMENT_NAME``, else ``unified-rag-eval``.
 
 ``mlflow`` (the ``mlflow`` extra: ``mlflow-skinny``) is imported only here, only when used.
 """
@@ -52,6 +63,10 @@ from typing import Any, Iterator, Mapping
 from unified.run.runfolder import CROSSCHECK_FILE, REPORT_FILE, SCORES_FILE, SUMMARY_FILE
 
 INSTALL_HINT = "MLflow logging needs the mlflow extra: pip install 'unified-rag-eval[mlflow]'"
+FULL_HINT = "pip install 'mlflow>=3,<=3.17.2'"
+#: tracking URI schemes whose store is a database: SQLAlchemy and alembic, which come with
+#: the full ``mlflow`` package and not with ``mlflow-skinny``
+DB_SCHEMES = ("sqlite", "postgresql", "mysql", "mssql")
 DEFAULT_EXPERIMENT = "unified-rag-eval"
 KEYS_FILE = "mlflow_keys.json"
 _MAX_PARAM = 6000  # MLflow's limit on a param value
@@ -62,6 +77,10 @@ class MlflowUnavailable(ImportError):
     """The mlflow extra is not installed (the message is the pip command)."""
 
 
+class MlflowUriError(ValueError):
+    """A tracking URI that cannot work (said before any scoring)."""
+
+
 class MlflowLogError(RuntimeError):
     """Logging to MLflow failed; ``report`` is the run's Report (its results are intact)."""
 
@@ -70,11 +89,77 @@ class MlflowLogError(RuntimeError):
         self.report = report
 
 
-def require_mlflow() -> None:
-    """Raise ``MlflowUnavailable`` with the pip command when mlflow is not installed
-    (checked before a run starts, without importing mlflow)."""
+def require_mlflow(target: Any = True) -> str:
+    """Check, before a run starts and without importing mlflow, that a run can be logged to
+    ``target``; return its tracking URI (``resolve_tracking_uri``). Raises
+    ``MlflowUnavailable`` (what is missing and the pip command) without mlflow, or without
+    SQLAlchemy / alembic for a database store; ``MlflowUriError`` for a sqlite URI that
+    cannot work."""
+    from unified.redact import redact_url
+
     if importlib.util.find_spec("mlflow") is None:
         raise MlflowUnavailable(INSTALL_HINT)
+    uri = resolve_tracking_uri(target)
+    scheme = uri.split(":", 1)[0].split("+", 1)[0].lower()
+    if scheme in DB_SCHEMES:
+        missing = [m for m in ("sqlalchemy", "alembic") if importlib.util.find_spec(m) is None]
+        if missing:
+            raise MlflowUnavailable(
+                f"MLflow logging to {redact_url(uri)} needs the full mlflow package ({' and '.join(missing)} "
+                f"missing: mlflow-skinny cannot open a {scheme} store): {FULL_HINT}"
+            )
+    if scheme == "sqlite":
+        _check_sqlite(uri)
+    return uri
+
+
+def sqlite_path(uri: str) -> Path:
+    """The database file of a ``sqlite:`` URI, as SQLAlchemy reads it: ``sqlite:///runs.db``
+    → ``runs.db`` (in the working folder), ``sqlite:////tmp/runs.db`` → ``/tmp/runs.db``.
+    Raises ``MlflowUriError`` for two slashes (``sqlite://tmp/x.db`` names a host ``tmp``)
+    and for an in-memory database (the run would vanish with the process)."""
+    rest = uri[len("sqlite:") :]
+    if not rest.startswith("//"):
+        raise MlflowUriError(f"{uri}: a sqlite URI starts with sqlite:/// (sqlite:///runs.db)")
+    rest = rest[2:].split("?", 1)[0]
+    if rest in ("", "/", "/:memory:"):
+        raise MlflowUriError(f"{uri}: an in-memory database forgets the run when the process ends; name a file")
+    if not rest.startswith("/"):
+        host = rest.split("/", 1)[0]
+        raise MlflowUriError(
+            f"{uri}: '{host}' would be read as a host; a sqlite URI has three slashes before a relative "
+            f"path (sqlite:///{rest}) and four before an absolute one (sqlite:////{rest})"
+        )
+    return Path(rest[1:])
+
+
+def _check_sqlite(uri: str) -> None:
+    path = sqlite_path(uri)
+    if path.is_dir():
+        raise MlflowUriError(f"{uri}: {path} is a folder; name the database file inside it")
+    if not path.parent.is_dir():
+        raise MlflowUriError(
+            f"{uri}: the folder {path.parent} does not exist (MLflow creates the database, not its folder)"
+        )
+
+
+def artifact_location(uri: str) -> str | None:
+    """Where a new experiment keeps its artefacts: beside a sqlite database, in
+    ``<its folder>/mlruns`` — MLflow's own default is ``./mlruns`` of whatever folder the
+    experiment happens to be created from. None (MLflow decides) for other stores."""
+    if not uri.startswith("sqlite:"):
+        return None
+    return (sqlite_path(uri).resolve().parent / "mlruns").as_uri()
+
+
+def file_store_note(uri: str) -> str | None:
+    """The deprecation of MLflow 3 file stores, for a ``file:`` URI; else None."""
+    if not uri.startswith("file:"):
+        return None
+    return (
+        f"{uri} is an MLflow file store: MLflow 3 keeps them in maintenance mode (opened only with "
+        f"MLFLOW_ALLOW_FILE_STORE=true); its default store is sqlite:///mlflow.db (full mlflow package)"
+    )
 
 
 def resolve_tracking_uri(target: Any) -> str:
@@ -247,12 +332,18 @@ def log_run(
     ``report``: the run's Report; ``summary``: its summary dict (default: the folder's
     ``summary.json``); ``folder``: the run folder the artefacts come from (default
     ``report.run_dir``; a file missing there is written from the Report). Raises
-    ``MlflowUnavailable`` without the extra, ``MlflowLogError`` (one line, URI redacted)
-    when MLflow fails."""
+    ``MlflowUnavailable`` without the extra, ``MlflowUriError`` for a URI that cannot work
+    (both checked by ``require_mlflow`` before a run, too), ``MlflowLogError`` (one line,
+    URI redacted) when MLflow fails. A file store gets a ``FutureWarning`` (deprecated by
+    MLflow 3, still supported)."""
+    import warnings
+
     from unified.redact import one_line, redact_url, url_secrets
 
-    require_mlflow()
-    uri = resolve_tracking_uri(tracking_uri)
+    uri = require_mlflow(tracking_uri)
+    note = file_store_note(uri)
+    if note is not None:
+        warnings.warn(note, FutureWarning, stacklevel=2)
     folder = Path(folder) if folder is not None else report.run_dir
     summary = dict(summary if summary is not None else report.run_summary())
     try:
@@ -305,7 +396,7 @@ def _send(
     exp = client.get_experiment_by_name(experiment)
     if exp is None:
         try:
-            exp_id = client.create_experiment(experiment)
+            exp_id = client.create_experiment(experiment, artifact_location=artifact_location(uri))
         except Exception:  # another process created it first
             created = client.get_experiment_by_name(experiment)
             if created is None:

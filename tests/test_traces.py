@@ -1,0 +1,308 @@
+"""Traces as input (``unified.data.traces``): OTLP JSON and OpenInference span records
+written by the real OpenTelemetry SDK (``trace_fixtures``), Langfuse exports built from the
+``langfuse`` package's own API models, each read into one Sample per trace; bad traces are
+row errors naming the trace and the field, and the other traces go on."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+pytest.importorskip("opentelemetry.sdk")
+pytest.importorskip("openinference.semconv")
+
+import trace_fixtures as tf
+from opentelemetry.trace import format_trace_id
+
+from unified.cli.app import app
+from unified.data.io import load_samples
+
+
+def five(tracer) -> None:
+    for rag in tf.RAG:
+        tf.emit(tracer, rag)
+
+
+def trace_ids(spans) -> list[str]:
+    """The SDK's own trace ids, in the order the traces began."""
+    roots = sorted((s for s in spans if s.parent is None), key=lambda s: s.start_time)
+    return [format_trace_id(s.context.trace_id) for s in roots]
+
+
+def check_five(samples, ids) -> None:
+    assert [s.id for s in samples] == ids
+    for s, rag in zip(samples, tf.RAG):
+        assert s.user_input == rag["question"] and s.response == rag["answer"]
+        assert s.retrieved_contexts == [text for _, text, _ in rag["docs"]]  # retrieval order, by index N
+        assert s.retrieved_ids == [doc_id for doc_id, _, _ in rag["docs"]]
+        assert s.metadata["retrieval_scores"] == [score for _, _, score in rag["docs"]]
+        prov = s.metadata["provenance"]
+        assert prov["trace_id"] == s.id
+        assert prov["user_input"]["span"] == "rag" and prov["user_input"]["field"] == "input.value"
+        assert prov["response"]["field"] == "output.value"
+        assert [c["field"] for c in prov["retrieved_contexts"]] == [
+            f"retrieval.documents.{n}.document.content" for n in range(3)
+        ]
+        assert {c["span"] for c in prov["retrieved_contexts"]} == {"retrieve"}
+
+
+def test_an_otlp_json_file_of_five_traces_loads_into_five_samples(tmp_path):
+    spans = tf.record(five)
+    # two export batches, one per line, as the Collector's file exporter writes them: a
+    # trace's spans may straddle both lines
+    path = tf.write_otlp_json(spans, tmp_path / "traces.jsonl", batches=2)
+    assert len(path.read_text().splitlines()) == 2 and "resourceSpans" in path.read_text()
+    good, bad = load_samples(path)  # recognised by content
+    assert bad == []
+    check_five(good, trace_ids(spans))
+    assert good[0].metadata["provenance"]["format"] == "otlp"
+    assert load_samples(path, layout="otlp")[0] == good
+
+
+def test_an_openinference_span_jsonl_loads_into_the_same_five_samples(tmp_path):
+    spans = tf.record(five)
+    jsonl = tf.write_console(spans, tmp_path / "spans.jsonl")
+    assert len(jsonl.read_text().splitlines()) == len(spans)  # one span per line
+    good, bad = load_samples(jsonl)
+    assert bad == []
+    check_five(good, trace_ids(spans))
+    assert good[0].metadata["provenance"]["format"] == "openinference"
+    # ConsoleSpanExporter's default output: pretty-printed spans one after another
+    pretty = tf.write_console(spans, tmp_path / "console.txt", pretty=True)
+    again, bad = load_samples(pretty, layout="openinference")
+    assert bad == [] and [s.model_dump() for s in again] == [s.model_dump() for s in good]
+    otlp, _ = load_samples(tf.write_otlp_json(spans, tmp_path / "o.json"))
+    assert [s.content_hash() for s in otlp] == [s.content_hash() for s in good]
+
+
+def test_two_retrievers_give_their_documents_in_start_order(tmp_path):
+    spans = tf.record(lambda t: tf.emit(t, tf.RAG[0], second_retriever=True))
+    [s], _ = load_samples(tf.write_otlp_json(spans, tmp_path / "t.jsonl"))
+    assert s.retrieved_contexts == [text for _, text, _ in tf.RAG[0]["docs"]] + ["A web page."]
+    assert [c["span"] for c in s.metadata["provenance"]["retrieved_contexts"]] == ["retrieve"] * 3 + ["web-search"]
+
+
+def test_a_json_input_value_gives_its_question_by_mime_type(tmp_path):
+    spans = tf.record(lambda t: tf.emit(t, tf.RAG[1], json_input=True, llm_output_only=True))
+    [s], bad = load_samples(tf.write_otlp_json(spans, tmp_path / "t.jsonl"))
+    assert bad == [] and s.user_input == tf.RAG[1]["question"]
+    assert s.metadata["provenance"]["user_input"] == {
+        "span": "rag",
+        "span_id": s.metadata["provenance"]["user_input"]["span_id"],
+        "field": "input.value",
+        "key": "query",
+        "decoded": "json",
+    }
+    # no output on the root: the answer is the last LLM span's
+    assert s.response == tf.RAG[1]["answer"] and s.metadata["provenance"]["response"]["span"] == "generate"
+
+
+@pytest.mark.parametrize(
+    "payload, question",
+    [
+        (
+            {
+                "messages": [
+                    {"role": "system", "content": "Be brief."},
+                    {"role": "user", "content": "Q1?"},
+                    {"role": "assistant", "content": "A1."},
+                    {"role": "user", "content": "Q2?"},
+                ]
+            },
+            "Q2?",
+        ),
+        ({"input": "Q3?", "chat_history": []}, "Q3?"),
+        ({"inputs": {"question": "Q4?"}}, "Q4?"),
+        ({"messages": [{"role": "user", "content": [{"type": "text", "text": "Q5?"}]}]}, "Q5?"),
+    ],
+)
+def test_the_question_is_told_from_common_json_inputs(tmp_path, payload, question):
+    spans = tf.record(lambda t: tf.emit(t, tf.RAG[0], root_input=payload))
+    [s], bad = load_samples(tf.write_otlp_json(spans, tmp_path / "t.jsonl"))
+    assert bad == [] and s.user_input == question
+
+
+def test_json_the_question_cannot_be_told_from_is_a_row_error_naming_its_keys(tmp_path):
+    spans = tf.record(lambda t: tf.emit(t, tf.RAG[0], root_input={"foo": "x", "bar": 2}))
+    good, [bad] = load_samples(tf.write_otlp_json(spans, tmp_path / "t.jsonl"))
+    assert good == [] and bad.field == "input.value"
+    assert (
+        "span 'rag'" in bad.reason and "cannot tell the question from a JSON object with keys [foo, bar]" in bad.reason
+    )
+
+
+def bad_traces(tracer) -> None:
+    tf.emit(tracer, tf.RAG[0])
+    tf.emit(tracer, tf.RAG[1], retriever=False)
+    tf.emit(tracer, tf.RAG[2], skip_text=1)
+    tf.emit(tracer, tf.RAG[3])
+
+
+@pytest.mark.parametrize("writer", ["otlp", "console"])
+def test_bad_traces_are_row_errors_naming_the_trace_and_the_field(tmp_path, writer):
+    spans = tf.record(bad_traces)
+    ids = trace_ids(spans)
+    path = (
+        tf.write_otlp_json(spans, tmp_path / "t.jsonl")
+        if writer == "otlp"
+        else tf.write_console(spans, tmp_path / "t.jsonl")
+    )
+    good, bad = load_samples(path)
+    assert [s.id for s in good] == [ids[0], ids[3]]  # the run goes on
+    assert [(e.row, e.sample_id, e.field) for e in bad] == [
+        (2, ids[1], "retrieved_contexts"),
+        (3, ids[2], "retrieval.documents.1.document.content"),
+    ]
+    assert f"trace {ids[1]}: has no RETRIEVER span" in bad[0].reason
+    assert "span 'retrieve'" in bad[1].reason and "without text" in bad[1].reason
+    assert f"(id {ids[1]})" in str(bad[0])
+
+
+def test_a_retriever_that_dropped_attributes_is_an_error_not_fewer_contexts(tmp_path):
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    memory = InMemorySpanExporter()
+    # 8 attributes kept, 11 set on the retriever: the SDK drops the oldest — the kind first
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=8))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    tf.emit(provider.get_tracer("t"), tf.RAG[0])
+    provider.shutdown()
+    good, bad = load_samples(tf.write_otlp_json(list(memory.get_finished_spans()), tmp_path / "t.jsonl"))
+    assert good == [] and bad[0].field == "retrieval.documents"
+    assert "dropped" in bad[0].reason and "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT" in bad[0].reason
+
+
+def test_text_that_is_not_json_is_one_row_error_and_the_rest_is_read(tmp_path):
+    spans = tf.record(five)
+    path = tf.write_console(spans, tmp_path / "spans.jsonl")
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:2] + ["{not json"] + lines[2:]) + "\n")
+    good, bad = load_samples(path)
+    assert len(good) == 5 and len(bad) == 1 and bad[0].row == 3 and "not JSON" in bad[0].reason
+
+
+def test_a_file_of_samples_is_not_taken_for_traces(tmp_path):
+    path = tmp_path / "s.jsonl"
+    path.write_text(json.dumps({"user_input": "q", "retrieved_contexts": ["c"], "data": [{"a": 1}]}) + "\n")
+    [s], bad = load_samples(path)
+    assert bad == [] and s.user_input == "q" and "provenance" not in s.metadata
+
+
+# ---------------------------------------------------------------- Langfuse
+
+
+def langfuse_observations() -> list:
+    """Five RAG traces as Langfuse's v2 observations API returns them: the ``langfuse``
+    package's own API models (``ObservationV2``), three observations per trace."""
+    import datetime as dt
+
+    from langfuse.api import ObservationV2
+
+    t0 = dt.datetime(2026, 12, 1, 10, 0, tzinfo=dt.timezone.utc)
+    out = []
+    for i, rag in enumerate(tf.RAG):
+        tid, at = f"lf-trace-{i}", t0 + dt.timedelta(minutes=i)
+        docs = [
+            {"page_content": text, "metadata": {"id": doc_id, "score": score}} for doc_id, text, score in rag["docs"]
+        ]
+        out += [
+            ObservationV2(
+                id=f"{tid}-root",
+                trace_id=tid,
+                start_time=at,
+                project_id="p",
+                type="SPAN",
+                name="rag",
+                input={"question": rag["question"]},
+                output={"answer": rag["answer"]},
+            ),
+            ObservationV2(
+                id=f"{tid}-ret",
+                trace_id=tid,
+                start_time=at + dt.timedelta(seconds=1),
+                project_id="p",
+                type="RETRIEVER",
+                name="retrieve",
+                parent_observation_id=f"{tid}-root",
+                input={"query": rag["question"]},
+                output=docs,
+            ),
+            ObservationV2(
+                id=f"{tid}-gen",
+                trace_id=tid,
+                start_time=at + dt.timedelta(seconds=2),
+                project_id="p",
+                type="GENERATION",
+                name="llm",
+                parent_observation_id=f"{tid}-root",
+                output={"role": "assistant", "content": rag["answer"]},
+            ),
+        ]
+    return out
+
+
+def test_a_langfuse_observations_export_loads_into_five_samples(tmp_path):
+    pytest.importorskip("langfuse")
+    from langfuse.api import ObservationsV2Meta, ObservationsV2Response
+
+    page = ObservationsV2Response(data=langfuse_observations(), meta=ObservationsV2Meta(cursor=None))
+    path = tmp_path / "observations.json"
+    path.write_text(page.json())  # the API's JSON: {"data": [...], "meta": {...}}, camelCase
+    good, bad = load_samples(path)
+    assert bad == [] and [s.id for s in good] == [f"lf-trace-{i}" for i in range(5)]
+    for s, rag in zip(good, tf.RAG):
+        assert (s.user_input, s.response) == (rag["question"], rag["answer"])
+        assert s.retrieved_contexts == [text for _, text, _ in rag["docs"]]
+        assert s.retrieved_ids == [doc_id for doc_id, _, _ in rag["docs"]]
+        assert s.metadata["provenance"]["format"] == "langfuse"
+        assert s.metadata["provenance"]["retrieved_contexts"][1]["field"] == "observation.output[1].page_content"
+
+
+def test_a_langfuse_trace_export_with_observations_loads(tmp_path):
+    """Langfuse's trace objects (the public API's trace with its observations): the
+    trace's own input and output are the question and the answer."""
+    pytest.importorskip("langfuse")
+    observations = [json.loads(o.json()) for o in langfuse_observations()]
+    traces = []
+    for i, rag in enumerate(tf.RAG):
+        mine = [o for o in observations if o["traceId"] == f"lf-trace-{i}" and not o["id"].endswith("-root")]
+        for o in mine:
+            o.pop("parentObservationId")
+        traces.append(
+            {
+                "id": f"lf-trace-{i}",
+                "name": "rag",
+                "timestamp": mine[0]["startTime"],
+                "input": rag["question"],
+                "output": rag["answer"],
+                "observations": mine,
+            }
+        )
+    traces[2]["observations"] = [o for o in traces[2]["observations"] if o["type"] != "RETRIEVER"]
+    path = tmp_path / "traces.jsonl"
+    path.write_text("".join(json.dumps(t) + "\n" for t in traces))
+    good, bad = load_samples(path, layout="langfuse")
+    assert [s.id for s in good] == ["lf-trace-0", "lf-trace-1", "lf-trace-3", "lf-trace-4"]
+    assert good[0].metadata["provenance"]["user_input"]["field"] == "trace.input"
+    assert [(e.sample_id, e.field) for e in bad] == [("lf-trace-2", "retrieved_contexts")]
+
+
+# ---------------------------------------------------------------- CLI
+
+
+def test_validate_and_convert_read_traces_with_from(tmp_path):
+    spans = tf.record(bad_traces)
+    path = tf.write_otlp_json(spans, tmp_path / "export.log")  # a suffix that says nothing
+    r = CliRunner().invoke(app, ["validate", str(path), "--from", "otlp"])
+    assert r.exit_code == 1, r.output
+    errors = [line for line in r.output.splitlines() if line.startswith("ERROR")]
+    assert len(errors) == 2 and "field 'retrieved_contexts'" in errors[0]
+    assert "2 ok, 2 bad row(s)" in r.output
+    out = tmp_path / "samples.jsonl"
+    r = CliRunner().invoke(app, ["convert", str(path), str(out), "--from", "otlp", "--to", "ragas"])
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == 2 and rows[0]["retrieved_contexts"] == [t for _, t, _ in tf.RAG[0]["docs"]], r.output

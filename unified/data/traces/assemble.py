@@ -1,0 +1,146 @@
+"""A trace → one Sample record (or a RowError naming the trace): the one assembly every
+trace reader shares.
+
+* ``id``: the trace id.
+* ``user_input``: the root span's input (``values.text_of``, role question). The root is
+  the one span without a parent; none or several is an error (a trace cut across files).
+* ``retrieved_contexts``: the documents of every retriever span, spans in start order
+  (ties: source order), documents in their index order within a span — retrieval order.
+  ``retrieved_ids`` when every document has an id; the retriever's scores, aligned with
+  the contexts, in ``metadata["retrieval_scores"]`` (None where a document has none). A
+  trace without a retriever span is an error: contexts cannot be told.
+* ``response``: the root's output when it has one, else the output of the last LLM span
+  (by end time); absent when neither exists (metrics that need it then say so).
+* ``metadata["provenance"]``: for each field, the span (name and id) and the source's
+  field it came from, plus the JSON key inside the value and ``json`` / ``guessed json``
+  when the value was JSON; ``format`` and ``trace_id``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from unified.data.rowerror import RowError
+from unified.data.traces.model import LLM, RETRIEVER, Doc, Span, Trace, TraceProblem
+from unified.data.traces.values import decode, text_of
+
+
+def assemble(trace: Trace, source: str) -> dict[str, Any] | RowError:
+    """The Sample record of ``trace``, or a RowError (``source``, the trace's row, the
+    field, a reason naming the trace and the span; ``sample_id`` = the trace id)."""
+    try:
+        return _record(trace)
+    except TraceProblem as p:
+        where = f"{p.span.label()}: " if p.span is not None else ""
+        return RowError(
+            source, trace.row, p.field, f"trace {trace.trace_id}: {where}{p.reason}", sample_id=trace.trace_id
+        )
+
+
+def _record(trace: Trace) -> dict[str, Any]:
+    root = root_of(trace)
+    question, q_prov = _text(root, "input", "question")
+    docs = _documents(trace)
+    record: dict[str, Any] = {
+        "id": trace.trace_id,
+        "user_input": question,
+        "retrieved_contexts": [d.content for _, d in docs],
+    }
+    if docs and all(d.id not in (None, "") for _, d in docs):
+        record["retrieved_ids"] = [str(d.id) for _, d in docs]
+    provenance: dict[str, Any] = {
+        "format": trace.source,
+        "trace_id": trace.trace_id,
+        "user_input": q_prov,
+        "retrieved_contexts": [_where(s, d.where) for s, d in docs],
+    }
+    answer = _answer_span(trace, root)
+    if answer is not None:
+        record["response"], provenance["response"] = _text(answer, "output", "answer")
+    meta: dict[str, Any] = {**trace.metadata, "trace_name": root.name, "provenance": provenance}
+    if any(d.score is not None for _, d in docs):
+        meta["retrieval_scores"] = [_score(d.score) for _, d in docs]
+    record["metadata"] = meta
+    return record
+
+
+def root_of(trace: Trace) -> Span:
+    """The one span without a parent; raises ``TraceProblem`` for none or several."""
+    if not trace.spans:
+        raise TraceProblem(None, "has no spans")
+    roots = [s for s in trace.spans if not s.parent_id]
+    if len(roots) == 1:
+        return roots[0]
+    if not roots:
+        missing = trace.spans[0].parent_id
+        raise TraceProblem(
+            "parent_id",
+            f"has no root span (the parent {missing} of {trace.spans[0].label()} "
+            f"is not in the source; is the trace cut across files?)",
+        )
+    names = ", ".join(s.label() for s in roots[:3])
+    raise TraceProblem("parent_id", f"has {len(roots)} root spans ({names}); one trace needs one root")
+
+
+def _text(span: Span, side: str, role: str) -> tuple[str, dict[str, Any]]:
+    """(text, provenance) of a span's input or output."""
+    value, mime, key = (
+        (span.input, span.input_mime, span.input_key)
+        if side == "input"
+        else (span.output, span.output_mime, span.output_key)
+    )
+    if value is None:
+        raise TraceProblem(key or f"{side}.value", f"the {role} is missing ({side} of the root span)", span)
+    try:
+        decoded, how = decode(value, mime)
+        text, inner = text_of(decoded, role)
+    except TraceProblem as p:
+        raise TraceProblem(key, p.reason, span) from None
+    if not text.strip():
+        raise TraceProblem(key, f"the {role} is empty", span)
+    prov = _where(span, key)
+    prov.update({k: v for k, v in (("key", inner), ("decoded", how)) if v})
+    return text, prov
+
+
+def _documents(trace: Trace) -> list[tuple[Span, Doc]]:
+    retrievers = sorted((s for s in trace.spans if s.kind == RETRIEVER), key=lambda s: (s.start, s.order))
+    if not retrievers:
+        kinds = sorted({s.kind or "?" for s in trace.spans})
+        raise TraceProblem(
+            "retrieved_contexts",
+            f"has no RETRIEVER span among its {len(trace.spans)} span(s) "
+            f"(kinds: {', '.join(kinds)}); its contexts cannot be told",
+        )
+    out: list[tuple[Span, Doc]] = []
+    for span in retrievers:
+        if span.problem is not None:
+            raise span.problem
+        for doc in span.documents or []:
+            if not isinstance(doc.content, str):
+                raise TraceProblem(
+                    doc.where, f"a document's text must be a string, got {type(doc.content).__name__}", span
+                )
+            out.append((span, doc))
+    return out
+
+
+def _answer_span(trace: Trace, root: Span) -> Span | None:
+    if root.output is not None:
+        return root
+    llms = [s for s in trace.spans if s.kind == LLM and s.output is not None]
+    return max(llms, key=lambda s: (s.end or s.start, s.order)) if llms else None
+
+
+def _where(span: Span, field: str) -> dict[str, Any]:
+    return {"span": span.name, "span_id": span.span_id, "field": field}
+
+
+def _score(value: Any) -> float | None:
+    """A retriever score as a finite float, else None (a score is shown, never scored)."""
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        return None
+    return f if math.isfinite(f) else None

@@ -1,0 +1,98 @@
+"""The neutral shape every trace reader produces: a ``Trace`` of ``Span``s, each span
+reduced to what one Sample needs (its kind, its input and output, its documents) plus
+the attribute names they came from, for provenance.
+
+A reader (``otlp``, ``openinference``, ``mlflow_traces``, ``langfuse_export``) knows its
+source's keys; ``assemble`` knows only this module. ``TraceProblem`` is a fault inside one
+trace (a field that cannot be read): it becomes a ``RowError`` naming the trace, the span
+and the field, and the other traces go on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+#: span kinds as the assembly understands them (OpenInference's names; MLflow's and
+#: Langfuse's are mapped onto them by their readers)
+RETRIEVER = "RETRIEVER"
+LLM = "LLM"
+
+
+class TraceProblem(ValueError):
+    """One field of one trace cannot be read. ``field`` is the source's own name for it
+    (``input.value``, ``retrieval.documents.2.document.content``, ``mlflow.spanOutputs``…),
+    ``span`` the span's name and id when the fault is inside a span."""
+
+    def __init__(self, field: str | None, reason: str, span: "Span | None" = None):
+        self.field = field
+        self.reason = reason
+        self.span = span
+        super().__init__(reason)
+
+
+@dataclass
+class Doc:
+    """One retrieved document: its text, its id and its retriever score (None when the
+    source has none). ``where`` is the source's name for the text (for provenance)."""
+
+    content: Any
+    id: Any = None
+    score: Any = None
+    where: str = ""
+
+
+@dataclass
+class Span:
+    """One span, reduced. ``start``/``end`` are nanoseconds since the epoch (0 when
+    unknown); ``order`` its position in the source, the tie-break. ``input``/``output``
+    are the raw values (text, or already-decoded JSON) with their MIME type when the
+    source states one; ``input_key``/``output_key`` the attribute they came from.
+    ``documents`` is set on retriever spans (``None`` elsewhere); ``problem`` is a fault
+    found while reading the span, raised only if the assembly needs that span."""
+
+    span_id: str
+    parent_id: str | None
+    name: str
+    kind: str
+    start: int = 0
+    end: int = 0
+    order: int = 0
+    input: Any = None
+    input_mime: str | None = None
+    input_key: str = ""
+    output: Any = None
+    output_mime: str | None = None
+    output_key: str = ""
+    documents: list[Doc] | None = None
+    problem: TraceProblem | None = None
+
+    def label(self) -> str:
+        return f"span '{self.name}' ({self.span_id})"
+
+
+@dataclass
+class Trace:
+    """The spans of one trace, in source order. ``row``: the trace's 1-based position in
+    the source (order of first appearance), the row number of its Sample or RowError.
+    ``source``: the format name recorded in provenance (``otlp``, ``mlflow-traces``…)."""
+
+    trace_id: str
+    row: int
+    source: str
+    spans: list[Span] = field(default_factory=list)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def group(spans: "list[tuple[str, Span]]", source: str) -> list[Trace]:
+    """(trace id, span) pairs → traces in order of first appearance; a span keeps its
+    position in the source as ``order`` (spans of one trace may be spread over several
+    lines or batches)."""
+    traces: dict[str, Trace] = {}
+    for order, (trace_id, span) in enumerate(spans):
+        span.order = order
+        trace = traces.get(trace_id)
+        if trace is None:
+            trace = traces[trace_id] = Trace(trace_id, len(traces) + 1, source)
+        trace.spans.append(span)
+    return list(traces.values())

@@ -1,0 +1,182 @@
+"""Text out of the values traces carry: a question or an answer from ``input.value`` /
+``output.value`` (text, or JSON when the MIME type says so), and documents from a
+retriever's output (MLflow, Langfuse).
+
+The rules, in order, for a question (``role="question"``) or an answer (``"answer"``):
+
+1. a string is the text itself — unless it is JSON: when the MIME type is
+   ``application/json``, or when no MIME type is given and the string is a JSON object
+   or list (recorded as ``guessed`` in the provenance);
+2. an object: the first of the known keys holding a string — question: ``question``,
+   ``query``, ``input``, ``user_input``, ``prompt``, ``q``, ``text``, ``content``,
+   ``message``; answer: ``output``, ``answer``, ``response``, ``result``, ``content``,
+   ``text``, ``output_text``, ``generated_text``; then chat shapes (``messages``: the last
+   ``user`` message for a question, the last ``assistant`` one for an answer; OpenAI's
+   ``choices[0].message.content``); then an object of exactly one key is unwrapped (at
+   most ``_MAX_UNWRAP`` levels);
+3. a list of chat messages, as ``messages`` above;
+4. anything else is a ``TraceProblem`` naming the keys seen: the trace is a row error,
+   never a question made of JSON.
+
+Documents (``documents_of``): a list, or an object whose ``documents`` / ``results`` /
+``contexts`` / ``output`` / ``nodes`` key holds one; each item a string, or an object whose
+text is ``page_content`` / ``content`` / ``text`` / ``document.content`` (LangChain's and
+MLflow's ``Document``, LlamaIndex nodes), id ``id`` / ``doc_id`` / ``metadata.id`` /
+``metadata.doc_id`` / ``metadata.doc_uri`` / ``metadata.source``, score ``score`` /
+``relevance_score`` / ``metadata.score``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from unified.data.traces.model import Doc, TraceProblem
+
+JSON_MIME = "application/json"
+_KEYS = {
+    "question": ("question", "query", "input", "user_input", "prompt", "q", "text", "content", "message"),
+    "answer": ("output", "answer", "response", "result", "content", "text", "output_text", "generated_text"),
+}
+_ROLE = {"question": "user", "answer": "assistant"}
+_MAX_UNWRAP = 3
+_DOC_LISTS = ("documents", "results", "contexts", "output", "nodes", "retrieved_documents")
+_DOC_TEXT = ("page_content", "content", "text", "document.content", "pageContent")
+_DOC_ID = ("id", "doc_id", "document.id", "document_id", "chunk_id")
+_META_ID = ("id", "doc_id", "document_id", "chunk_id", "doc_uri", "source")
+_DOC_SCORE = ("score", "relevance_score", "document.score", "similarity")
+
+
+def decode(value: Any, mime: str | None) -> tuple[Any, str | None]:
+    """(value, how): a JSON string decoded when the MIME type says JSON (``how`` =
+    ``json``) or when no type is given and it is a JSON object or list (``guessed json``);
+    otherwise the value unchanged (``how`` None). A string declared JSON that does not
+    parse raises ``TraceProblem``."""
+    if not isinstance(value, str):
+        return value, None
+    declared = (mime or "").split(";")[0].strip().lower()
+    if declared == JSON_MIME:
+        try:
+            return json.loads(value), "json"
+        except (ValueError, RecursionError) as e:
+            raise TraceProblem(None, f"declared {JSON_MIME} but is not JSON ({e})") from None
+    head = value.lstrip()[:1]
+    if not declared and head in ("{", "["):
+        try:
+            return json.loads(value), "guessed json"
+        except (ValueError, RecursionError):
+            return value, None  # text that merely starts with a bracket
+    return value, None
+
+
+def text_of(value: Any, role: str) -> tuple[str, str | None]:
+    """(text, key path inside the value or None) per the module's rules; raises
+    ``TraceProblem(None, reason)`` when no text can be told."""
+    path: list[str] = []
+    for _ in range(_MAX_UNWRAP + 1):
+        if isinstance(value, str):
+            return value, ".".join(path) or None
+        if isinstance(value, list):
+            text, where = _from_messages(value, role)
+            return text, ".".join([*path, where])
+        if not isinstance(value, dict):
+            break
+        found = _from_object(value, role)
+        if found is not None:
+            return found[0], ".".join([*path, found[1]])
+        if len(value) != 1:
+            break
+        key = next(iter(value))
+        path.append(str(key))
+        value = value[key]
+    raise TraceProblem(None, _cannot_tell(value, role))
+
+
+def _from_object(obj: dict[str, Any], role: str) -> tuple[str, str] | None:
+    for key in _KEYS[role]:
+        if isinstance(obj.get(key), str):
+            return obj[key], key
+    if isinstance(obj.get("messages"), list):
+        text, where = _from_messages(obj["messages"], role)
+        return text, f"messages{where}"
+    choices = obj.get("choices")
+    if role == "answer" and isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        content = (choices[0].get("message") or {}).get("content")
+        if isinstance(content, str):
+            return content, "choices[0].message.content"
+    return None
+
+
+def _from_messages(messages: list[Any], role: str) -> tuple[str, str]:
+    """The last message of ``role`` (user for a question, assistant for an answer)."""
+    want = _ROLE[role]
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if isinstance(m, dict) and m.get("role") == want:
+            content = _content_text(m.get("content"))
+            if content is not None:
+                return content, f"[{i}].content"
+    raise TraceProblem(None, f"no {want} message with text content among {len(messages)} message(s)")
+
+
+def _content_text(content: Any) -> str | None:
+    """A message's text: a string, or OpenAI's list of parts joined (text parts only)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        return "\n".join(parts) if parts else None
+    return None
+
+
+def _cannot_tell(value: Any, role: str) -> str:
+    if isinstance(value, dict):
+        keys = ", ".join(map(str, list(value)[:8])) + (", …" if len(value) > 8 else "")
+        return (
+            f"cannot tell the {role} from a JSON object with keys [{keys}]; expected one of "
+            f"{', '.join(_KEYS[role][:4])}, … or chat messages"
+        )
+    return f"cannot tell the {role} from a JSON {type(value).__name__}"
+
+
+# ---------------------------------------------------------------- documents
+
+
+def documents_of(value: Any, where: str) -> list[Doc]:
+    """The documents of a retriever's output (rules in the module docstring); ``where``
+    names the output for provenance and errors. Raises ``TraceProblem`` naming the item."""
+    items = value
+    if isinstance(value, dict):
+        key = next((k for k in _DOC_LISTS if isinstance(value.get(k), list)), None)
+        if key is None:
+            raise TraceProblem(
+                where, f"expected a list of documents, got an object with keys [{', '.join(map(str, list(value)[:8]))}]"
+            )
+        items, where = value[key], f"{where}.{key}"
+    if not isinstance(items, list):
+        raise TraceProblem(where, f"expected a list of documents, got {type(items).__name__}")
+    return [_doc(item, f"{where}[{i}]") for i, item in enumerate(items)]
+
+
+def _doc(item: Any, where: str) -> Doc:
+    if isinstance(item, str):
+        return Doc(item, where=where)
+    if not isinstance(item, dict):
+        raise TraceProblem(where, f"a document must be text or an object, got {type(item).__name__}")
+    flat = (
+        {**item, **{f"document.{k}": v for k, v in (item.get("document") or {}).items()}}
+        if isinstance(item.get("document"), dict)
+        else item
+    )
+    text_key = next((k for k in _DOC_TEXT if isinstance(flat.get(k), str)), None)
+    if text_key is None:
+        raise TraceProblem(
+            where,
+            f"a document without text (no {', '.join(_DOC_TEXT[:3])}); keys [{', '.join(map(str, list(item)[:8]))}]",
+        )
+    meta: dict[str, Any] = flat["metadata"] if isinstance(flat.get("metadata"), dict) else {}
+    doc_id = next((flat[k] for k in _DOC_ID if flat.get(k) not in (None, "")), None)
+    if doc_id is None:
+        doc_id = next((meta[k] for k in _META_ID if meta.get(k) not in (None, "")), None)
+    score = next((flat[k] for k in _DOC_SCORE if flat.get(k) is not None), meta.get("score"))
+    return Doc(flat[text_key], doc_id, score, f"{where}.{text_key}")
