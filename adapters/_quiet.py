@@ -1,7 +1,7 @@
-"""Silence RAGAS and DeepEval before they are imported: no telemetry, no stray files.
+"""Silence the frameworks before they are imported: no telemetry, no stray files.
 
-Both frameworks read their switches once, at import or first use, so these must be set
-before ``import ragas`` / ``import deepeval``:
+The frameworks read their switches once, at import or first use, so these must be set
+before ``import ragas`` / ``import deepeval`` / ``import opik`` / ``import mlflow``:
 
 - ``RAGAS_DO_NOT_TRACK=true`` — ragas caches it with ``lru_cache`` on first use; the
   value must be the string "true".
@@ -11,6 +11,14 @@ before ``import ragas`` / ``import deepeval``:
   ``os.environ`` (it could pick up unrelated keys).
 - ``DEEPEVAL_DISABLE_LEGACY_KEYFILE=1`` and ``DEEPEVAL_FILE_SYSTEM=READ_ONLY`` — otherwise
   deepeval creates a ``.deepeval/`` folder in the user's working directory.
+- ``OPIK_ANALYTICS_ENABLE=false``, ``OPIK_SENTRY_ENABLE=false`` — opik's usage events
+  and error reports (both to comet.com); ``OPIK_TRACK_DISABLE=true`` — no trace or span
+  is sent to an Opik server (our metrics are built with ``track=False`` as well).
+- ``LITELLM_LOCAL_MODEL_COST_MAP=True`` — litellm, which opik imports, otherwise fetches
+  its price list from GitHub at import (about 10 s of retries offline).
+- ``MLFLOW_DISABLE_TELEMETRY=true`` — MLflow's usage telemetry;
+  ``MLFLOW_MODEL_CATALOG_URI=""`` — MLflow's judge adapter otherwise downloads its model
+  catalog from GitHub on the first judge call (empty disables the fetch).
 
 ragas also writes ``uuid.json`` under ``appdirs.user_data_dir("ragas")``
 (``$XDG_DATA_HOME/ragas`` on Linux) even with tracking off: ``ragas._analytics.get_userid``
@@ -34,6 +42,12 @@ QUIET_ENV: dict[str, str] = {
     "DEEPEVAL_DISABLE_DOTENV": "1",
     "DEEPEVAL_DISABLE_LEGACY_KEYFILE": "1",
     "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
+    "OPIK_ANALYTICS_ENABLE": "false",
+    "OPIK_SENTRY_ENABLE": "false",
+    "OPIK_TRACK_DISABLE": "true",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "MLFLOW_MODEL_CATALOG_URI": "",
 }
 
 _ragas_dir: Path | None = None

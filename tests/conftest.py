@@ -25,6 +25,12 @@ for _k, _v in {
     "DEEPEVAL_FILE_SYSTEM": "READ_ONLY",
     "HF_HUB_OFFLINE": "1",
     "TRANSFORMERS_OFFLINE": "1",
+    "OPIK_ANALYTICS_ENABLE": "false",
+    "OPIK_SENTRY_ENABLE": "false",
+    "OPIK_TRACK_DISABLE": "true",
+    "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "MLFLOW_MODEL_CATALOG_URI": "",
 }.items():
     os.environ.setdefault(_k, _v)
 
