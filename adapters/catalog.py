@@ -17,6 +17,7 @@ from unified.adapters.registry import (
     backend_info,
     backend_names,
     implemented_metrics,
+    scale_of,
     threshold_of,
 )
 from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
@@ -71,7 +72,8 @@ def describe_metric(name: str) -> dict[str, Any]:
     ``description`` (the formula in one line), ``formula`` (native's docstring, or None),
     ``required`` (fields), ``also_needs`` (retrieval: relevant ids), ``takes_k``,
     ``custom``, ``backends`` (implementing, display order), ``thresholds`` (backend ->
-    pass bound on 0–10), ``aliases`` (framework -> names)."""
+    pass bound on 0–10), ``aliases`` (framework -> names), ``scales`` (backend -> what its
+    raw value means and how it maps to 0–10, for the backends that declare it)."""
     # the label the tables print (precision@k) names the metric, not a cutoff called "k"
     ref = as_ref(name.removesuffix("@k") if isinstance(name, str) else name)
     spec = ref.spec
@@ -90,6 +92,7 @@ def describe_metric(name: str) -> dict[str, Any]:
         "backends": backends,
         "thresholds": {b: threshold_of(backend_info(b), ref) for b in backends},
         "aliases": aliases(spec),
+        "scales": {b: text for b in backends if (text := scale_of(b, spec.name)) is not None},
     }
 
 

@@ -9,7 +9,9 @@ backend's own module, so ``unified-eval metrics`` and ``--dry-run`` never import
 deepeval); ``custom_metrics`` — it also serves user-registered metrics; ``estimate`` —
 the path of its call estimate, ``fn(refs, sample, *, single_judge) -> [(chat, embedding)
 | None per ref]``; ``threshold`` — the path of ``fn(ref) -> float`` when the backend
-applies pass bounds of its own (else the registry's rule, ``default_threshold``).
+applies pass bounds of its own (else the registry's rule, ``default_threshold``);
+``scales`` — the path of ``fn() -> {canonical metric: text}``, what the framework's raw
+value means and how it maps to 0–10, for ``unified-eval metrics NAME``.
 
 A backend module is imported on first use only. Third-party backends register with
 ``register_backend(...)`` or through the ``unified.backends`` entry-point group
@@ -107,6 +109,24 @@ known_backends: dict[str, dict[str, Any]] = {
         "metrics": _DEEPEVAL,
         "estimate": "unified.adapters.estimate:deepeval_calls",
     },
+    "opik": {
+        "class": "unified.adapters.opik:OpikBackend",
+        "err": "the opik backend needs opik: pip install 'unified-rag-eval[opik]'",
+        "extra": "opik",
+        "package": "opik",
+        "metrics": "unified.adapters.opik_table:metric_names",
+        "estimate": "unified.adapters.opik_table:opik_calls",
+        "scales": "unified.adapters.opik_table:scales",
+    },
+    "mlflow": {
+        "class": "unified.adapters.mlflow_judges:MlflowBackend",
+        "err": "the mlflow backend needs full mlflow 3: pip install 'unified-rag-eval[mlflow]'",
+        "extra": "mlflow",
+        "package": "mlflow",
+        "metrics": "unified.adapters.mlflow_table:metric_names",
+        "estimate": "unified.adapters.mlflow_table:mlflow_calls",
+        "scales": "unified.adapters.mlflow_table:scales",
+    },
 }
 BUILTIN_BACKENDS = tuple(known_backends)
 
@@ -130,6 +150,7 @@ class BackendInfo:
     custom_metrics: bool = False
     estimate: str | None = None
     threshold: str | None = None
+    scales: str | None = None
 
     @property
     def available(self) -> bool:
@@ -170,6 +191,7 @@ def backend_info(name: str) -> BackendInfo:
         custom_metrics=e.get("custom_metrics", False),
         estimate=e.get("estimate"),
         threshold=e.get("threshold"),
+        scales=e.get("scales"),
     )
 
 
@@ -290,6 +312,13 @@ def as_ref(metric: MetricRef | str) -> MetricRef:
 def implements(name: str, metric: MetricRef | str) -> bool:
     """Whether backend ``name`` implements ``metric`` (a ref or a name in any spelling)."""
     return as_ref(metric).canonical in implemented_metrics(name)
+
+
+def scale_of(name: str, metric: str) -> str | None:
+    """What backend ``name``'s raw value for canonical ``metric`` means and how it maps
+    to 0–10 (the registry's ``scales``; read without importing the framework), or None."""
+    path = backend_info(name).scales
+    return None if path is None else resolve(path)().get(metric)
 
 
 def default_threshold(ref: MetricRef) -> float:

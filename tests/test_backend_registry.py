@@ -94,7 +94,9 @@ def test_backend_info_carries_what_the_core_needs():
     assert info.available == HAS["sentence_transformers"]
     assert "pip install 'unified-rag-eval[local]'" in info.hint
     assert backend_info("native").uses_judges and backend_info("native").custom_metrics
-    assert list(BUILTIN_BACKENDS) == ["native", "embedding", "ragas", "deepeval"] == backend_names()[:4]
+    assert (
+        list(BUILTIN_BACKENDS) == ["native", "embedding", "ragas", "deepeval", "opik", "mlflow"] == backend_names()[:6]
+    )
     with pytest.raises(KeyError, match="unknown backend 'nativ'; known: deepeval, embedding, native, ragas"):
         backend_info("nativ")
 

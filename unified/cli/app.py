@@ -92,13 +92,17 @@ def _print_metric(d: dict[str, Any]) -> None:
         out_console.print("\n" + d["formula"].strip() + "\n", highlight=False, soft_wrap=True)
     needs = ", ".join(d["required"]) + (f" + {d['also_needs']}" if d.get("also_needs") else "")
     out_console.print(f"needs: {needs}", highlight=False, soft_wrap=True)
+    scales = d.get("scales", {})
     t = Table(title="backends")
-    for col in ("backend", "pass ≥", "name in that framework"):
-        t.add_column(col)
+    for col in ("backend", "pass ≥", "name in that framework") + (("raw value → 0–10",) if scales else ()):
+        t.add_column(col, overflow="fold")
     for b in d["backends"]:
         bound = d["thresholds"].get(b)
+        # a declared scale reads "<the framework's name>: <raw value and its mapping>"
+        own, _, scale = scales.get(b, "").partition(": ")
         # native and embedding are ours: the metric's own label is their name for it
-        t.add_row(b, "—" if bound is None else f"{bound:g}", ", ".join(d["aliases"].get(b, [])) or d["label"])
+        name = ", ".join(d["aliases"].get(b, [])) or own or d["label"]
+        t.add_row(b, "—" if bound is None else f"{bound:g}", name, *((scale,) if scales else ()))
     out_console.print(t)
     for fw, names_ in d["aliases"].items():
         if fw not in d["backends"] and fw != "other":
