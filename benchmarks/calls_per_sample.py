@@ -2,9 +2,12 @@
 
 Builds one sample with K retrieved contexts, scores faithfulness, answer_relevancy,
 context_relevancy, context_recall and context_precision on each importable backend
-(native dual, native single, ragas, deepeval) through the judge layer against the
-loopback judge server (tests/judge_server.py), and counts the chat and embedding
-requests the server received (cross-checked with the Scores' ``cost``). No cache, so
+(native dual, native single, ragas, deepeval, opik, mlflow) through the judge layer
+against the loopback judge server (tests/judge_server.py, with the frameworks' answer
+modules so their values stay in range), and counts the chat and embedding requests the
+server received (cross-checked with the Scores' ``cost``). A backend that serves only
+some of the five (opik: not context_relevancy; mlflow: not context_precision) is scored
+on those it serves, and the note says which. No cache, so
 every request reaches the server. A backend that cannot be imported is shown with the
 counts read from its framework's code, marked "from code, not measured".
 
@@ -34,9 +37,9 @@ for _k, _v in {
 os.environ.setdefault("OPENAI_API_KEY", "loopback-no-key")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from judge_server import JudgeServer  # noqa: E402
+from judge_server import JudgeServer, framework_answers  # noqa: E402
 
-from unified.adapters import get_backend  # noqa: E402
+from unified.adapters import get_backend, implemented_metrics  # noqa: E402
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges  # noqa: E402
 from unified.metrics import parse_metrics  # noqa: E402
 from unified.sample import Sample  # noqa: E402
@@ -76,15 +79,18 @@ async def measure(server: JudgeServer, backend_name: str, k: int, single: bool =
         cache=False,
     )
     backend = get_backend(backend_name, judges)
+    served = [m for m in parse_metrics(CORE) if m.canonical in implemented_metrics(backend_name)]
     server.reset_counts()
     try:
-        scores = await backend.score(make_sample(k), parse_metrics(CORE))
+        scores = await backend.score(make_sample(k), served)
     finally:
         await backend.aclose()
         await judges.aclose()
     errors = sum(1 for s in scores if not s.ok)
     billed = sum(s.cost.calls for s in scores)
     note = "" if billed == server.chat_count else f"Score.cost says {billed}"
+    if len(served) < len(CORE.split(",")):
+        note = "; ".join(filter(None, [note, "serves " + ",".join(m.name for m in served)]))
     return Count(server.chat_count, server.embedding_count, errors, True, note)
 
 
@@ -101,12 +107,14 @@ def available(name: str) -> str | None:
 
 async def main() -> None:
     rows: dict[str, dict[int, Count]] = {}
-    with JudgeServer() as server:
+    with JudgeServer(answer_fn=framework_answers) as server:
         for label, name, single in (
             ("native (dual)", "native", False),
             ("native (single)", "native", True),
             ("ragas", "ragas", False),
             ("deepeval", "deepeval", False),
+            ("opik", "opik", False),
+            ("mlflow", "mlflow", False),
         ):
             why = available(name)
             rows[label] = {}

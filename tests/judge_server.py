@@ -248,6 +248,23 @@ def binary_answer_fn(max_items: int | None = None, seed: int = 7) -> Callable[[d
     return answer
 
 
+#: framework answer modules (tests/judge_answers_<framework>.py), each with
+#: ``answer_fn(body) -> answer | None``; ``framework_answers`` tries them in order
+ANSWER_MODULES = ("judge_answers_opik", "judge_answers_mlflow")
+
+
+def framework_answers(body: dict) -> Any:
+    """The first framework answer module's answer to this request; None (synthesise as
+    usual) when none of them recognises it."""
+    import importlib
+
+    for name in ANSWER_MODULES:
+        answer = importlib.import_module(name).answer_fn(body)
+        if answer is not None:
+            return answer
+    return None
+
+
 def embedding_vector(text: str, dim: int = 384, seed: int = 0) -> np.ndarray:
     """Deterministic unit vector for ``text``."""
     v = np.random.default_rng(_seed_for(text, seed)).standard_normal(dim).astype(np.float32)
@@ -594,8 +611,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--fault-rate", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--framework-answers",
+        action="store_true",
+        help="answer the frameworks' own prompts in their ranges (tests/judge_answers_*.py)",
+    )
     args = ap.parse_args(argv)
-    with JudgeServer(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, port=args.port) as srv:
+    answer_fn = framework_answers if args.framework_answers else None
+    with JudgeServer(
+        latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, port=args.port, answer_fn=answer_fn
+    ) as srv:
         print(srv.base_url, flush=True)
         try:
             while True:
