@@ -56,7 +56,8 @@ def metrics_cmd(
         m = metric_matrix()
     names = [b["name"] for b in m["backends"]]
     t = Table(title="metrics × backends (✓ implemented, · not) — `unified-eval metrics NAME` for one")
-    t.add_column("metric")
+    # six backends and more: the other columns wrap, a metric's name never does
+    t.add_column("metric", no_wrap=True, min_width=max(len(r["label"]) for r in m["rows"]))
     for b in m["backends"]:
         t.add_column(b["name"] if b["available"] else f"{b['name']}\n(extra missing)", justify="center")
     for col in ("required fields", "kind", "pass ≥"):
