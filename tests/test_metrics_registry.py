@@ -205,7 +205,9 @@ def test_describe_metric_names_every_framework_spelling():
     assert d["name"] == "faithfulness" and d["label"] == "faithfulness" and d["kind"] == "llm"
     assert d["required"] == ["user_input", "response", "retrieved_contexts"]
     assert d["aliases"]["ragas"] == ["Faithfulness"] and d["aliases"]["deepeval"] == ["FaithfulnessMetric"]
-    assert d["thresholds"] == {"native": 7.0, "embedding": 7.0, "ragas": 7.0, "deepeval": 7.0}
+    assert d["thresholds"] == {b: 7.0 for b in ("native", "embedding", "ragas", "deepeval", "opik", "mlflow")}
+    assert d["scales"]["opik"].startswith("Hallucination: ") and "1 − raw" in d["scales"]["opik"]
+    assert d["scales"]["mlflow"].startswith("RetrievalGroundedness: ") and '"yes" (raw 1)' in d["scales"]["mlflow"]
     assert "Σ_c s_c / N" in d["formula"]  # native's docstring
     p = describe_metric("precision@3")
     assert p["label"] == "precision@k" and p["also_needs"] == "relevant_ids or graded_relevance"
