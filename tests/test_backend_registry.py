@@ -37,8 +37,16 @@ from unified.sample import Sample
 from unified.scores import Score
 
 ROOT = Path(__file__).resolve().parents[1]
-HAS = {m: importlib.util.find_spec(m) is not None for m in ("ragas", "deepeval", "sentence_transformers")}
-CLASSES = {"ragas": "ragas", "deepeval": "deepeval", "embedding": "sentence_transformers"}
+HAS = {
+    m: importlib.util.find_spec(m) is not None for m in ("ragas", "deepeval", "sentence_transformers", "opik", "mlflow")
+}
+CLASSES = {
+    "ragas": "ragas",
+    "deepeval": "deepeval",
+    "embedding": "sentence_transformers",
+    "opik": "opik",
+    "mlflow": "mlflow",
+}
 
 
 class Twin(Backend):
@@ -53,7 +61,7 @@ class Twin(Backend):
 # ---------------------------------------------------------------- static facts
 
 
-@pytest.mark.parametrize("name", ["native", "embedding", "ragas", "deepeval"])
+@pytest.mark.parametrize("name", ["native", "embedding", "ragas", "deepeval", "opik", "mlflow"])
 def test_static_metric_sets_are_the_adapters_own_tables(name):
     pkg = CLASSES.get(name)
     if pkg and not HAS[pkg]:
@@ -68,9 +76,10 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "from unified.metrics import parse_metrics\nfrom unified.sample import Sample\n"
         "m = metric_matrix(); d = describe_metric('faithfulness')\n"
         "s = [Sample(user_input='q?', response='r', retrieved_contexts=['c'])]\n"
-        "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in ('ragas', 'deepeval', 'native')]\n"
-        "print(len(m['rows']), sorted(d['backends']), rows[0][0]['calls'],"
-        " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers')])"
+        "bs = ('ragas', 'deepeval', 'native', 'opik', 'mlflow')\n"
+        "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in bs]\n"
+        "print(len(m['rows']), sorted(d['backends']), rows[0][0]['calls'], rows[3][0]['calls'], rows[4][0]['calls'],"
+        " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers', 'opik', 'mlflow')])"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stderr
@@ -78,9 +87,15 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "22",
         "['deepeval',",
         "'embedding',",
+        "'mlflow',",
         "'native',",
+        "'opik',",
         "'ragas']",
         "2",
+        "1",
+        "1",
+        "False",
+        "False",
         "False",
         "False",
         "False",
@@ -97,7 +112,9 @@ def test_backend_info_carries_what_the_core_needs():
     assert (
         list(BUILTIN_BACKENDS) == ["native", "embedding", "ragas", "deepeval", "opik", "mlflow"] == backend_names()[:6]
     )
-    with pytest.raises(KeyError, match="unknown backend 'nativ'; known: deepeval, embedding, native, ragas"):
+    with pytest.raises(
+        KeyError, match="unknown backend 'nativ'; known: deepeval, embedding, mlflow, native, opik, ragas"
+    ):
         backend_info("nativ")
 
 
