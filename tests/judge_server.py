@@ -289,6 +289,7 @@ class JudgeServer:
         answer_fn: Callable[[dict], dict | str | None] | None = None,
         reject_json_schema: bool = False,
         fault_message: str | None = None,
+        raw_fn: Callable[[dict], str | None] | None = None,
     ):
         bad = set(faults) - set(_ALL_KINDS)
         if bad:
@@ -304,6 +305,8 @@ class JudgeServer:
         self.reject_json_schema = reject_json_schema
         # replaces the text of the 401/429/500 error bodies (servers that echo a key)
         self.fault_message = fault_message
+        # a chat answer that is no completion: raw_fn(body) -> a text/html body sent with HTTP 200
+        self.raw_fn = raw_fn
         self._port = port
         self._rng = random.Random(seed)
         self._forced: deque[str] = deque()
@@ -425,6 +428,9 @@ class JudgeServer:
                 {"error": {"message": "Unsupported response_format type", "type": "server_error"}}, status=500
             )
 
+        raw = self.raw_fn(body) if self.raw_fn is not None else None
+        if raw is not None:
+            return web.Response(text=raw, status=200, content_type="text/html")
         text = _text_of(body)
         rng = random.Random(_seed_for(text, self.seed) + request_seed_offset(body))
         content: str | None = None

@@ -79,8 +79,15 @@ def test_migration_report_translates_the_gate_and_lists_flips():
 def test_flips_exceed_guards_a_migration():
     scores, samples = _run()
     m = migration_report(scores, samples, "deepeval", "ragas", gates={"faithfulness": 7.0})
-    assert flips_exceed(m, 0) and flips_exceed(m, 1) and not flips_exceed(m, 2)
-    assert migration_verdicts(m, 2) == ["PASS faithfulness: 2 of 10 samples flip at 7 → 4.50 (max 2)"]
+    assert flips_exceed(m, 0, 0.1) and flips_exceed(m, 1, 0.1) and not flips_exceed(m, 2, 0.1)
+    assert migration_verdicts(m, 2, 0.1) == ["PASS faithfulness: 2 of 10 samples flip at 7 → 4.50 (max 2)"]
+    # the one failed ragas task (1 of 11) fails the guard at the default --max-error-rate 0:
+    # flips counted on the samples that scored say nothing about the one that did not
+    assert migration_verdicts(m, 2) == [
+        "FAIL faithfulness: 1 of 11 ragas tasks failed (9% > --max-error-rate 0); "
+        "the flips of the 10 samples that scored on both do not count"
+    ]
+    assert flips_exceed(m, 2)
     # no gate given: every metric is guarded, at the old backend's own threshold
     plain = migration_report(scores, samples, "deepeval", "ragas")
     assert plain["metrics"]["faithfulness"]["threshold_source"] == "default"
@@ -104,7 +111,7 @@ def test_identical_backends_flip_nothing():
 def test_renderings_show_the_summary_and_escape_html():
     scores, samples = _run()
     m = migration_report(scores, samples, "deepeval", "ragas", gates={"faithfulness": 7.0})
-    text = render_migration(m, width=160, max_flips=0)
+    text = render_migration(m, width=160, max_flips=0, max_error_rate=0.1)
     assert "migration deepeval → ragas" in text and "FaithfulnessMetric" in text
     assert "FAIL faithfulness: 2 of 10 samples flip" in text and "samples that flip (2)" in text
     assert format_migration(m) is not None

@@ -179,8 +179,8 @@ def test_torn_last_line_is_truncated_and_task_redone(tmp_path):
 def test_repair_jsonl_and_scan(tmp_path):
     p = tmp_path / "scores.jsonl"
     p.write_text(
-        '{"metric":"m","backend":"b","sample_id":"1","sample_hash":"h1","config_hash":"c1"}\n'
-        '{"metric":"m","backend":"b","sample_id":"2"}\n{"metric":"m","backe'
+        '{"metric":"m","backend":"b","sample_id":"1","value":10.0,"sample_hash":"h1","config_hash":"c1"}\n'
+        '{"metric":"m","backend":"b","sample_id":"2","value":10.0}\n{"metric":"m","backe'
     )
     assert repair_jsonl(p) == len('{"metric":"m","backe')
     assert p.read_text().endswith("\n")
@@ -381,3 +381,15 @@ def test_two_input_errors_that_name_the_same_sample_get_one_line_each(tmp_path):
     keys = [(d["row_error"], d["sample_id"], d["metric"], d["backend"]) for d in rows]
     assert len(keys) == len(set(keys)) == 3
     assert {d["sample_id"] for d in rows if d["row_error"]} == {"a", "a#2"}
+
+
+def test_scan_counts_a_line_off_the_0_10_scale_as_not_done(tmp_path):
+    """A line whose value breaks the 0–10 rule (hand-edited: 11, NaN, a string, or no value
+    and no error) is not done, however well it is fingerprinted: the task is scored again."""
+    rows = [
+        '{"metric":"m","backend":"b","sample_id":"%d","value":%s,"sample_hash":"h","config_hash":"c"}' % (i, v)
+        for i, v in enumerate(["10.0", "11", "NaN", '"7"', "null", "0"])
+    ]
+    (tmp_path / "scores.jsonl").write_text("\n".join(rows) + "\n")
+    res = RunFolder(tmp_path).scan({"m|b": 0}, {"m|b": "c"})
+    assert [res.mask((False, str(i)), "h") for i in range(6)] == [1, 0, 0, 0, 0, 1]

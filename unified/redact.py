@@ -2,10 +2,13 @@
 
 What counts as a secret:
 
-- the password (and the user name) in a URL's userinfo: ``http://user:KEY@host/v1``;
-- the value of a URL query parameter whose name looks like a credential (``api_key``,
-  ``key``, ``token``, ``access_token``, ``secret``, ``password``, ``signature``, ``sig``,
-  ``auth``, ``code``, …): ``?api_key=KEY``;
+- the password (and the user name) in a URL's userinfo: ``http://user:KEY@host/v1``,
+  whatever characters the password holds (``http://u:SEC RET@host``, ``u:a/b#c@host``);
+- the value of a URL parameter whose name looks like a credential (``api_key``, ``key``,
+  ``token``, ``access_token``, ``secret``, ``password``, ``signature``, ``sig``, ``auth``,
+  ``code``, …) in the query (``?api_key=KEY``), in a path segment (``/v1;api_key=KEY``)
+  or in the fragment (``#access_token=KEY``); a fragment that is not a plain anchor is
+  masked whole (it is never sent to a server, so it identifies nothing);
 - key-shaped tokens in free text (``sk-…``, ``Bearer …``) and any exact secret the caller
   names (the API key a client read from the environment);
 - in a config mapping, the value of a key whose name looks like a credential — except
@@ -21,8 +24,8 @@ from __future__ import annotations
 import logging
 import re
 import threading
-from typing import Any, Iterable
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+from typing import Any, Iterable, NamedTuple
+from urllib.parse import unquote
 
 MASK = "***"
 
@@ -40,6 +43,11 @@ _NOT_SECRET_NAME = re.compile(r"(_env$|^max_|_tokens$|^tokens$|^n_|_count$)", re
 _KEY_SHAPED = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|Bearer\s+[A-Za-z0-9._\-+/=]{4,})")
 # a URL in free text (stops at whitespace, quotes and closing brackets)
 _URL_IN_TEXT = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s'\"<>()\[\]{}]+")
+# "scheme://user:pass word@host" in free text: a password with a space or two
+_SPACED_USERINFO = re.compile(
+    r"\b([A-Za-z][A-Za-z0-9+.\-]*://)([^\s/@'\"<>]*:[^\s/@'\"<>]*"
+    r"(?: [^\s/@'\"<>]+){1,2})@(?=[\w.\-\[])"
+)
 # "user:password@host" without a scheme (a mistyped base URL): the password still goes
 _BARE_USERINFO = re.compile(r"(?<![\w/@])[^\s/@:'\"<>()]+:[^\s/@'\"<>()]+@(?=[\w.\-\[])")
 
@@ -50,45 +58,131 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name)) and not _NOT_SECRET_NAME.search(name)
 
 
-def redact_url(url: str) -> str:
-    """``url`` with userinfo and credential-like query values replaced by ``***``, and
-    otherwise exactly as written: only the secret parts are replaced in the text, so
-    ``sqlite:///x.db`` keeps its three slashes (``urlunsplit`` would drop the empty host's
-    ``//``: ``sqlite:/x.db``).
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://(.*)$", re.S)
+# what may follow a userinfo's "@": a host name or [IPv6], an optional port, then the path
+_HOST_AFTER = re.compile(r"^(?:\[[^\]]*\]|[\w.\-]+)(?::\d*)?(?=$|[/?#;])")
+# a fragment that is a plain anchor (``#install``), not a parameter list or a token
+_ANCHOR = re.compile(r"^[A-Za-z][\w\-.]{0,23}$")
 
-    >>> redact_url("http://bob:s3cr3t@host:8000/v1?api_key=abc&model=m")
-    'http://***@host:8000/v1?api_key=***&model=m'
+
+class UrlParts(NamedTuple):
+    """A URL cut where a secret can hide: ``scheme://userinfo@host/path;params?query#fragment``.
+    ``userinfo`` is None when there is no ``@`` before the host."""
+
+    scheme: str
+    userinfo: str | None
+    host: str
+    path: str
+    query: str | None
+    fragment: str | None
+
+
+def split_url(url: str) -> UrlParts | None:
+    """``url`` cut into its parts, or None when it does not start with ``scheme://``.
+
+    Unlike ``urllib.parse.urlsplit`` the userinfo may hold any character a careless user
+    puts in a password (space, ``/``, ``#``, ``?``): it ends at the last ``@`` that is
+    followed by a host name — when what comes before that ``@`` is a plain userinfo (no
+    ``/``, ``?`` or ``#``) or starts with ``user:`` followed by something that is not a
+    port number."""
+    m = _SCHEME.match(url)
+    if m is None:
+        return None
+    scheme, rest = m.group(1), m.group(2)
+    userinfo = None
+    for at in [i for i, c in enumerate(rest) if c == "@"][::-1]:
+        if _HOST_AFTER.match(rest[at + 1 :]) and _is_userinfo(rest[:at]):
+            userinfo, rest = rest[:at], rest[at + 1 :]
+            break
+    cut = min([i for i in (rest.find(c) for c in "/?#") if i >= 0], default=len(rest))
+    host, rest = rest[:cut], rest[cut:]
+    rest, hash_, fragment = rest.partition("#")
+    path, qmark, query = rest.partition("?")
+    return UrlParts(scheme, userinfo, host, path, query if qmark else None, fragment if hash_ else None)
+
+
+def _is_userinfo(text: str) -> bool:
+    if not any(c in text for c in "/?#"):
+        return True
+    user, colon, after = text.partition(":")
+    port = re.match(r"^\d*(?=[/?#]|$)", after)
+    return bool(colon) and not any(c in user for c in "/?#") and port is None
+
+
+def _mask_params(text: str, sep: str, found: list[str] | None = None) -> str:
+    """``a=1&api_key=K`` -> ``a=1&api_key=***`` (values of credential names; ``found``
+    collects the values, raw and percent-decoded)."""
+    out = []
+    for item in text.split(sep):
+        name, eq, value = item.partition("=")
+        if eq and is_secret_name(unquote(name)) and value:
+            if found is not None:
+                found += [value, unquote(value), unquote(value.replace("+", " "))]
+            item = f"{name}={MASK}"
+        out.append(item)
+    return sep.join(out)
+
+
+def _mask_path(path: str, found: list[str] | None = None) -> str:
+    """Path parameters (``/v1;api_key=K``) masked by name, segment by segment."""
+    if ";" not in path:
+        return path
+    return "/".join(
+        seg if ";" not in seg else seg.split(";", 1)[0] + ";" + _mask_params(seg.split(";", 1)[1], ";", found)
+        for seg in path.split("/")
+    )
+
+
+def _mask_fragment(fragment: str, found: list[str] | None = None) -> str:
+    """A fragment is never sent to a server, so it identifies nothing: parameters are
+    masked by name (``#access_token=K&x=1``); anything else but a short anchor goes whole."""
+    if "=" in fragment:
+        return _mask_params(fragment, "&", found)
+    if _ANCHOR.match(fragment) and not _KEY_SHAPED.search(fragment):
+        return fragment
+    if found is not None:
+        found.append(fragment)
+    return MASK
+
+
+def redact_url(url: str) -> str:
+    """``url`` with every part that can carry a credential masked: the userinfo (whatever
+    characters the password holds), credential-named query parameters, path parameters
+    (``;api_key=``) and fragment parameters (``#access_token=``), and a fragment that is not
+    a plain anchor.
+
+    Everything else stays exactly as written (``sqlite:///x.db`` keeps its three slashes).
+
+    >>> redact_url("http://bob:s3cr3t@host:8000/v1;key=k?api_key=abc&model=m#token=t")
+    'http://***@host:8000/v1;key=***?api_key=***&model=m#token=***'
     >>> redact_url("sqlite:////tmp/runs.db")
     'sqlite:////tmp/runs.db'
     """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+    parts = split_url(url)
+    if parts is None:
         return _KEY_SHAPED.sub(MASK, url)
-    out = url
-    if "@" in parts.netloc:
-        userinfo = parts.netloc.rsplit("@", 1)[0]
-        out = out.replace(f"//{userinfo}@", f"//{MASK}@", 1)
-    if parts.query:
-        pairs = parse_qsl(parts.query, keep_blank_values=True)
-        if any(is_secret_name(k) for k, _ in pairs):
-            query = urlencode([(k, MASK if is_secret_name(k) else v) for k, v in pairs], safe="*")
-            head, sep, tail = out.partition("?" + parts.query)
-            out = head + "?" + query + tail if sep else out
+    out = f"{parts.scheme}://" + (MASK + "@" if parts.userinfo is not None else "") + parts.host
+    out += _mask_path(parts.path)
+    if parts.query is not None:
+        out += "?" + _mask_params(parts.query, "&")
+    if parts.fragment is not None:
+        out += "#" + _mask_fragment(parts.fragment)
     return out
 
 
 def endpoint_of(url: str | None, default: str = "https://api.openai.com/v1") -> str:
     """Where a judge answers, as identity: scheme, host, port and path of ``url`` — no
-    userinfo, no query (they may hold credentials and do not change who answers).
+    userinfo, no path parameters, no query, no fragment (they may hold credentials and do
+    not change who answers).
 
-    >>> endpoint_of("http://bob:KEY@127.0.0.1:8080/v1/?api_key=K")
+    >>> endpoint_of("http://bob:KEY@127.0.0.1:8080/v1/;key=K?api_key=K#t")
     'http://127.0.0.1:8080/v1'
     """
-    parts = urlsplit(url or default)
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit((parts.scheme, host + port, parts.path.rstrip("/"), "", ""))
+    parts = split_url(url or default)
+    if parts is None:
+        return redact_url(url or default)
+    path = "/".join(seg.split(";", 1)[0] for seg in parts.path.split("/")).rstrip("/")
+    return f"{parts.scheme}://{parts.host.lower()}{path}"
 
 
 def scrub(text: Any, secrets: Iterable[str | None] = ()) -> str:
@@ -98,6 +192,7 @@ def scrub(text: Any, secrets: Iterable[str | None] = ()) -> str:
     for s in secrets:
         if s and len(s) >= 4:  # a one-letter "secret" would mangle every message
             out = out.replace(s, MASK)
+    out = _SPACED_USERINFO.sub(lambda m: m.group(1) + MASK + "@", out)
     out = _URL_IN_TEXT.sub(_redact_match, out)
     out = _BARE_USERINFO.sub(MASK + "@", out)
     return _KEY_SHAPED.sub(MASK, out)
@@ -133,36 +228,51 @@ def redact_config(obj: Any) -> Any:
     if isinstance(obj, (list, tuple)):
         return [redact_config(v) for v in obj]
     if isinstance(obj, str):
-        return scrub(obj)
+        return redact_value(obj)
     return obj
 
 
+def redact_value(text: str) -> str:
+    """One value (a config string, a command-line word): a whole URL is redacted as one
+    URL (``redact_url``: its password may hold spaces), anything else as free text."""
+    if _SCHEME.match(text.strip()):
+        return _KEY_SHAPED.sub(MASK, redact_url(text.strip()))
+    return scrub(text)
+
+
 def redact_argv(argv: Iterable[str]) -> list[str]:
-    """Command-line words with URLs and key-shaped tokens redacted (for resume hints)."""
-    return [scrub(a) for a in argv]
+    """Command-line words with URLs and key-shaped tokens redacted (for resume hints); a
+    word is one value (``--base-url=URL`` too), whatever spaces it holds."""
+    out = []
+    for word in argv:
+        flag, eq, value = word.partition("=")
+        if word.startswith("--") and eq and " " not in flag:
+            out.append(f"{flag}={redact_value(value)}")
+        else:
+            out.append(redact_value(word))
+    return out
 
 
 def url_secrets(url: str | None) -> list[str]:
     """The credential values a URL carries: the password of its userinfo (the whole
     userinfo when it has no ``:``, as in ``https://TOKEN@host``), raw and percent-decoded,
-    and the values of credential-named query parameters. Callers pass them to ``scrub``
-    so a key is caught even where it appears without its URL. A user *name* is not a
-    secret (scrubbing "user" everywhere would mangle every message)."""
-    if not url:
-        return []
-    try:
-        parts = urlsplit(url)
-    except ValueError:
+    and the values of credential-named query, path and fragment parameters (and a fragment
+    that is no plain anchor). Callers pass them to ``scrub`` so a key is caught even where
+    it appears without its URL. A user *name* is not a secret (scrubbing "user" everywhere
+    would mangle every message)."""
+    parts = split_url(url) if url else None
+    if parts is None:
         return []
     found: list[str] = []
-    if "@" in parts.netloc:
-        userinfo = parts.netloc.rsplit("@", 1)[0]
-        _user, colon, password = userinfo.partition(":")
-        for piece in (userinfo, password) if colon else (userinfo,):
+    if parts.userinfo is not None:
+        _user, colon, password = parts.userinfo.partition(":")
+        for piece in (parts.userinfo, password) if colon else (parts.userinfo,):
             found += [piece, unquote(piece)]
-    for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if is_secret_name(name):
-            found.append(value)
+    _mask_path(parts.path, found)
+    if parts.query is not None:
+        _mask_params(parts.query, "&", found)
+    if parts.fragment is not None:
+        _mask_fragment(parts.fragment, found)
     # longest first: scrubbing "user:KEY" before "KEY" leaves no half-masked pair
     return sorted({s for s in found if s}, key=len, reverse=True)
 
@@ -224,13 +334,17 @@ __all__ = [
     "LOG_PREFIXES",
     "MASK",
     "RedactingFilter",
+    "UrlParts",
+    "endpoint_of",
     "is_secret_name",
     "one_line",
     "redact_argv",
     "redact_config",
     "redact_logs",
     "redact_url",
+    "redact_value",
     "remember_secret",
     "scrub",
+    "split_url",
     "url_secrets",
 ]

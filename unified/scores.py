@@ -162,6 +162,38 @@ def degraded_reason(line: Mapping[str, Any]) -> str | None:
     return str(details.get("degraded_reason") or line.get("reason") or "degraded")
 
 
+def line_problem(line: Mapping[str, Any]) -> str | None:
+    """Why a score line read back from a file breaks the 0–10 rule, or None when it
+    keeps it. The rule, as the runner writes lines: ``value`` is null or a finite number
+    (not a bool, not a string) with ``0 ≤ value ≤ 10``, and a null value comes with an
+    ``error``. Lines this project wrote always keep it; a foreign or hand-edited line may
+    not (``"value": 11``, ``NaN``), and no reader may let such a value into a mean, a
+    diff or a resume."""
+    value = line.get("value")
+    if value is None:
+        return None if line.get("error") not in (None, "") else "no value and no error"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"value {str(value)[:40]!r} is not a number"
+    if not math.isfinite(value):
+        return f"value {value} is not finite"
+    if not 0.0 <= value <= SCALE:
+        return f"value {value:g} is outside 0–10"
+    return None
+
+
+def invalid_line(line: Mapping[str, Any], problem: str, where: str = "scores.jsonl") -> dict[str, Any]:
+    """``line`` as the failed task it is (``line_problem`` said why): no value, no verdict,
+    the problem as its error — counted with the errors, redone by a resumed run."""
+    return {
+        **line,
+        "value": None,
+        "passed": None,
+        "degraded": False,
+        "error": f"invalid line in {where}: {problem} (a foreign or hand-edited line; "
+        "the next run into this folder scores the task again)",
+    }
+
+
 def normalize(
     raw: float | None, raw_range: tuple[float, float] = (0.0, 1.0), *, higher_is_better: bool = True
 ) -> float | None:

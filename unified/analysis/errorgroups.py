@@ -93,6 +93,22 @@ def _parenthesised(text: str, start: int) -> str:
     return text[start:]
 
 
+def _balanced(clause: str) -> str:
+    """``clause`` without the closing parentheses it never opened: a judge clause cut out
+    of ``judge B failed (chat model=M at URL: HTTP 500 (detail)); …`` ends in the outer
+    one's ``)``."""
+    depth, keep = 0, len(clause)
+    for i, c in enumerate(clause):
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            if depth == 0:
+                keep = i
+                break
+            depth -= 1
+    return clause[:keep].rstrip()
+
+
 def cause_of(error: str, sample_id: str | None = None) -> str:
     """The cause of one failed task: ``error`` with its task-specific parts masked (see
     the module docstring). Deterministic; two tasks failing for one reason give equal
@@ -103,7 +119,7 @@ def cause_of(error: str, sample_id: str | None = None) -> str:
         return dead
     judge = _JUDGE_CLAUSE.search(text)
     if judge:
-        text = judge.group(0).rstrip()
+        text = _balanced(judge.group(0).rstrip())
     urls: list[str] = []
 
     def stash(m: re.Match[str]) -> str:  # URLs hold dots and digits that are no values

@@ -117,6 +117,8 @@ def _metric_report(
         "names": {src: framework_name(metric, src), dst: framework_name(metric, dst)},
         "n": len(ids),
         "excluded": len(set(a) & set(b)) - len(ids),
+        "tasks": {src: len(a), dst: len(b)},
+        "errors": {src: sum(not s.ok for s in a.values()), dst: sum(not s.ok for s in b.values())},
         "only_from": len(set(a) - set(b)),
         "only_to": len(set(b) - set(a)),
         "threshold_source": "gate" if gate is not None else "default",
@@ -185,12 +187,18 @@ def _guarded(m: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     return gated if m.get("gates") else items
 
 
-def migration_verdicts(m: Mapping[str, Any], max_flips: int = 0) -> list[str]:
-    """One ``PASS``/``FAIL`` line per guarded metric (``_guarded``)."""
+def migration_verdicts(m: Mapping[str, Any], max_flips: int = 0, max_error_rate: float = 0.0) -> list[str]:
+    """One ``PASS``/``FAIL`` line per guarded metric (``_guarded``). A metric whose tasks
+    failed on either backend at a rate above ``max_error_rate`` fails whatever its flips:
+    flips counted on the few samples that scored say nothing about the rest."""
     lines = []
     for metric, r in _guarded(m):
         if r["n"] == 0:
             lines.append(f"FAIL {metric}: no sample scored by both {m['from']} and {m['to']}")
+            continue
+        failed = _error_rate_line(metric, r, max_error_rate)
+        if failed:
+            lines.append(failed)
             continue
         verdict = "FAIL" if r["n_flips"] > max_flips else "PASS"
         lines.append(
@@ -200,10 +208,27 @@ def migration_verdicts(m: Mapping[str, Any], max_flips: int = 0) -> list[str]:
     return lines
 
 
-def flips_exceed(m: Mapping[str, Any], max_flips: int = 0) -> bool:
+def _error_rate_line(metric: str, r: Mapping[str, Any], max_error_rate: float) -> str | None:
+    """The FAIL line of a metric whose tasks failed too often on a backend, else None.
+
+    rate(backend) = errors / tasks      fails when rate > max_error_rate
+    """
+    for backend, tasks in (r.get("tasks") or {}).items():
+        errors = (r.get("errors") or {}).get(backend, 0)
+        if tasks and errors / tasks > max_error_rate:
+            return (
+                f"FAIL {metric}: {errors} of {tasks} {backend} tasks failed ({errors / tasks:.0%} > "
+                f"--max-error-rate {max_error_rate:g}); the flips of the {r['n']} samples that scored "
+                "on both do not count"
+            )
+    return None
+
+
+def flips_exceed(m: Mapping[str, Any], max_flips: int = 0, max_error_rate: float = 0.0) -> bool:
     """True when the migration should not go ahead: a guarded metric flips for more than
-    ``max_flips`` samples, or has no sample both backends scored."""
-    return any(line.startswith("FAIL") for line in migration_verdicts(m, max_flips))
+    ``max_flips`` samples, has no sample both backends scored, or failed on either backend
+    at a rate above ``max_error_rate``."""
+    return any(line.startswith("FAIL") for line in migration_verdicts(m, max_flips, max_error_rate))
 
 
 def num_text(v: Any) -> str:
@@ -270,7 +295,7 @@ def _flips_table(metric: str, r: Mapping[str, Any], src: str, dst: str, max_list
     return ft
 
 
-def render_migration(m: Mapping[str, Any], width: int = 120, max_flips: int = 0) -> str:
+def render_migration(m: Mapping[str, Any], width: int = 120, max_flips: int = 0, max_error_rate: float = 0.0) -> str:
     """``format_migration`` and the verdict lines as plain text (a log, a test, the docs)."""
     from io import StringIO
 
@@ -279,6 +304,6 @@ def render_migration(m: Mapping[str, Any], width: int = 120, max_flips: int = 0)
     buf = StringIO()
     console = Console(file=buf, width=width, color_system=None, force_terminal=False)
     console.print(format_migration(m))
-    for line in migration_verdicts(m, max_flips):
+    for line in migration_verdicts(m, max_flips, max_error_rate):
         console.print(line)
     return buf.getvalue()

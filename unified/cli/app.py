@@ -313,7 +313,9 @@ def diff_cmd(
                 soft_wrap=True,
             )
     if json_out:
-        json_out.write_text(json.dumps(rows, indent=2), encoding="utf-8")
+        from unified.data.files import write_text
+
+        write_text(json_out, json.dumps(rows, indent=2))
 
 
 # ---------------------------------------------------------------- cache

@@ -8,6 +8,7 @@ module; it imports neither, so the CLI's modules point one way.
 from __future__ import annotations
 
 import contextlib
+import errno
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -30,8 +31,13 @@ class UserError(Exception):
     """Shown as one line, exit code 2."""
 
 
+# OS errors of a write the user can act on: full, too large, read-only, no permission, quota
+_DISK_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EDQUOT, errno.EIO}
+
+
 @contextlib.contextmanager
 def user_errors() -> Iterator[None]:
+    """Usage and setup errors, and any write error, as one ``error:`` line and exit 2."""
     from unified.adapters import BackendUnavailableError
     from unified.metrics import UnknownMetricError
     from unified.run.runfolder import RunFolderError
@@ -52,6 +58,14 @@ def user_errors() -> Iterator[None]:
     ) as e:
         msg = str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e)
         err_console.print(f"error: {msg}", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from None
+    except OSError as e:  # a write the files module did not make (a library's): still one line
+        if e.errno not in _DISK_ERRNOS:
+            raise
+        from unified.data.files import os_error
+
+        line = f"error: {os_error(e.filename or '?', e, 'write')}"
+        err_console.print(line, markup=False, highlight=False, soft_wrap=True)
         raise typer.Exit(2) from None
 
 

@@ -249,6 +249,15 @@ FLAGS: tuple[Flag, ...] = (
         "(offline file store) or a server URL (extra mlflow)",
         _OUTPUT,
     ),
+    Flag(
+        "mlflow_timeout",
+        ("--mlflow-timeout",),
+        Optional[float],
+        None,
+        "seconds the whole MLflow log may take "
+        "(default $UNIFIED_MLFLOW_TIMEOUT, else 60); past it: one error line, exit 2",
+        _OUTPUT,
+    ),
 )
 
 
@@ -286,6 +295,7 @@ _METAVARS = {
     "to_backend": "BACKEND",
     "max_flips": "N",
     "mlflow": "TRACKING_URI",
+    "mlflow_timeout": "SECONDS",
     "executor": "local|ray",
     "ray_address": "ADDR",
 }
@@ -389,7 +399,8 @@ def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
             raise typer.Exit(EXIT_SIGTERM if e.signal == "SIGTERM" else EXIT_SIGINT) from None
         except KeyboardInterrupt:
             raise typer.Exit(EXIT_SIGINT) from None
-        code = _after(command, setup, report, values)
+        with cli.user_errors():  # a report or cross-check that cannot be written: one line, exit 2
+            code = _after(command, setup, report, values)
         if terminated:  # SIGTERM while the cross-check or report was written: they are whole now
             cli.err_console.print(
                 f"interrupted by SIGTERM after the run; its folder is complete: {setup.out}", highlight=False
@@ -440,10 +451,13 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
     _check_gates_name_metrics(gates, refs)
-    if v.get("mlflow") is not None:  # a missing piece or a URI that cannot work: said before any judge is paid
-        from unified.integrations.mlflow_log import require_mlflow
+    if (
+        v.get("mlflow") is not None
+    ):  # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
+        from unified.integrations.mlflow_log import logging_timeout, require_mlflow
 
         require_mlflow(v["mlflow"])
+        logging_timeout(v.get("mlflow_timeout"))
     if not file.exists():
         raise cli.UserError(f"no such file: {file}")
     if v.get("dry_run"):
@@ -740,7 +754,13 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
     code = exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))
     if v.get("mlflow") is not None:  # last: the MLflow run records the exit code and the cross-check
-        code = log_cli_run(report, v["mlflow"], code, "none" if not s.gates else "passed" if gates_ok else "failed")
+        code = log_cli_run(
+            report,
+            v["mlflow"],
+            code,
+            "none" if not s.gates else "passed" if gates_ok else "failed",
+            timeout=v.get("mlflow_timeout"),
+        )
     return code
 
 
@@ -762,9 +782,10 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
     write_json(s.out / MIGRATION_FILE, m)
     if not v.get("quiet"):
         cli.out_console.print(format_migration(m))
-    for line in migration_verdicts(m, int(v.get("max_flips") or 0)):
+    limits = int(v.get("max_flips") or 0), float(v.get("max_error_rate") or 0.0)
+    for line in migration_verdicts(m, *limits):
         (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False, soft_wrap=True)
-    return not flips_exceed(m, int(v.get("max_flips") or 0))
+    return not flips_exceed(m, *limits)
 
 
 def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
@@ -824,20 +845,27 @@ def register(app: typer.Typer) -> None:
     )(make_command("migrate", body_for("migrate")))
 
 
-def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str) -> int:
-    """``--mlflow`` at the end of ``run``/``compare``: log, say where, and return the exit
-    code (a failed log turns a 0 into 2: the user asked for it, it did not happen)."""
+def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str, timeout: float | None = None) -> int:
+    """``--mlflow`` at the end of ``run``/``compare``: log within ``timeout`` seconds, say
+    where, and return the exit code (a failed or overdue log turns a 0 into 2: the user
+    asked for it, it did not happen; SIGINT / SIGTERM while logging give 130 / 143)."""
     import warnings
 
     from unified.integrations import mlflow_log as ml
     from unified.redact import redact_url
 
+    tags = {"unified.exit_code": str(exit_code), "unified.gates": gates}
     try:
-        with warnings.catch_warnings():
+        with warnings.catch_warnings(), ml.signals_interrupt():
             warnings.simplefilter("ignore", FutureWarning)  # the file store's note is printed below, once
-            run_id = ml.log_run(
-                report, tracking_uri, tags={"unified.exit_code": str(exit_code), "unified.gates": gates}
-            )
+            run_id = ml.log_run(report, tracking_uri, tags=tags, timeout=timeout)
+    except ml.MlflowInterrupted as e:
+        print(
+            f"interrupted by {e.signal} while logging to MLflow; the run folder is complete",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_SIGTERM if e.signal == "SIGTERM" else EXIT_SIGINT
     except (ml.MlflowLogError, ml.MlflowUnavailable, ml.MlflowUriError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return exit_code or EXIT_USAGE

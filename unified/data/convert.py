@@ -206,13 +206,15 @@ def from_pandas(
 
 
 def _write_records(records: list[dict[str, Any]], dst: Path, as_list: bool) -> None:
+    from unified.data.files import atomic_path, write_text
+
     dst.parent.mkdir(parents=True, exist_ok=True)
     if as_list:
-        dst.write_text(json.dumps(records, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
-    else:
-        with dst.open("w", encoding="utf-8") as out:
-            for r in records:
-                out.write(json.dumps(r, ensure_ascii=False) + "\n")
+        write_text(dst, json.dumps(records, ensure_ascii=False, indent=2) + "\n")
+        return
+    with atomic_path(dst) as tmp, tmp.open("w", encoding="utf-8") as out:
+        for r in records:
+            out.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def _check_suffix(dst: Path, to: str) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import csv
 import difflib
 import json
+import unicodedata
 import warnings
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from unified.data.cells import clean_value, is_missing, neutralise_formula
+from unified.data.files import atomic_path, write_text
 from unified.data.labels import label_value, parse_labels
 from unified.data.layouts import Layout, apply_layout, detect_layout, get_layout, renames_for
 from unified.data.readers import FORMATS, TABULAR, format_of, read_file
@@ -302,6 +304,29 @@ class _Ids:
         # id -> (content hash, first row[, the id it repeats when it was given as id#n])
         self.used: dict[str, tuple[Any, ...]] = {}
         self._next: dict[str, int] = {}
+        # NFC form -> (id as written, row); ids equal only after normalisation, as pairs
+        self._nfc: dict[str, tuple[str, int]] = {}
+        self.nfc_pairs: list[tuple[str, int, str, int]] = []
+
+    def _note_nfc(self, sid: str, row: int) -> None:
+        """Two ids that differ only in their Unicode normalisation (``café`` composed and
+        decomposed) look the same everywhere and are still two samples: collected here,
+        said once (``SampleReader.notes``)."""
+        first = self._nfc.setdefault(unicodedata.normalize("NFC", sid), (sid, row))
+        if first[0] != sid:
+            self.nfc_pairs.append((first[0], first[1], sid, row))
+
+    def nfc_note(self) -> str | None:
+        """The one warning about ``nfc_pairs``, or None."""
+        if not self.nfc_pairs:
+            return None
+        a, ra, b, rb = self.nfc_pairs[0]
+        form = lambda s: "NFC" if unicodedata.is_normalized("NFC", s) else "not NFC"
+        return (
+            f"{len(self.nfc_pairs)} pair(s) of ids are equal after Unicode normalisation (NFC) but written "
+            f"differently, and are read as different samples; first: {a!r} ({form(a)}, {self.source}:{ra}) "
+            f"and {b!r} ({form(b)}, {self.source}:{rb}). Write each id one way if they name one sample"
+        )
 
     def _suffixed(self, base: str) -> str:
         n = self._next.get(base, 2)
@@ -317,6 +342,7 @@ class _Ids:
         first = self.used.get(s.id)
         if first is None:
             self.used[s.id] = (h, row)
+            self._note_nfc(s.id, row)
             return s, False
         if first[0] == h:
             new = self._suffixed(s.id)
@@ -395,7 +421,8 @@ class SampleReader(Iterator[Any]):
             for src, dst in self.mapping.items()
             if src not in self._mapped_seen and self.counts.rows
         ]
-        return list(self._notes) + missing + unmapped
+        nfc = self._ids.nfc_note()
+        return list(self._notes) + ([nfc] if nfc else []) + missing + unmapped
 
     def __iter__(self) -> "SampleReader":
         return self
@@ -631,7 +658,7 @@ def _arrow_schema() -> Any:
 
 def _write_delimited(samples: Iterable[Sample], path: Path, delimiter: str) -> int:
     n = 0
-    with path.open("w", encoding="utf-8", newline="") as out:
+    with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8", newline="") as out:
         w = csv.DictWriter(out, fieldnames=list(_FIELDS), delimiter=delimiter)
         w.writeheader()
         for s in samples:
@@ -648,7 +675,7 @@ def _write_parquet(samples: Iterable[Sample], path: Path) -> int:
 
     schema = _arrow_schema()
     n = 0
-    with pq.ParquetWriter(path, schema) as writer:
+    with atomic_path(path) as tmp, pq.ParquetWriter(tmp, schema) as writer:
         batch: list[dict[str, Any]] = []
         for s in samples:
             batch.append(_table_row(s, lists_as_json=False))
@@ -663,20 +690,21 @@ def _write_parquet(samples: Iterable[Sample], path: Path) -> int:
 
 def write_samples(samples: Iterable[Sample], path: str | Path, fmt: str | None = None) -> int:
     """Write samples to ``path`` (format from the suffix or ``fmt``); returns the count.
-    Formats as in the module docstring."""
+    Formats as in the module docstring. The file is whole or not written at all
+    (``unified.data.files``); a write error is an ``OutputError`` naming it."""
     path = Path(path)
     f = format_of(path, fmt)
     path.parent.mkdir(parents=True, exist_ok=True)
     if f == "jsonl":
         n = 0
-        with path.open("w", encoding="utf-8") as out:
+        with atomic_path(path) as tmp, tmp.open("w", encoding="utf-8") as out:
             for s in samples:
                 out.write(json.dumps(_json_record(s), ensure_ascii=False) + "\n")
                 n += 1
         return n
     if f == "json":
         rows = [_json_record(s) for s in samples]
-        path.write_text(json.dumps(rows, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
+        write_text(path, json.dumps(rows, ensure_ascii=False, indent=2) + "\n")
         return len(rows)
     if f in ("csv", "tsv"):
         return _write_delimited(samples, path, "\t" if f == "tsv" else ",")

@@ -82,7 +82,8 @@ def label_value(value: Any) -> int | float | None:
         return 1 if word in _TRUE else 0
     if _NUMBER.match(text):
         number = float(text)
-        if not math.isfinite(number):
-            raise ValueError(f"{text} is not a finite number")
+        if not math.isfinite(number):  # a long run of digits overflows: shown short
+            shown = text if len(text) <= 24 else f"{text[:8]}… (a number of {len(text)} characters)"
+            raise ValueError(f"{shown} is not a finite number")
         return int(number) if number.is_integer() and "." not in text and "e" not in word else number
     raise ValueError("expected 1/0, true/false, yes/no, pass/fail, [[Yes]]/[[No]] or a number")

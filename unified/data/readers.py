@@ -137,7 +137,25 @@ def _parse(text: str, source: str, row: int) -> Any:
     except RecursionError:
         return RowError(source, row, _deep_field(text), f"nested more than {MAX_DEPTH} levels deep")
     except ValueError as e:  # an integer of more than 4,300 digits
-        return RowError(source, row, None, f"invalid JSON: {e}")
+        return RowError(source, row, None, f"invalid JSON: {json_value_error(e)}")
+
+
+def json_value_error(e: BaseException) -> str:
+    """A JSON reader's ValueError in the user's terms. Python refuses integers of more than
+    4,300 digits (``sys.int_info.default_max_str_digits``) with advice for programmers —
+    call ``sys.set_int_max_str_digits()`` — that a user of the CLI cannot follow: no field
+    of a sample holds such a number, so it is a bad value, said as one."""
+    text = str(e)
+    m = _TOO_MANY_DIGITS.search(text)
+    if m is None:
+        return text
+    return (
+        f"an integer of {m.group(2)} digits (more than {m.group(1)} digits is no usable value; "
+        "quote it as a string if it is an identifier)"
+    )
+
+
+_TOO_MANY_DIGITS = re.compile(r"Exceeds the limit \((\d+) digits\).*?value has (\d+) digits")
 
 
 def _deep_field(text: str) -> str | None:
@@ -233,7 +251,7 @@ def _json_fallback(text: str, source: str, err: Exception) -> Rows:
         return
     if not head.startswith("["):
         where = f":{err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
-        raise ValueError(f"{source}{where}: invalid JSON: {getattr(err, 'msg', err)}")
+        raise ValueError(f"{source}{where}: invalid JSON: {getattr(err, 'msg', None) or json_value_error(err)}")
     for row, (first_line, element) in enumerate(_array_elements(text), start=1):
         rec = _parse(element, source, row)
         if isinstance(rec, RowError) and rec.field is None:

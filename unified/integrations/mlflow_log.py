@@ -42,6 +42,18 @@ Tracking URI, passed to MLflow exactly as given (and shown so, credentials maske
 ``True`` means ``$MLFLOW_TRACKING_URI``, else ``./mlruns``. Experiment:
 ``$MLFLOW_EXPERIMENT_NAME``, else ``unified-rag-eval``.
 
+Bounded time. Logging is the last step of a finished run and must never hold the
+process: the whole log (experiment lookup, run, params, metrics, artefacts) gets
+``timeout`` seconds — ``--mlflow-timeout``, else ``$UNIFIED_MLFLOW_TIMEOUT``, else
+``DEFAULT_TIMEOUT_S`` (60 s). MLflow's own HTTP client would otherwise retry a refused
+server 7 times with exponential backoff (about 4 minutes) and wait 120 s for each answer;
+within the budget it gets ``MLFLOW_HTTP_REQUEST_MAX_RETRIES=2`` and
+``MLFLOW_HTTP_REQUEST_TIMEOUT=min(120, timeout)`` unless you set those variables. The log
+runs in a daemon thread that the caller waits for in short steps, so Ctrl-C and SIGTERM
+still end the process (the CLI exits 130 / 143) and a log past its budget is abandoned
+with one line (``did not finish within 60 s``). Either way the run folder is already
+complete: logging only reads it.
+
 ``mlflow`` (the ``mlflow`` extra: ``mlflow-skinny``) is imported only here, only when used.
 """
 
@@ -54,11 +66,12 @@ import json
 import math
 import os
 import re
+import signal
 import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from unified.run.runfolder import CROSSCHECK_FILE, REPORT_FILE, SCORES_FILE, SUMMARY_FILE
 
@@ -71,6 +84,9 @@ DEFAULT_EXPERIMENT = "unified-rag-eval"
 KEYS_FILE = "mlflow_keys.json"
 _MAX_PARAM = 6000  # MLflow's limit on a param value
 _BATCH = 100  # MLflow's limit on params (and tags) per log_batch request
+DEFAULT_TIMEOUT_S = 60.0
+TIMEOUT_ENV = "UNIFIED_MLFLOW_TIMEOUT"
+_WAIT_STEP_S = 0.1  # how often the waiting thread wakes (signals are handled between steps)
 
 
 class MlflowUnavailable(ImportError):
@@ -79,6 +95,14 @@ class MlflowUnavailable(ImportError):
 
 class MlflowUriError(ValueError):
     """A tracking URI that cannot work (said before any scoring)."""
+
+
+class MlflowInterrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM while logging (``signal`` says which); the run folder is complete."""
+
+    def __init__(self, signal_name: str):
+        super().__init__(signal_name)
+        self.signal = signal_name
 
 
 class MlflowLogError(RuntimeError):
@@ -317,6 +341,69 @@ def _file_store_allowed(uri: str) -> Iterator[None]:
             os.environ.pop("MLFLOW_ALLOW_FILE_STORE", None)
 
 
+def logging_timeout(timeout: float | None = None) -> float:
+    """The whole log's budget in seconds: ``timeout``, else ``$UNIFIED_MLFLOW_TIMEOUT``,
+    else ``DEFAULT_TIMEOUT_S``; a value that is not a positive number is a ``ValueError``."""
+    raw: Any = timeout if timeout is not None else (os.environ.get(TIMEOUT_ENV) or DEFAULT_TIMEOUT_S)
+    try:
+        value = float(raw)
+    except (TypeError, ValueError):
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        where = "--mlflow-timeout" if timeout is not None else f"${TIMEOUT_ENV}"
+        raise ValueError(f"{where} {raw!r}: expected a positive number of seconds")
+    return value
+
+
+@contextlib.contextmanager
+def _http_budget(timeout: float) -> Iterator[None]:
+    """MLflow's HTTP retries and per-request wait fitted into the budget (module
+    docstring) while logging; a variable the user set is left as it is."""
+    wanted = {
+        "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2",
+        "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, int(min(120.0, timeout)))),
+    }
+    added = [k for k in wanted if k not in os.environ]
+    os.environ.update({k: wanted[k] for k in added})
+    try:
+        yield
+    finally:
+        for k in added:
+            os.environ.pop(k, None)
+
+
+class _Worker:
+    """``fn()`` in a daemon thread (a hung log must not keep the process alive); its
+    value or its exception, once done."""
+
+    def __init__(self, fn: Callable[[], str]):
+        self.box: dict[str, Any] = {}
+        self.thread = threading.Thread(target=self._run, args=(fn,), name="unified-mlflow", daemon=True)
+        self.thread.start()
+
+    def _run(self, fn: Callable[[], str]) -> None:
+        try:
+            self.box["value"] = fn()
+        except BaseException as e:  # re-raised in the waiting thread
+            self.box["error"] = e
+
+    def result(self) -> str:
+        if "error" in self.box:
+            raise self.box["error"]
+        return self.box["value"]
+
+
+def _overdue(uri: str, budget: float, report: Any) -> MlflowLogError:
+    from unified.redact import redact_url
+
+    return MlflowLogError(
+        f"MLflow logging to {redact_url(uri)} did not finish within {budget:g} s "
+        f"(--mlflow-timeout / ${TIMEOUT_ENV}); the run folder is complete: log it again "
+        "when the tracking server answers",
+        report,
+    )
+
+
 def log_run(
     report: Any,
     tracking_uri: Any = True,
@@ -326,28 +413,59 @@ def log_run(
     tags: Mapping[str, str] | None = None,
     experiment: str | None = None,
     run_name: str | None = None,
+    timeout: float | None = None,
 ) -> str:
-    """Log one finished run as one MLflow run; returns its run id.
+    """Log one finished run as one MLflow run within ``timeout`` seconds; returns its run id.
 
     ``report``: the run's Report; ``summary``: its summary dict (default: the folder's
     ``summary.json``); ``folder``: the run folder the artefacts come from (default
-    ``report.run_dir``; a file missing there is written from the Report). Raises
-    ``MlflowUnavailable`` without the extra, ``MlflowUriError`` for a URI that cannot work
-    (both checked by ``require_mlflow`` before a run, too), ``MlflowLogError`` (one line,
-    URI redacted) when MLflow fails. A file store gets a ``FutureWarning`` (deprecated by
-    MLflow 3, still supported)."""
+    ``report.run_dir``; a file missing there is written from the Report); ``timeout``:
+    the budget (``logging_timeout``). Raises ``MlflowUnavailable`` without the extra,
+    ``MlflowUriError`` for a URI that cannot work (both checked by ``require_mlflow``
+    before a run, too), ``MlflowLogError`` (one line, URI redacted) when MLflow fails or
+    the budget runs out. A file store gets a ``FutureWarning`` (deprecated by MLflow 3,
+    still supported). The calling thread waits in short steps: a signal handler runs
+    between them."""
     import warnings
 
-    from unified.redact import one_line, redact_url, url_secrets
-
+    budget = logging_timeout(timeout)
     uri = require_mlflow(tracking_uri)
     note = file_store_note(uri)
     if note is not None:
         warnings.warn(note, FutureWarning, stacklevel=2)
+    opts = {"summary": summary, "folder": folder, "tags": tags, "experiment": experiment, "run_name": run_name}
+    work = _Worker(lambda: _log_now(report, uri, budget, **opts))
+    deadline = time.monotonic() + budget
+    while work.thread.is_alive():
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise _overdue(uri, budget, report)
+        work.thread.join(min(left, _WAIT_STEP_S))
+    return work.result()
+
+
+def _log_now(
+    report: Any,
+    uri: str,
+    budget: float,
+    *,
+    summary: Mapping[str, Any] | None = None,
+    folder: str | Path | None = None,
+    tags: Mapping[str, str] | None = None,
+    experiment: str | None = None,
+    run_name: str | None = None,
+) -> str:
+    """The log itself (``log_run``'s worker): artefacts, params, metrics, one MLflow run."""
+    from unified.redact import one_line, redact_url, url_secrets
+
     folder = Path(folder) if folder is not None else report.run_dir
     summary = dict(summary if summary is not None else report.run_summary())
     try:
-        with _file_store_allowed(uri), tempfile.TemporaryDirectory(prefix="unified-mlflow-") as tmp:
+        with (
+            _file_store_allowed(uri),
+            _http_budget(budget),
+            tempfile.TemporaryDirectory(prefix="unified-mlflow-") as tmp,
+        ):
             files, crosscheck = _artifacts(report, summary, folder, Path(tmp))
             keys = _Keys()
             metrics = run_metrics(report.summary(), crosscheck, summary.get("timings") or {}, keys)
@@ -419,3 +537,26 @@ def _send(
         raise
     client.set_terminated(run_id, "FINISHED")
     return run_id
+
+
+@contextlib.contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """While the CLI waits for MLflow, SIGTERM and Ctrl-C raise ``MlflowInterrupted`` in
+    the waiting (main) thread instead of being deferred: the run folder is already whole,
+    and a signal must end the process with its exit code. The previous handler returns."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise MlflowInterrupted("SIGTERM")
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    except MlflowInterrupted:
+        raise
+    except KeyboardInterrupt:
+        raise MlflowInterrupted("SIGINT") from None
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call, repeat_seed
 from unified.judge.config import JudgeConfig
-from unified.judge.resilience import MESSAGE_LIMIT, Attempts
+from unified.judge.resilience import MESSAGE_LIMIT, Attempts, body_mismatch
 
 # the structured-output helpers live in their own module; re-exported here for callers
 # that imported them from this one
@@ -151,6 +151,9 @@ class OpenAIChatJudge(ChatJudge):
                     body={"model": self.model, "messages": messages, **extra, **kwargs},
                 )
             )
+            wrong = body_mismatch(resp, ChatCompletion, "a chat completion")
+            if wrong is not None:
+                raise wrong
             holder["rf"] = rf
             return resp
 

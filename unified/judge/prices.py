@@ -53,17 +53,23 @@ def parse_price(spec: str) -> tuple[str, tuple[float, float]]:
     the last ``=`` (names such as ``meta-llama/Llama-3-8B`` keep their slashes)."""
     model, sep, pair = str(spec).rpartition("=")
     model = model.strip()
-    usd_in, slash, usd_out = pair.partition("/")
-    if not sep or not model or not slash:
+    if not sep or not model or "/" not in pair:
         raise PriceError(f"--price {spec}: {_FORM}")
-    where = f"--price {spec}"
-    return model, (_number(usd_in.strip(), where), _number(usd_out.strip(), where))
+    return model, _pair(pair, f"--price {spec}")
+
+
+def _pair(text: str, where: str) -> tuple[float, float]:
+    """``"IN/OUT"`` -> ``(usd_in, usd_out)``; ``where`` names the entry in errors."""
+    usd_in, slash, usd_out = str(text).partition("/")
+    if not slash:
+        raise PriceError(f"{where}: {text!r} is not IN/OUT; {_FORM}")
+    return _number(usd_in.strip(), where), _number(usd_out.strip(), where)
 
 
 def _section_entry(model: str, value: Any, where: str) -> tuple[float, float]:
     """A ``[prices]`` value: ``"IN/OUT"``, ``[IN, OUT]`` or ``{input = IN, output = OUT}``."""
-    if isinstance(value, str):
-        return parse_price(f"{model}={value}")[1]
+    if isinstance(value, str):  # named as the file's entry, not as a --price flag it never was
+        return _pair(value, where)
     if isinstance(value, (list, tuple)) and len(value) == 2:
         return _number(value[0], where), _number(value[1], where)
     if isinstance(value, Mapping) and set(value) == {"input", "output"}:

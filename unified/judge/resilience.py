@@ -51,6 +51,30 @@ _HANDLED = (
 )
 
 
+class MalformedBody(ValueError):
+    """An HTTP 200 whose body is not the answer asked for (a proxy's login page, a text
+    error page): the message says what came back. Retried like any malformed body."""
+
+
+def body_mismatch(resp: Any, expected: type, what: str) -> MalformedBody | None:
+    """None when ``resp`` is an ``expected`` (the SDK parsed a JSON answer), else the
+    ``MalformedBody`` describing what came back instead. The SDK hands back the body as a
+    plain string when the server did not say ``application/json``."""
+    if isinstance(resp, expected):
+        return None
+    text = resp if isinstance(resp, str) else None
+    hint = ""
+    if text is None:
+        got = f"a {type(resp).__name__}"
+    elif not text.strip():
+        got = "an empty body"
+    elif "<html" in text[:2000].lower() or text.lstrip()[:14].lower().startswith("<!doctype html"):
+        got, hint = "HTML", " (a proxy's login or error page?)"
+    else:
+        got = f"text {one_line(text, 60)!r}"
+    return MalformedBody(f"malformed response body: {got}, not {what}{hint}")
+
+
 @dataclass
 class RetryPolicy:
     max_retries: int = 4
@@ -174,6 +198,8 @@ def _classify(
     if isinstance(exc, openai.APIConnectionError):
         cause = connection_cause(exc, secrets)
         return _Outcome(JudgeConnectionError(line(f"{what}: connection failed ({cause})")), True, False, cause)
+    if isinstance(exc, MalformedBody):
+        return _Outcome(JudgeHTTPError(line(f"{what}: {exc}"), 200), True, True)
     if isinstance(exc, openai.APIResponseValidationError):
         return _Outcome(JudgeHTTPError(line(f"{what}: malformed response body ({exc})"), 200), True, True)
     # a 200 whose body is not the expected JSON (ValueError, KeyError)

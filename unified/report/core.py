@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from unified.data.files import atomic_path, write_text
 from unified.report import frameworks
 from unified.report.model import FileSource, MemorySource, RunModel, ScoreSource, build_model, iter_jsonl
 from unified.run.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
@@ -241,7 +242,7 @@ class Report:
 
     def to_jsonl(self, path: str | Path) -> Path:
         p = Path(path)
-        with open(p, "w", encoding="utf-8") as f:
+        with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8") as f:
             for d in self.iter_score_dicts():
                 f.write(json.dumps(d, ensure_ascii=False) + "\n")
         return p
@@ -252,7 +253,8 @@ class Report:
         df = self.to_pandas()
         if not df.empty:
             df["details"] = df["details"].map(lambda d: json.dumps(d, ensure_ascii=False, default=str))
-        df.to_parquet(path, index=False)
+        with atomic_path(path) as tmp:
+            df.to_parquet(tmp, index=False)
         return Path(path)
 
     # ------------------------------------------------------------ the frameworks' shapes
@@ -324,9 +326,7 @@ class Report:
         """Write the self-contained HTML report (``unified.report.html``)."""
         from unified.report.html import render_html
 
-        p = Path(path)
-        p.write_text(render_html(self, max_drilldown=max_drilldown), encoding="utf-8")
-        return p
+        return write_text(path, render_html(self, max_drilldown=max_drilldown))
 
     # ------------------------------------------------------------ notebook
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from unified.run.runfolder import iter_lines
-from unified.scores import Aggregate, Cost, RunningAggregates, Score, degraded_reason
+from unified.scores import Aggregate, Cost, RunningAggregates, Score, degraded_reason, invalid_line, line_problem
 
 COST_FIELDS = tuple(Cost.model_fields)
 
@@ -187,7 +187,10 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     except ValueError:
         return None
     ok = isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("metric", "backend", "sample_id"))
-    return d if ok else None
+    if not ok:
+        return None
+    problem = line_problem(d)  # a value that breaks the 0–10 rule is a failed task, not a score
+    return d if problem is None else invalid_line(d, problem)
 
 
 iter_jsonl = iter_lines  # the one reader of a run folder's JSONL files (unified.run.runfolder)

@@ -32,7 +32,6 @@ Invariants, and where each is kept:
 
 from __future__ import annotations
 
-import errno
 import fcntl
 import json
 import os
@@ -41,7 +40,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping
 
+from unified.data.files import OutputError, atomic_path, os_error, write_json
 from unified.run.fingerprint import diff_configs
+from unified.scores import line_problem
 
 SCORES_FILE = "scores.jsonl"
 SAMPLES_FILE = "samples.jsonl"
@@ -58,12 +59,16 @@ FSYNC_EVERY_S = 1.0
 Key = tuple[bool, str]  # (row_error, sample_id): row errors live in a namespace of their own
 
 
-class RunFolderError(OSError):
-    """The run folder cannot be used (not writable, disk full, ...): one line naming the path."""
+# one error for every output file (``unified.data.files``); the run folder's name for it stays
+RunFolderError = OutputError
 
 
 class RunFolderBusy(RunFolderError):
     """Another process is writing this run folder."""
+
+
+class ForeignFolder(RunFolderError):
+    """``--out`` names a folder that holds files and is no run folder: refused, untouched."""
 
 
 class RunConfigChanged(ValueError):
@@ -71,13 +76,7 @@ class RunConfigChanged(ValueError):
 
 
 def _os_error(path: Path, e: OSError, doing: str) -> RunFolderError:
-    reason = {
-        errno.ENOSPC: "no space left on the device",
-        errno.EROFS: "read-only file system",
-        errno.EACCES: "permission denied",
-        errno.EDQUOT: "disk quota exceeded",
-    }.get(e.errno or 0, e.strerror or str(e))
-    return RunFolderError(f"cannot {doing} {path}: {reason}")
+    return os_error(path, e, doing)
 
 
 def _is_score_line(d: Mapping[str, Any]) -> bool:
@@ -129,25 +128,13 @@ def repair_jsonl(path: Path) -> int:
         return size - keep
 
 
-def write_json(path: Path, data: Any) -> None:
-    """``path`` as indented JSON, whole or not at all (temp file, then rename: a kill
-    mid-write leaves the old file); a failure is a ``RunFolderError`` naming the file."""
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as e:
-        raise _os_error(path, e, "write") from None
-
-
 def rewrite_jsonl(path: Path, keep: Callable[[int, dict[str, Any] | None], bool]) -> int:
     """Rewrite ``path`` keeping the lines for which ``keep(index, parsed_or_None)`` is true;
     atomic (temp file, fsync, rename). Returns the number of lines dropped."""
     if not path.exists():
         return 0
-    tmp = path.with_name(path.name + ".tmp")
     dropped = 0
-    with open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
+    with atomic_path(path) as tmp, open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
         for i, line in enumerate(src):
             try:
                 d = json.loads(line)
@@ -157,9 +144,6 @@ def rewrite_jsonl(path: Path, keep: Callable[[int, dict[str, Any] | None], bool]
                 dst.write(line)
             else:
                 dropped += 1
-        dst.flush()
-        os.fsync(dst.fileno())
-    os.replace(tmp, path)
     return dropped
 
 
@@ -245,6 +229,33 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise _os_error(self.path, e, "create the run folder") from None
+
+    def foreign_entries(self) -> list[str]:
+        """What makes this folder not ours: every entry of a folder that has no manifest
+        (``run.json``, written before the first score line), except what a run puts there
+        before it (the lock, a judge cache, framework stray files, temp files). Empty for a
+        new or empty folder and for a run folder."""
+        if not self.path.is_dir() or self.manifest_path.exists():
+            return []
+        ours = (LOCK_FILE, ".ragas")
+        return sorted(
+            p.name
+            for p in self.path.iterdir()
+            if p.name not in ours and not p.name.startswith(CACHE_FILE) and not p.name.endswith(".tmp")
+        )
+
+    def refuse_foreign(self) -> None:
+        """Raise ``ForeignFolder`` (one line naming the folder and what is in it) when the
+        folder is not ours: a run must not append to, compact or replace a user's own
+        ``scores.jsonl``, ``summary.json`` or ``report.html``."""
+        found = self.foreign_entries()
+        if found:
+            shown = ", ".join(found[:4]) + (f" and {len(found) - 4} more" if len(found) > 4 else "")
+            raise ForeignFolder(
+                f"{self.path} is not a run folder (it holds {shown} and no {MANIFEST_FILE}); "
+                "choose a new or empty --out, or pass --fresh to use it anyway (its "
+                f"{SCORES_FILE}, {SUMMARY_FILE}, {REPORT_FILE}, ... are then replaced)"
+            )
 
     def lock(self) -> None:
         """Take the folder's exclusive lock, or raise ``RunFolderBusy`` naming the holder."""
@@ -355,6 +366,9 @@ class RunFolder:
                 continue
             res.lines += 1
             shash = d.get("sample_hash")
+            if line_problem(d) is not None:  # a value off the 0–10 scale: not done, scored again
+                res.done.setdefault(key, {}).setdefault("", 0)
+                continue
             if shash is None or d.get("config_hash") != hashes[pair]:
                 res.unfingerprinted += shash is None
                 res.done.setdefault(key, {}).setdefault("", 0)

@@ -137,6 +137,20 @@ def _resolve_judges(opts: RunOptions) -> tuple[Judges, bool, dict[str, Any]]:
     return judges, True, desc
 
 
+def _written_by_run(src: Path, out: Path) -> bool:
+    """True when ``src`` is inside the run folder ``out`` or is one of its files under
+    another name (same device and inode: a hard link, a symlink)."""
+    try:
+        if not src.is_file() or not out.is_dir():
+            return False
+        if src.resolve().is_relative_to(out.resolve()):
+            return True
+        st = src.stat()
+        return any(p.is_file() and (p.stat().st_dev, p.stat().st_ino) == (st.st_dev, st.st_ino) for p in out.iterdir())
+    except OSError:
+        return False
+
+
 # ---------------------------------------------------------------- one run
 
 
@@ -174,8 +188,29 @@ class _Run:
         self.summary: dict[str, Any] = {}
         self.book = RepeatBook(self.out, {})
         self.calibration: Any = None
+        self.snapshot: Path | None = None  # the copy of an input the run itself writes
 
     # ------------------------------------------------------------ setup
+    def snapshot_input(self) -> None:
+        """An input file the run itself writes — inside the run folder (its own
+        ``samples.jsonl``) or the same file under another name (a hard link, a symlink) —
+        is read from a copy taken now, before the folder is touched: the run appends to,
+        compacts and (``--fresh``) removes those files while it reads, and reading what
+        it appends would never end. Any other input is read in place."""
+        if not isinstance(self.samples, (str, Path)) or not _written_by_run(Path(self.samples), self.out):
+            return
+        src = Path(self.samples)
+        folder = Path(tempfile.mkdtemp(prefix="unified-input-"))
+        self.snapshot = folder / src.name  # the same name: row errors still say samples.jsonl:3
+        try:
+            shutil.copyfile(src, self.snapshot)
+        except OSError as e:
+            shutil.rmtree(folder, ignore_errors=True)
+            raise RunFolderError(
+                f"cannot copy {src} (an input inside the run folder {self.out}) before the run: {e.strerror or e}"
+            ) from None
+        self.say(f"note: {src} is a file this run writes; reading a copy taken before the run")
+
     def setup(self) -> None:
         from unified.adapters import Backend, get_backend
 
@@ -196,7 +231,10 @@ class _Run:
         self.executor = self._executor()  # an unknown executor is refused before the folder is touched
 
     def prepare_folder(self) -> None:
-        """Lock, start over or repair, refuse a changed configuration, index what is done."""
+        """Refuse a folder that is not ours, lock, start over or repair, refuse a changed
+        configuration, index what is done."""
+        if not self.opts.fresh:
+            self.folder.refuse_foreign()  # before the lock: nothing is added to a user's folder
         self.folder.lock()
         if self.opts.fresh or not self.opts.resume:
             self.folder.clear()
@@ -276,7 +314,7 @@ class _Run:
 
         o = self.opts
         self.reader = read_samples(
-            self.samples,
+            self.snapshot or self.samples,
             dict(o.mapping or {}) or None,
             fmt=o.fmt,
             layout=o.layout,
@@ -410,7 +448,7 @@ class _Run:
         self.sample_log = AppendLog(self.folder.samples)
         if self.book.pairs:
             self.book.open()
-        rows = count_rows(self.samples)
+        rows = count_rows(self.snapshot or self.samples)
         if rows is not None and self.opts.max_samples is not None:
             rows = min(rows, self.opts.max_samples)
         totals = {b: (rows * len(ps) if rows is not None else None) for b, ps in self.plan.by_backend().items()}
@@ -626,6 +664,8 @@ class _Run:
 
     def cleanup(self) -> None:
         self.folder.unlock()
+        if self.snapshot is not None:
+            shutil.rmtree(self.snapshot.parent, ignore_errors=True)
         if self.temp_out:
             shutil.rmtree(self.out, ignore_errors=True)
 
@@ -664,6 +704,7 @@ def _sigterm_cancels(run: _Run) -> Iterator[None]:
 
 async def _run_once(run: _Run) -> "Report":
     """Set up, score (unless a SIGTERM came first), write the folder's summary and report."""
+    run.snapshot_input()
     run.setup()
     run.prepare_folder()
     if not run.interrupted:

@@ -29,6 +29,7 @@ import contextlib
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 import time
@@ -37,13 +38,17 @@ from typing import Any, Iterable, Iterator, Sequence
 from unified.integrations.ray_executor.recipes import RayExecutorError, RunRecipe, max_actors, run_recipe, share
 from unified.integrations.ray_executor.worker import ScoringWorker, WireGroup
 from unified.judge.base import record_call
-from unified.redact import one_line
+from unified.redact import one_line, redact_url, url_secrets
 from unified.run.executor import OnDone, TaskGroup
 
 INSTALL_HINT = "executor='ray' needs Ray: pip install 'unified-rag-eval[ray]'"
 MAX_ATTEMPTS = 3
 BLOCKS_PER_ACTOR = 2
 READY_TIMEOUT_S = 300.0
+CONNECT_TIMEOUT_S = 10.0  # a cluster address must answer within this (or $UNIFIED_RAY_CONNECT_TIMEOUT)
+# an HTTP/2 client preface and an empty SETTINGS frame: any gRPC server (Ray's GCS, its client
+# server) answers with a SETTINGS frame at once; a dead address refuses, a wrong one stays silent
+_H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
 _LOOPBACK = ("127.", "localhost", "::1", "[::1]")
 
 
@@ -86,17 +91,69 @@ def connect(address: str | None = None, num_cpus: int | None = None) -> tuple[An
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
     if target == "local":
         kwargs["num_cpus"] = num_cpus or os.cpu_count() or 1
+    if target != "local":
+        probe_cluster(target)
     main = threading.current_thread() is threading.main_thread()
     sigterm = signal.getsignal(signal.SIGTERM) if main else None
     try:
         ray.init(address=target, **kwargs)
     except Exception as e:
-        where = "start a local Ray" if target == "local" else f"join the Ray cluster at {target}"
-        raise RayExecutorError(f"cannot {where}: {type(e).__name__}: {one_line(e, 240)}") from None
+        where = "start a local Ray" if target == "local" else f"join the Ray cluster at {redact_url(target)}"
+        raise RayExecutorError(
+            f"cannot {where}: {type(e).__name__}: {one_line(e, 240, secrets=url_secrets(target))}"
+        ) from None
     finally:
         if main and sigterm is not None:  # ray.init replaces SIGTERM with sys.exit; the run's handler stays
             signal.signal(signal.SIGTERM, sigterm)
     return ray, True
+
+
+def connect_timeout() -> float:
+    """Seconds a cluster address gets to answer: ``$UNIFIED_RAY_CONNECT_TIMEOUT`` or 10."""
+    try:
+        value = float(os.environ.get("UNIFIED_RAY_CONNECT_TIMEOUT") or CONNECT_TIMEOUT_S)
+    except ValueError:
+        return CONNECT_TIMEOUT_S
+    return value if value > 0 else CONNECT_TIMEOUT_S
+
+
+def _host_port(target: str) -> tuple[str, int] | None:
+    """(host, port) of ``host:port`` / ``ray://[user@]host:port``; None for what Ray
+    resolves itself ("auto", an address without a port)."""
+    rest = target.split("://", 1)[-1].rsplit("@", 1)[-1].split("/", 1)[0]
+    host, colon, port = rest.rpartition(":")
+    if not colon or not port.isdigit() or not host:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def probe_cluster(target: str, timeout: float | None = None) -> None:
+    """A bounded look at a cluster address before ``ray.init`` (which retries a dead one
+    for minutes): within ``timeout`` seconds (``connect_timeout``) the address must
+    accept a TCP connection and answer an HTTP/2 preface as Ray's gRPC servers do.
+    Raises ``RayExecutorError`` (one line, credentials masked) otherwise; does nothing
+    for an address Ray resolves itself ("auto")."""
+    where = _host_port(target)
+    if where is None:
+        return
+    timeout = timeout or connect_timeout()
+    shown = redact_url(target)
+    try:
+        with socket.create_connection(where, timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(_H2_PREFACE)
+            head = s.recv(9)
+    except OSError as e:
+        reason = "nothing answered" if isinstance(e, TimeoutError) else (e.strerror or type(e).__name__).lower()
+        raise RayExecutorError(
+            f"cannot join the Ray cluster at {shown}: {reason} within {timeout:g} s "
+            "(is the cluster up? `ray start --head` prints its address)"
+        ) from None
+    if len(head) < 4 or head[3] != 0x04:  # the first frame of a gRPC server is SETTINGS (type 4)
+        raise RayExecutorError(
+            f"cannot join the Ray cluster at {shown}: what answers there is not Ray "
+            f"(no gRPC greeting within {timeout:g} s)"
+        )
 
 
 class Block:
@@ -242,7 +299,10 @@ class RayExecutor:
     def bind(self, backends: Sequence[Any], concurrency: int) -> None:
         """Learn the run's backends (with their judges) and its group window; a run that
         cannot be shipped fails here, before anything is scored."""
-        import_ray(self.address)
+        ray = import_ray(self.address)
+        target = self.address or os.environ.get("RAY_ADDRESS")
+        if target and target != "local" and not ray.is_initialized():
+            probe_cluster(target)  # a dead address is one line now, before the run folder is touched
         self.recipe = run_recipe(backends, self.concurrency or concurrency)
 
     @property
