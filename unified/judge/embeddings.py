@@ -18,7 +18,7 @@ from openai.types import CreateEmbeddingResponse
 
 from unified.judge.base import CallRecord, Embedder, JudgeHTTPError, record_call
 from unified.judge.config import EmbeddingConfig
-from unified.judge.resilience import MESSAGE_LIMIT, Attempts, body_mismatch
+from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
 from unified.judge.structured import estimate_tokens
 from unified.judge.transport import HttpEndpoint
 from unified.redact import endpoint_of, one_line
@@ -65,9 +65,7 @@ class OpenAIEmbedder(Embedder):
                     model=self.model, input=texts, encoding_format="base64", **extra
                 )
             )
-            wrong = body_mismatch(resp, CreateEmbeddingResponse, "an embeddings response")
-            if wrong is not None:
-                raise wrong
+            expect_body(resp, CreateEmbeddingResponse, "an embeddings response")
             if not getattr(resp, "data", None) or len(resp.data) != len(texts):
                 raise ValueError("embedding count does not match input count")
             return resp

@@ -30,7 +30,7 @@ from pydantic import BaseModel
 
 from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call, repeat_seed
 from unified.judge.config import JudgeConfig
-from unified.judge.resilience import MESSAGE_LIMIT, Attempts, body_mismatch
+from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
 
 # the structured-output helpers live in their own module; re-exported here for callers
 # that imported them from this one
@@ -151,9 +151,7 @@ class OpenAIChatJudge(ChatJudge):
                     body={"model": self.model, "messages": messages, **extra, **kwargs},
                 )
             )
-            wrong = body_mismatch(resp, ChatCompletion, "a chat completion")
-            if wrong is not None:
-                raise wrong
+            expect_body(resp, ChatCompletion, "a chat completion")
             holder["rf"] = rf
             return resp
 

@@ -56,12 +56,13 @@ class MalformedBody(ValueError):
     error page): the message says what came back. Retried like any malformed body."""
 
 
-def body_mismatch(resp: Any, expected: type, what: str) -> MalformedBody | None:
-    """None when ``resp`` is an ``expected`` (the SDK parsed a JSON answer), else the
-    ``MalformedBody`` describing what came back instead. The SDK hands back the body as a
-    plain string when the server did not say ``application/json``."""
+def expect_body(resp: R, expected: type, what: str) -> R:
+    """``resp`` when it is an ``expected`` (the SDK parsed a JSON answer), else raise the
+    ``MalformedBody`` saying what came back instead (``what`` names what was asked for).
+    The SDK hands back the body as a plain string when the server did not say
+    ``application/json``: a proxy's login page arrives here as HTML text."""
     if isinstance(resp, expected):
-        return None
+        return resp
     text = resp if isinstance(resp, str) else None
     hint = ""
     if text is None:
@@ -72,7 +73,7 @@ def body_mismatch(resp: Any, expected: type, what: str) -> MalformedBody | None:
         got, hint = "HTML", " (a proxy's login or error page?)"
     else:
         got = f"text {one_line(text, 60)!r}"
-    return MalformedBody(f"malformed response body: {got}, not {what}{hint}")
+    raise MalformedBody(f"malformed response body: {got}, not {what}{hint}")
 
 
 @dataclass
