@@ -144,10 +144,10 @@ def probe_cluster(target: str, timeout: float | None = None) -> None:
             s.sendall(_H2_PREFACE)
             head = s.recv(9)
     except OSError as e:
-        reason = "nothing answered" if isinstance(e, TimeoutError) else (e.strerror or type(e).__name__).lower()
+        timed_out = isinstance(e, TimeoutError)
+        reason = f"nothing answered within {timeout:g} s" if timed_out else (e.strerror or type(e).__name__).lower()
         raise RayExecutorError(
-            f"cannot join the Ray cluster at {shown}: {reason} within {timeout:g} s "
-            "(is the cluster up? `ray start --head` prints its address)"
+            f"cannot join the Ray cluster at {shown}: {reason} (is the cluster up? `ray start --head` prints its address)"
         ) from None
     if len(head) < 4 or head[3] != 0x04:  # the first frame of a gRPC server is SETTINGS (type 4)
         raise RayExecutorError(
