@@ -305,7 +305,7 @@ class JudgeServer:
         self.reject_json_schema = reject_json_schema
         # replaces the text of the 401/429/500 error bodies (servers that echo a key)
         self.fault_message = fault_message
-        # a chat answer that is no completion: raw_fn(body) -> a text/html body sent with HTTP 200
+        # an answer that is no completion or embedding: raw_fn(body) -> a text/html body with HTTP 200
         self.raw_fn = raw_fn
         self._port = port
         self._rng = random.Random(seed)
@@ -473,6 +473,9 @@ class JudgeServer:
         body, fault = await self._receive(request, "embedding")
         if body is None:  # the client gave up while sending
             return web.Response(status=499)
+        raw = self.raw_fn(body) if self.raw_fn is not None else None
+        if raw is not None:
+            return web.Response(text=raw, status=200, content_type="text/html")
         if fault in _EMBEDDING_FAULTS:
             return await self._http_fault(fault)  # type: ignore[return-value]
         if fault is not None:  # nonjson / length forced on an embeddings call: broken body

@@ -543,6 +543,36 @@ def test_a_judge_answering_html_is_named_described_and_retried(tmp_path):
     assert calls == 3  # the first try and two retries
 
 
+def test_an_embeddings_endpoint_answering_html_is_named_too(tmp_path):
+    data = write_rows(
+        tmp_path / "d.jsonl", [{"id": "a", "user_input": "q?", "response": "r.", "retrieved_contexts": ["c."]}]
+    )
+    with JudgeServer(raw_fn=_login_page) as srv:
+        r = invoke(
+            "run",
+            data,
+            "-b",
+            "embedding",
+            "-m",
+            "faithfulness",
+            "--embedding",
+            srv.base_url,
+            "--embedding-model",
+            "e",
+            "--max-retries",
+            "1",
+            "--out",
+            tmp_path / "o",
+            "--no-cache",
+            "--quiet",
+        )
+        calls = srv.embedding_count
+    assert r.exit_code == 3, r.output
+    err = lines(tmp_path / "o" / "scores.jsonl")[0]["error"]
+    assert f"embeddings model=e at {srv.base_url}" in err and "HTML, not an embeddings response" in err, err
+    assert calls == 2  # the first try and one retry
+
+
 def test_one_html_answer_then_a_real_one_scores(tmp_path):
     data = write_rows(
         tmp_path / "d.jsonl", [{"id": "a", "user_input": "q?", "response": "r.", "retrieved_contexts": ["c."]}]
