@@ -433,8 +433,11 @@ def log_run(
     note = file_store_note(uri)
     if note is not None:
         warnings.warn(note, FutureWarning, stacklevel=2)
-    opts = {"summary": summary, "folder": folder, "tags": tags, "experiment": experiment, "run_name": run_name}
-    work = _Worker(lambda: _log_now(report, uri, budget, **opts))
+    work = _Worker(
+        lambda: _log_now(
+            report, uri, budget, summary=summary, folder=folder, tags=tags, experiment=experiment, run_name=run_name
+        )
+    )
     deadline = time.monotonic() + budget
     while work.thread.is_alive():
         left = deadline - time.monotonic()
