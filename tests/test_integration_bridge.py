@@ -154,3 +154,23 @@ def test_a_jury_with_a_failed_member_is_a_half_result(judge):
         "faithfulness", ["native", "ragas"], cache=False, max_retries=0, allow_degraded=True
     ).score(row)
     assert kept.degraded and kept.members == {"native": 10.0} and kept.value == 10.0
+
+
+def test_the_judge_is_given_the_way_evaluate_takes_it(monkeypatch):
+    from unified.judge import JudgeConfig
+
+    for name in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    with JudgeServer(answer_fn=grounding_judge) as srv:
+        as_dict = IntegrationScorer("faithfulness", judge={"base_url": srv.base_url, "model": "loopback"}, cache=False)
+        as_config = IntegrationScorer("faithfulness", judge=JudgeConfig(base_url=srv.base_url, model="loopback"))
+        first, second = as_dict.score(GOOD), as_config.score(BAD)
+        assert (first.value, second.value) == (10.0, 0.0)
+        assert first.calls + second.calls == srv.chat_count > 0
+
+
+def test_no_judge_anywhere_is_one_clear_error(monkeypatch):
+    for name in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(IntegrationError, match="faithfulness on native: .*judge"):
+        IntegrationScorer("faithfulness").score(GOOD)

@@ -200,7 +200,7 @@ class IntegrationScorer:
 
     def threshold(self) -> float | None:
         """Our default pass bound on 0–10 for this metric and backend (the jury uses the
-        metric's own bound, ``unified.verdict``)."""
+        metric's own bound, ``unified.analysis.verdict``)."""
         from unified.adapters.registry import default_threshold, threshold_for
 
         if self.jury is not None:
@@ -224,9 +224,9 @@ class IntegrationScorer:
                 write_report=False,
                 **self.run_options,
             )
-        except (KeyboardInterrupt, IntegrationError):
+        except IntegrationError:
             raise
-        except Exception as exc:
+        except Exception as exc:  # the run's own errors are one line and scrubbed at their source
             from unified.redact import one_line
 
             raise IntegrationError(
