@@ -118,6 +118,8 @@ def test_async_scoring_runs_concurrently_off_the_loop(judge):
 
     good, bad = asyncio.run(both())
     assert (good.value, bad.value) == (10.0, 0.0)
+    # concurrent runs in threads: each counts its own calls, none lost or counted twice
+    assert good.calls + bad.calls == judge.chat_count > 0
 
 
 def test_a_failed_task_raises_never_a_value(judge):
