@@ -86,3 +86,13 @@ def test_the_metric_is_no_llm_metric_so_ragas_builds_no_client():
     m = UnifiedRagasMetric("faithfulness")
     assert not isinstance(m, MetricWithLLM) and m.name == "unified_faithfulness"
     assert m.required_columns == {"SINGLE_TURN": {"user_input", "response", "retrieved_contexts"}}
+
+
+def test_the_collections_style_ascore_gives_the_same_value_and_our_reason(judge):
+    import asyncio
+
+    metric = UnifiedRagasMetric("faithfulness", cache=False)
+    fields = GOOD.model_dump(exclude_none=True)
+    result = asyncio.run(metric.ascore(**fields))
+    assert result.value == 1.0 and result.reason == "1 of 1 claims supported by the contexts"
+    assert metric.score(**BAD.model_dump(exclude_none=True)).value == 0.0

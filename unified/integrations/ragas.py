@@ -26,6 +26,10 @@ samples have are optional (kept when present, so a metric that can use them sees
 Name: ``unified_<metric>`` unless ``name=`` is given — so it never overwrites the column
 of ragas's own metric of the same name in one ``evaluate`` call.
 
+The collections style of ragas 0.4 (``await metric.ascore(user_input=..., response=...,
+retrieved_contexts=...)`` inside an ``@experiment``) works too: ``ascore`` / ``score``
+return a ``MetricResult`` with the same value and our reason.
+
 Errors: a sample that cannot be scored raises ``IntegrationError`` from the job. With
 ``raise_exceptions=True`` ragas stops with it; with ragas's default (False) ragas logs
 "Exception raised in Job[...]" and writes NaN — ragas's own mark of a failed job.
@@ -40,7 +44,9 @@ from unified.adapters._quiet import quiet_frameworks
 
 quiet_frameworks()  # before ragas is imported: no telemetry, uuid file in a private folder
 
+from ragas.dataset_schema import SingleTurnSample  # noqa: E402
 from ragas.metrics.base import MetricType, SingleTurnMetric  # noqa: E402
+from ragas.metrics.result import MetricResult  # noqa: E402
 from ragas.run_config import RunConfig  # noqa: E402
 
 from unified.integrations.bridge import IntegrationError, IntegrationScorer  # noqa: E402
@@ -100,6 +106,20 @@ class UnifiedRagasMetric(SingleTurnMetric):
         assert self._scorer is not None
         outcome = await self._scorer.ascore(sample)
         return outcome.score01
+
+    # ragas 0.4's collections style (``await metric.ascore(user_input=..., ...)``, as in
+    # its ``@experiment`` functions): the same value, with our reason
+    async def ascore(self, **fields: Any) -> MetricResult:
+        """Score one sample given as ragas fields; ``MetricResult(value / 10, reason)``."""
+        assert self._scorer is not None
+        outcome = await self._scorer.ascore(SingleTurnSample(**fields))
+        return MetricResult(value=outcome.score01, reason=outcome.reason)
+
+    def score(self, **fields: Any) -> MetricResult:
+        """Synchronous ``ascore``."""
+        assert self._scorer is not None
+        outcome = self._scorer.score(SingleTurnSample(**fields))
+        return MetricResult(value=outcome.score01, reason=outcome.reason)
 
 
 def _columns(scorer: IntegrationScorer) -> set[str]:
