@@ -89,3 +89,18 @@ def test_a_failed_row_is_phoenix_own_error_and_is_not_retried(judge):
 def test_inputs_the_metric_needs_are_required():
     schema = UnifiedEvaluator("faithfulness").input_schema.model_json_schema()
     assert set(schema["required"]) == {"input", "output", "context"}
+
+
+def test_empty_optional_cells_and_array_lists_are_read(judge):
+    import numpy as np
+
+    df = pd.DataFrame(
+        [
+            {**ROWS[0], "context": np.array(ROWS[0]["context"]), "expected": "Paris"},
+            {**ROWS[1], "expected": float("nan")},
+        ]
+    )
+    out = evaluate_dataframe(
+        dataframe=df, evaluators=[UnifiedEvaluator("faithfulness", cache=False)], hide_tqdm_bar=True, max_retries=0
+    )
+    assert [s["score"] for s in out["unified_faithfulness_score"]] == [1.0, 0.0]

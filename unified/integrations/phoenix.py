@@ -42,7 +42,7 @@ has already retried each call; Phoenix's own retries would pay again).
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Annotated, Any, Optional, Sequence, Union
 
 from unified.adapters._quiet import quiet_frameworks
 
@@ -50,7 +50,7 @@ quiet_frameworks()
 
 from phoenix.evals import Evaluator, Score  # noqa: E402
 from phoenix.evals.exceptions import PhoenixException  # noqa: E402
-from pydantic import BaseModel, create_model  # noqa: E402
+from pydantic import BaseModel, BeforeValidator, create_model  # noqa: E402
 
 from unified.integrations.bridge import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
 
@@ -142,8 +142,22 @@ def _schema(scorer: IntegrationScorer) -> type[BaseModel]:
     required = set(scorer.ref.spec.required)
     fields: dict[str, Any] = {}
     for name, (ours, typ) in PHOENIX_FIELDS.items():
-        fields[name] = (typ, ...) if ours in required else (Optional[typ], None)
+        # the validator wraps the Optional: an empty cell must become None before the union
+        if ours in required:
+            fields[name] = (Annotated[typ, BeforeValidator(_cell)], ...)
+        else:
+            fields[name] = (Annotated[Optional[typ], BeforeValidator(_cell)], None)
     return create_model(f"Unified_{scorer.metric}_Input", **fields)
+
+
+def _cell(value: Any) -> Any:
+    """A DataFrame cell as pydantic should see it: an empty cell (NaN, None) is missing,
+    an array or tuple (Parquet list columns) a list."""
+    if value is None or (isinstance(value, float) and value != value):
+        return None
+    if isinstance(value, tuple) or type(value).__name__ == "ndarray":
+        return list(value)
+    return value
 
 
 def _record(eval_input: dict[str, Any]) -> dict[str, Any]:
