@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("deepeval")
+pytest.importorskip("deepeval", reason="the deepeval extra is not installed")
 
 from deepeval import assert_test
 from deepeval import evaluate as deepeval_evaluate
@@ -25,6 +25,8 @@ from judge_server import JudgeServer
 
 from unified.api import evaluate
 from unified.integrations.deepeval import IntegrationError, UnifiedMetric
+
+pytestmark = pytest.mark.deepeval
 
 GOOD = LLMTestCase(
     name="good",

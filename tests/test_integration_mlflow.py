@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-mlflow = pytest.importorskip("mlflow")
-pytest.importorskip("sqlalchemy")  # a sqlite store needs the full mlflow package
+mlflow = pytest.importorskip("mlflow", reason="the mlflow extra is not installed")
+pytest.importorskip("sqlalchemy", reason="a sqlite store needs the full mlflow package, not mlflow-skinny")
 
 from judge_answers_integrations import grounding_judge  # noqa: E402
 from judge_server import JudgeServer  # noqa: E402

@@ -12,7 +12,7 @@ import asyncio
 
 import pytest
 
-pytest.importorskip("phoenix.evals")
+pytest.importorskip("phoenix.evals", reason="arize-phoenix-evals is not installed")
 
 import pandas as pd
 from judge_answers_integrations import grounding_judge

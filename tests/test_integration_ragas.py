@@ -12,7 +12,7 @@ import warnings
 
 import pytest
 
-pytest.importorskip("ragas")
+pytest.importorskip("ragas", reason="the ragas extra is not installed")
 
 from judge_answers_integrations import grounding_judge
 from judge_server import JudgeServer
@@ -21,6 +21,8 @@ from ragas import evaluate as ragas_evaluate
 
 from unified.api import evaluate
 from unified.integrations.ragas import IntegrationError, UnifiedRagasMetric
+
+pytestmark = pytest.mark.ragas
 
 GOOD = SingleTurnSample(
     user_input="What is the capital of France?",
