@@ -53,13 +53,16 @@ def db(tmp_path_factory):
     """One sqlite store for the module (creating its tables takes seconds)."""
     mlflow.set_tracking_uri(f"sqlite:///{tmp_path_factory.mktemp('mlflow') / 'mlflow.db'}")
     yield
+    mlflow.flush_trace_async_logging()  # else traces still queued go to ./mlruns once the URI is reset
     mlflow.set_tracking_uri(None)
 
 
 @pytest.fixture
-def store(db, request):
-    """An experiment of the test's own, in the module's store."""
-    mlflow.set_experiment(request.node.name)
+def store(db, request, tmp_path):
+    """An experiment of the test's own, in the module's store; its artifacts (trace data)
+    in tmp too (a sqlite store's default artifact root is ./mlruns in the cwd)."""
+    exp = mlflow.create_experiment(request.node.name, artifact_location=(tmp_path / "artifacts").as_uri())
+    mlflow.set_experiment(experiment_id=exp)
 
 
 def feedback_by_question(result, name):
