@@ -20,6 +20,9 @@ before ``import ragas`` / ``import deepeval`` / ``import opik`` / ``import mlflo
   ``MLFLOW_MODEL_CATALOG_URI=""`` — MLflow's judge adapter otherwise downloads its model
   catalog from GitHub on the first judge call (empty disables the fetch).
 
+``arize-phoenix-evals`` reads no switch and sends nothing (its spans go to the caller's
+OpenTelemetry provider, a no-op unless the caller set one).
+
 ragas also writes ``uuid.json`` under ``appdirs.user_data_dir("ragas")``
 (``$XDG_DATA_HOME/ragas`` on Linux) even with tracking off: ``ragas._analytics.get_userid``
 computes the folder through the name ``user_data_dir`` bound in that module. We rebind

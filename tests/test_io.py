@@ -439,6 +439,8 @@ def test_no_module_of_unified_imports_a_framework():
 
     offenders = []
     for path in (REPO / "unified").rglob("*.py"):
+        if "integrations" in path.relative_to(REPO).parts:  # where we meet a framework (tests/test_house.py)
+            continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = (
                 [a.name for a in node.names]
