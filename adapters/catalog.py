@@ -17,12 +17,13 @@ from unified.adapters.registry import (
     backend_info,
     backend_names,
     implemented_metrics,
+    resolve,
     threshold_of,
 )
 from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
 
 #: alias keys of ``MetricSpec.aliases`` that name a framework (``ragas_short`` is RAGAS too)
-FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain")
+FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain", "phoenix", "trulens")
 _IDS_NEED = "relevant_ids or graded_relevance"
 
 
@@ -71,7 +72,8 @@ def describe_metric(name: str) -> dict[str, Any]:
     ``description`` (the formula in one line), ``formula`` (native's docstring, or None),
     ``required`` (fields), ``also_needs`` (retrieval: relevant ids), ``takes_k``,
     ``custom``, ``backends`` (implementing, display order), ``thresholds`` (backend ->
-    pass bound on 0–10), ``aliases`` (framework -> names)."""
+    pass bound on 0–10), ``aliases`` (framework -> names), ``scales`` (backend -> what its
+    raw value is and how it maps to 0–10, for backends that declare it)."""
     # the label the tables print (precision@k) names the metric, not a cutoff called "k"
     ref = as_ref(name.removesuffix("@k") if isinstance(name, str) else name)
     spec = ref.spec
@@ -90,7 +92,15 @@ def describe_metric(name: str) -> dict[str, Any]:
         "backends": backends,
         "thresholds": {b: threshold_of(backend_info(b), ref) for b in backends},
         "aliases": aliases(spec),
+        "scales": {b: text for b in backends if (text := scale_of(b, spec.name)) is not None},
     }
+
+
+def scale_of(backend: str, metric: str) -> str | None:
+    """What backend ``backend``'s raw value for ``metric`` is and how it becomes 0–10 (one
+    line from its registry ``scales`` table), or None when it declares none."""
+    path = backend_info(backend).scales
+    return None if path is None else resolve(path).get(metric)
 
 
 def _needs_ids(spec: MetricSpec) -> bool:

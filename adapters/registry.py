@@ -9,7 +9,9 @@ backend's own module, so ``unified-eval metrics`` and ``--dry-run`` never import
 deepeval); ``custom_metrics`` — it also serves user-registered metrics; ``estimate`` —
 the path of its call estimate, ``fn(refs, sample, *, single_judge) -> [(chat, embedding)
 | None per ref]``; ``threshold`` — the path of ``fn(ref) -> float`` when the backend
-applies pass bounds of its own (else the registry's rule, ``default_threshold``).
+applies pass bounds of its own (else the registry's rule, ``default_threshold``);
+``scales`` — the path of a dict ``canonical metric -> one line`` saying what the backend's raw
+value is and how it becomes 0–10 (``unified.adapters.scales``; shown by ``metrics NAME``).
 
 A backend module is imported on first use only. Third-party backends register with
 ``register_backend(...)`` or through the ``unified.backends`` entry-point group
@@ -59,6 +61,8 @@ _DEEPEVAL = frozenset(
         "answer_correctness",
     }
 )
+_PHOENIX = frozenset({"faithfulness", "answer_correctness", "context_relevancy"})
+_TRULENS = frozenset({"faithfulness", "answer_relevancy", "context_relevancy", "answer_correctness"})
 _EMBEDDING = frozenset(
     {
         "faithfulness",
@@ -107,6 +111,24 @@ known_backends: dict[str, dict[str, Any]] = {
         "metrics": _DEEPEVAL,
         "estimate": "unified.adapters.estimate:deepeval_calls",
     },
+    "phoenix": {
+        "class": "unified.adapters.phoenix:PhoenixBackend",
+        "err": "the phoenix backend needs arize-phoenix-evals: pip install 'unified-rag-eval[phoenix]'",
+        "extra": "phoenix",
+        "package": "phoenix.evals",
+        "metrics": _PHOENIX,
+        "estimate": "unified.adapters.estimate:phoenix_calls",
+        "scales": "unified.adapters.scales:PHOENIX_SCALES",
+    },
+    "trulens": {
+        "class": "unified.adapters.trulens:TruLensBackend",
+        "err": "the trulens backend needs trulens-feedback: pip install 'unified-rag-eval[trulens]'",
+        "extra": "trulens",
+        "package": "trulens.feedback",
+        "metrics": _TRULENS,
+        "estimate": "unified.adapters.estimate:trulens_calls",
+        "scales": "unified.adapters.scales:TRULENS_SCALES",
+    },
 }
 BUILTIN_BACKENDS = tuple(known_backends)
 
@@ -130,10 +152,16 @@ class BackendInfo:
     custom_metrics: bool = False
     estimate: str | None = None
     threshold: str | None = None
+    scales: str | None = None
 
     @property
     def available(self) -> bool:
-        return self.package is None or importlib.util.find_spec(self.package) is not None
+        if self.package is None:
+            return True
+        try:  # a dotted name ("phoenix.evals") imports its parent, which may be absent
+            return importlib.util.find_spec(self.package) is not None
+        except ModuleNotFoundError:
+            return False
 
 
 def _entry_point_backends() -> dict[str, dict[str, Any]]:
@@ -170,6 +198,7 @@ def backend_info(name: str) -> BackendInfo:
         custom_metrics=e.get("custom_metrics", False),
         estimate=e.get("estimate"),
         threshold=e.get("threshold"),
+        scales=e.get("scales"),
     )
 
 

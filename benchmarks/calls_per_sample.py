@@ -2,7 +2,8 @@
 
 Builds one sample with K retrieved contexts, scores faithfulness, answer_relevancy,
 context_relevancy, context_recall and context_precision on each importable backend
-(native dual, native single, ragas, deepeval) through the judge layer against the
+(native dual, native single, ragas, deepeval, phoenix, trulens; a backend that serves only
+some of the five is measured on those, named in its row) through the judge layer against the
 loopback judge server (tests/judge_server.py), and counts the chat and embedding
 requests the server received (cross-checked with the Scores' ``cost``). No cache, so
 every request reaches the server. A backend that cannot be imported is shown with the
@@ -34,9 +35,10 @@ for _k, _v in {
 os.environ.setdefault("OPENAI_API_KEY", "loopback-no-key")
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from judge_answers_trulens import trulens_answer_fn  # noqa: E402
 from judge_server import JudgeServer  # noqa: E402
 
-from unified.adapters import get_backend  # noqa: E402
+from unified.adapters import get_backend, implements  # noqa: E402
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges  # noqa: E402
 from unified.metrics import parse_metrics  # noqa: E402
 from unified.sample import Sample  # noqa: E402
@@ -44,7 +46,14 @@ from unified.sample import Sample  # noqa: E402
 CORE = "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision"
 KS = (3, 10)
 # read from the frameworks' code (FRAMEWORK_NOTES.md), chat calls for the five core metrics
-FROM_CODE = {"ragas": {3: 11, 10: 18}, "deepeval": {3: 15, 10: 22}}
+# (phoenix: faithfulness 1 + context_relevancy K; trulens: groundedness 1 split + 1 per sentence
+# of the one-sentence response, answer_relevancy 1, context_relevancy K)
+FROM_CODE = {
+    "ragas": {3: 11, 10: 18},
+    "deepeval": {3: 15, 10: 22},
+    "phoenix": {3: 4, 10: 11},
+    "trulens": {3: 6, 10: 13},
+}
 
 
 @dataclass
@@ -77,14 +86,17 @@ async def measure(server: JudgeServer, backend_name: str, k: int, single: bool =
     )
     backend = get_backend(backend_name, judges)
     server.reset_counts()
+    served = [m for m in parse_metrics(CORE) if implements(backend_name, m)]
     try:
-        scores = await backend.score(make_sample(k), parse_metrics(CORE))
+        scores = await backend.score(make_sample(k), served)
     finally:
         await backend.aclose()
         await judges.aclose()
     errors = sum(1 for s in scores if not s.ok)
     billed = sum(s.cost.calls for s in scores)
     note = "" if billed == server.chat_count else f"Score.cost says {billed}"
+    if len(served) < len(CORE.split(",")):
+        note = "; ".join(filter(None, [note, "serves " + ",".join(m.name for m in served)]))
     return Count(server.chat_count, server.embedding_count, errors, True, note)
 
 
@@ -101,12 +113,15 @@ def available(name: str) -> str | None:
 
 async def main() -> None:
     rows: dict[str, dict[int, Count]] = {}
-    with JudgeServer() as server:
+    # TruLens asks two prompts in free text (sentence split, agreement): scripted answers
+    with JudgeServer(answer_fn=trulens_answer_fn()) as server:
         for label, name, single in (
             ("native (dual)", "native", False),
             ("native (single)", "native", True),
             ("ragas", "ragas", False),
             ("deepeval", "deepeval", False),
+            ("phoenix", "phoenix", False),
+            ("trulens", "trulens", False),
         ):
             why = available(name)
             rows[label] = {}
@@ -137,7 +152,7 @@ async def main() -> None:
                 notes.append(f"K={k}: {c.note}")
         print(line + ("  " + "; ".join(dict.fromkeys(notes)) if notes else ""))
     print()
-    for other in ("ragas", "deepeval"):
+    for other in ("ragas", "deepeval", "phoenix", "trulens"):
         for k in KS:
             n, o = rows["native (dual)"][k], rows[other][k]
             if n.chat and o.chat:

@@ -586,8 +586,21 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--latency", type=float, default=0.0)
     ap.add_argument("--fault-rate", type=float, default=0.0)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument(
+        "--answers",
+        action="append",
+        default=[],
+        metavar="FRAMEWORK",
+        help="add a framework's text answers from tests/judge_answers_FRAMEWORK.py",
+    )
     args = ap.parse_args(argv)
-    with JudgeServer(latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, port=args.port) as srv:
+    answer_fn = None
+    for name in args.answers:  # each module's <name>_answer_fn(fallback) wraps the previous
+        module = __import__(f"judge_answers_{name}")
+        answer_fn = getattr(module, f"{name}_answer_fn")(answer_fn)
+    with JudgeServer(
+        latency=args.latency, fault_rate=args.fault_rate, seed=args.seed, port=args.port, answer_fn=answer_fn
+    ) as srv:
         print(srv.base_url, flush=True)
         try:
             while True:

@@ -68,9 +68,11 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "from unified.metrics import parse_metrics\nfrom unified.sample import Sample\n"
         "m = metric_matrix(); d = describe_metric('faithfulness')\n"
         "s = [Sample(user_input='q?', response='r', retrieved_contexts=['c'])]\n"
-        "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in ('ragas', 'deepeval', 'native')]\n"
-        "print(len(m['rows']), sorted(d['backends']), rows[0][0]['calls'],"
-        " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers')])"
+        "rows = [estimate_calls(b, s, parse_metrics('faithfulness'))\n"
+        "        for b in ('ragas', 'deepeval', 'native', 'phoenix', 'trulens')]\n"
+        "print(len(m['rows']), sorted(d['backends']), rows[0][0]['calls'], rows[3][0]['calls'],"
+        " rows[4][0]['calls'], *[x in sys.modules for x in ('ragas', 'deepeval', 'torch',"
+        " 'sentence_transformers', 'phoenix.evals', 'trulens.core')])"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stderr
@@ -79,8 +81,14 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "['deepeval',",
         "'embedding',",
         "'native',",
-        "'ragas']",
+        "'phoenix',",
+        "'ragas',",
+        "'trulens']",
         "2",
+        "1",
+        "2",
+        "False",
+        "False",
         "False",
         "False",
         "False",
@@ -94,8 +102,15 @@ def test_backend_info_carries_what_the_core_needs():
     assert info.available == HAS["sentence_transformers"]
     assert "pip install 'unified-rag-eval[local]'" in info.hint
     assert backend_info("native").uses_judges and backend_info("native").custom_metrics
-    assert list(BUILTIN_BACKENDS) == ["native", "embedding", "ragas", "deepeval"] == backend_names()[:4]
-    with pytest.raises(KeyError, match="unknown backend 'nativ'; known: deepeval, embedding, native, ragas"):
+    assert (
+        list(BUILTIN_BACKENDS)
+        == ["native", "embedding", "ragas", "deepeval", "phoenix", "trulens"]
+        == backend_names()[:6]
+    )
+    assert (backend_info("phoenix").package, backend_info("trulens").package) == ("phoenix.evals", "trulens.feedback")
+    with pytest.raises(
+        KeyError, match="unknown backend 'nativ'; known: deepeval, embedding, native, phoenix, ragas, trulens"
+    ):
         backend_info("nativ")
 
 

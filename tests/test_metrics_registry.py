@@ -205,7 +205,17 @@ def test_describe_metric_names_every_framework_spelling():
     assert d["name"] == "faithfulness" and d["label"] == "faithfulness" and d["kind"] == "llm"
     assert d["required"] == ["user_input", "response", "retrieved_contexts"]
     assert d["aliases"]["ragas"] == ["Faithfulness"] and d["aliases"]["deepeval"] == ["FaithfulnessMetric"]
-    assert d["thresholds"] == {"native": 7.0, "embedding": 7.0, "ragas": 7.0, "deepeval": 7.0}
+    assert d["thresholds"] == {
+        "native": 7.0,
+        "embedding": 7.0,
+        "ragas": 7.0,
+        "deepeval": 7.0,
+        "phoenix": 7.0,
+        "trulens": 7.0,
+    }
+    # what the label-valued and rating-valued frameworks return, read without importing them
+    assert '"faithful" = 1 / "unfaithful" = 0' in d["scales"]["phoenix"]
+    assert "0–3" in d["scales"]["trulens"] and set(d["scales"]) == {"phoenix", "trulens"}
     assert "Σ_c s_c / N" in d["formula"]  # native's docstring
     p = describe_metric("precision@3")
     assert p["label"] == "precision@k" and p["also_needs"] == "relevant_ids or graded_relevance"

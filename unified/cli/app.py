@@ -93,12 +93,15 @@ def _print_metric(d: dict[str, Any]) -> None:
     needs = ", ".join(d["required"]) + (f" + {d['also_needs']}" if d.get("also_needs") else "")
     out_console.print(f"needs: {needs}", highlight=False, soft_wrap=True)
     t = Table(title="backends")
-    for col in ("backend", "pass ≥", "name in that framework"):
+    scales = d.get("scales") or {}
+    for col in ("backend", "pass ≥", "name in that framework") + (("raw value → 0–10",) if scales else ()):
         t.add_column(col)
     for b in d["backends"]:
         bound = d["thresholds"].get(b)
         # native and embedding are ours: the metric's own label is their name for it
-        t.add_row(b, "—" if bound is None else f"{bound:g}", ", ".join(d["aliases"].get(b, [])) or d["label"])
+        row = [b, "—" if bound is None else f"{bound:g}", ", ".join(d["aliases"].get(b, [])) or d["label"]]
+        # a backend without a scales table: its raw value is the metric's 0–1 (see the description)
+        t.add_row(*row, *((scales.get(b, ""),) if scales else ()))
     out_console.print(t)
     for fw, names_ in d["aliases"].items():
         if fw not in d["backends"] and fw != "other":
