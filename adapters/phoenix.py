@@ -80,7 +80,7 @@ def _field_type(prop: dict[str, Any]) -> Any:
     ``const``) become a ``Literal`` so the judge can only answer a valid label."""
     labels = prop.get("enum") or [c["const"] for c in prop.get("oneOf", []) if "const" in c]
     if labels:
-        return Literal[tuple(labels)]  # type: ignore[valid-type]
+        return Literal[tuple(labels)]
     if prop.get("type") in _JSON_TYPES:
         return _JSON_TYPES[prop["type"]]
     raise TypeError(f"phoenix asked for a JSON schema property this adapter cannot express: {prop}")
@@ -184,21 +184,23 @@ class PhoenixMetric:
     note: str | None = None
 
 
-#: canonical metric -> Phoenix evaluator. The one table the backend obeys.
+#: canonical metric -> Phoenix evaluator. The one table the backend obeys. (The ``or`` defaults
+#: only satisfy the types: ``_precheck`` has refused a sample without these fields.)
 PHOENIX_METRICS: dict[str, PhoenixMetric] = {
     # Phoenix 3.x's RAG hallucination eval: the response against the retrieved context
     "faithfulness": PhoenixMetric(
         "FaithfulnessEvaluator",
-        lambda s: [{"input": s.user_input, "output": s.response, "context": _joined(s.retrieved_contexts)}],
+        lambda s: [{"input": s.user_input, "output": s.response or "", "context": _joined(s.retrieved_contexts or [])}],
     ),
     "answer_correctness": PhoenixMetric(
         "CorrectnessEvaluator",
-        lambda s: [{"input": s.user_input, "output": s.response}],
+        lambda s: [{"input": s.user_input, "output": s.response or ""}],
         note="Phoenix's CorrectnessEvaluator judges the response against the question; it has no reference input",
     ),
     # one evaluation per retrieved context, as Phoenix documents for per-document relevance
     "context_relevancy": PhoenixMetric(
-        "RetrievalRelevanceEvaluator", lambda s: [{"input": s.user_input, "context": c} for c in s.retrieved_contexts]
+        "RetrievalRelevanceEvaluator",
+        lambda s: [{"input": s.user_input, "context": c} for c in s.retrieved_contexts or []],
     ),
 }
 

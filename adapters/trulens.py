@@ -125,29 +125,33 @@ GROUNDEDNESS_NOTE = (
 )
 
 Run = Callable[[JudgeTruLensProvider, Sample], list[Any]]
+# (the ``or`` defaults below only satisfy the types: ``_precheck`` has refused a sample
+# without these fields)
 
 
 def _groundedness(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     # the triad's source selector collects the contexts as a list (collect_list=True)
     return [
         p.groundedness_measure_with_cot_reasons(
-            source=s.retrieved_contexts, statement=s.response, groundedness_configs=GROUNDEDNESS_CONFIGS
+            source=s.retrieved_contexts,  # type: ignore[arg-type]  # a list, as the triad passes it
+            statement=s.response or "",
+            groundedness_configs=GROUNDEDNESS_CONFIGS,
         )
     ]
 
 
 def _answer_relevance(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
-    return [p.relevance_with_cot_reasons(prompt=s.user_input, response=s.response)]
+    return [p.relevance_with_cot_reasons(prompt=s.user_input, response=s.response or "")]
 
 
 def _context_relevance(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     # the triad's context selector hands one context at a time (collect_list=False), agg=np.mean
-    return [p.context_relevance_with_cot_reasons(question=s.user_input, context=c) for c in s.retrieved_contexts]
+    return [p.context_relevance_with_cot_reasons(question=s.user_input, context=c) for c in s.retrieved_contexts or []]
 
 
 def _agreement(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     truth = GroundTruthAgreement([{"query": s.user_input, "expected_response": s.reference}], provider=p)
-    return [truth.agreement_measure(prompt=s.user_input, response=s.response)]
+    return [truth.agreement_measure(prompt=s.user_input, response=s.response or "")]
 
 
 @dataclass(frozen=True)
@@ -188,6 +192,10 @@ def _split(result: Any) -> tuple[Any, dict[str, Any]]:
     return result, {}
 
 
+def _num(x: Any) -> str:
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
 def _reason(meta: dict[str, Any]) -> str | None:
     """TruLens's reasons -> one text: the ``reason`` string, or groundedness's per-statement
     list (``criteria`` = the statement, ``supporting_evidence``, ``score``)."""
@@ -197,7 +205,7 @@ def _reason(meta: dict[str, Any]) -> str | None:
     if isinstance(items, list):
         return (
             "\n".join(
-                f"{r.get('criteria')} -> {r.get('score')}: {r.get('supporting_evidence')}"
+                f"{r.get('criteria')} -> {_num(r.get('score'))}: {r.get('supporting_evidence')}"
                 for r in items
                 if isinstance(r, dict)
             )
