@@ -55,9 +55,9 @@ def metrics_cmd(
             return
         m = metric_matrix()
     names = [b["name"] for b in m["backends"]]
-    t = Table(title="metrics × backends (✓ implemented, · not) — `unified-eval metrics NAME` for one")
-    # metric names and fields stay whole; with six backends it is the ✓ columns' headers and
-    # the bounds that fold on a 160-column log
+    # no cell padding: with six backends (eight with opik and mlflow) the matrix must stay
+    # whole, names and fields unbroken, in a 160-column log
+    t = Table(title="metrics × backends (✓ implemented, · not) — `unified-eval metrics NAME` for one", padding=0)
     t.add_column("metric", no_wrap=True)
     for b in m["backends"]:
         t.add_column(b["name"] if b["available"] else f"{b['name']}\n(extra missing)", justify="center")
