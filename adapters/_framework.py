@@ -65,8 +65,9 @@ class FrameworkBackend(Backend):
     table: ClassVar[Mapping[str, Any]]
 
     def _precheck(self, sample: Sample, ref: MetricRef) -> Score | None:
-        """The failure Score for a metric this adapter does not map or a field the sample
-        lacks; None when the framework can be called."""
+        """The failure Score for a metric this adapter does not map, a field the sample
+        lacks or a parameter the backend refuses (``param_error``); None when the framework
+        can be called."""
         if ref.canonical not in self.table:
             return Score.failure(
                 ref.name,
@@ -75,8 +76,8 @@ class FrameworkBackend(Backend):
                 f"metric '{ref.canonical}' is not available on the {self.name} "
                 f"backend; {self.name} implements: {', '.join(sorted(self.table))}",
             )
-        missing = missing_field_error(sample, ref)
-        return Score.failure(ref.name, self.name, sample.id, missing) if missing else None
+        why = missing_field_error(sample, ref) or self.param_error(ref)
+        return Score.failure(ref.name, self.name, sample.id, why) if why else None
 
     def _to_score(
         self,

@@ -28,6 +28,13 @@ ragas also writes ``uuid.json`` under ``appdirs.user_data_dir("ragas")``
 computes the folder through the name ``user_data_dir`` bound in that module. We rebind
 that one name (and clear ``get_userid``'s cache), so the file lands in the run folder or a
 private temp folder while ``XDG_DATA_HOME`` stays untouched for the rest of the process.
+
+arize-phoenix-evals 3.9 and trulens-feedback 2.16, used as their backends use them (our own
+LLM provider, no session, no tracer), need no switch: they send nothing and write nothing
+(checked by tests/test_phoenix_backend.py and tests/test_trulens_backend.py, which record
+every socket connect and DNS lookup while scoring). What would reach the network —
+TruLens's ``nltk.download`` in groundedness — is avoided by configuration in
+``adapters/trulens.py``.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from unified.adapters.registry import (
 from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
 
 #: alias keys of ``MetricSpec.aliases`` that name a framework (``ragas_short`` is RAGAS too)
-FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain")
+FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain", "phoenix", "trulens")
 _IDS_NEED = "relevant_ids or graded_relevance"
 
 

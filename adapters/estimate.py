@@ -4,9 +4,9 @@ Each backend's registry entry names its estimate, ``fn(refs, sample, *, single_j
 [(chat calls, embedding calls) | None per ref]`` for one sample with all ``refs`` requested
 together, billed as the backend bills them (a call shared by several metrics goes to the
 first that needs it, so the rows of a backend add up to what it spends). Native derives
-its figures from its metric table (``native/table.py``); RAGAS and DeepEval figures below
-were measured through the judge layer (FRAMEWORK_NOTES.md, benchmarks/calls_per_sample.py);
-they share nothing between metrics. Tokens are estimated as
+its figures from its metric table (``native/table.py``); RAGAS, DeepEval, Phoenix and TruLens
+figures below were measured through the judge layer (FRAMEWORK_NOTES.md,
+benchmarks/calls_per_sample.py); they share nothing between metrics. Tokens are estimated as
 
     input  = chat · (PROMPT_OVERHEAD + chars(fields the metric reads) / 4) + embedding · chars / 4
     output = chat · OUTPUT_TOKENS
@@ -17,6 +17,7 @@ This module imports no framework.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Iterable, Mapping, Sequence
 
 from unified.adapters.registry import backend_info, resolve
@@ -49,6 +50,20 @@ DEEPEVAL_CALLS: dict[str, tuple[int, int, int]] = {
     "answer_correctness": (2, 0, 0),  # GEval
 }
 
+#: Phoenix: one classification per evaluation; relevance once per retrieved context
+PHOENIX_CALLS: dict[str, tuple[int, int, int]] = {
+    "faithfulness": (1, 0, 0),
+    "answer_correctness": (1, 0, 0),
+    "context_relevancy": (0, 1, 0),
+}
+#: TruLens besides groundedness (which depends on the response's sentences, see below)
+TRULENS_CALLS: dict[str, tuple[int, int, int]] = {
+    "answer_relevancy": (1, 0, 0),
+    "context_relevancy": (0, 1, 0),  # the triad's per-context selector, averaged
+    "answer_correctness": (1, 0, 0),  # ground-truth agreement
+}
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
 
 def _from_table(
     table: Mapping[str, tuple[int, int, int]], refs: Sequence[MetricRef], sample: Any
@@ -66,6 +81,21 @@ def ragas_calls(refs: Sequence[MetricRef], sample: Any, *, single_judge: bool = 
 def deepeval_calls(refs: Sequence[MetricRef], sample: Any, *, single_judge: bool = False) -> list[Calls | None]:
     """DeepEval: each metric alone (``DEEPEVAL_CALLS``); one judge whatever ``single_judge``."""
     return _from_table(DEEPEVAL_CALLS, refs, sample)
+
+
+def phoenix_calls(refs: Sequence[MetricRef], sample: Any, *, single_judge: bool = False) -> list[Calls | None]:
+    """Phoenix: each metric alone (``PHOENIX_CALLS``); one judge whatever ``single_judge``."""
+    return _from_table(PHOENIX_CALLS, refs, sample)
+
+
+def trulens_calls(refs: Sequence[MetricRef], sample: Any, *, single_judge: bool = False) -> list[Calls | None]:
+    """TruLens: ``TRULENS_CALLS``, and for groundedness (faithfulness) 1 + S: the judge
+    splits the response into sentences, then rates each. S is estimated by cutting the
+    response after ``.``, ``!`` or ``?`` (the judge's split may differ)."""
+    out = _from_table(TRULENS_CALLS, refs, sample)
+    response = (getattr(sample, "response", None) or "").strip()
+    n_sentences = len([p for p in _SENTENCE_END.split(response) if p.strip()])
+    return [(1 + n_sentences, 0) if r.canonical == "faithfulness" else c for r, c in zip(refs, out)]
 
 
 def embedding_calls(refs: Sequence[MetricRef], sample: Any, *, single_judge: bool = False) -> list[Calls | None]:

@@ -61,6 +61,8 @@ _DEEPEVAL = frozenset(
         "answer_correctness",
     }
 )
+_PHOENIX = frozenset({"faithfulness", "answer_correctness", "context_relevancy"})
+_TRULENS = frozenset({"faithfulness", "answer_relevancy", "context_relevancy", "answer_correctness"})
 _EMBEDDING = frozenset(
     {
         "faithfulness",
@@ -127,6 +129,24 @@ known_backends: dict[str, dict[str, Any]] = {
         "estimate": "unified.adapters.mlflow_table:mlflow_calls",
         "scales": "unified.adapters.mlflow_table:scales",
     },
+    "phoenix": {
+        "class": "unified.adapters.phoenix:PhoenixBackend",
+        "err": "the phoenix backend needs arize-phoenix-evals: pip install 'unified-rag-eval[phoenix]'",
+        "extra": "phoenix",
+        "package": "phoenix.evals",
+        "metrics": _PHOENIX,
+        "estimate": "unified.adapters.estimate:phoenix_calls",
+        "scales": "unified.adapters.scales:phoenix_scales",
+    },
+    "trulens": {
+        "class": "unified.adapters.trulens:TruLensBackend",
+        "err": "the trulens backend needs trulens-feedback: pip install 'unified-rag-eval[trulens]'",
+        "extra": "trulens",
+        "package": "trulens.feedback",
+        "metrics": _TRULENS,
+        "estimate": "unified.adapters.estimate:trulens_calls",
+        "scales": "unified.adapters.scales:trulens_scales",
+    },
 }
 BUILTIN_BACKENDS = tuple(known_backends)
 
@@ -154,7 +174,12 @@ class BackendInfo:
 
     @property
     def available(self) -> bool:
-        return self.package is None or importlib.util.find_spec(self.package) is not None
+        if self.package is None:
+            return True
+        try:  # a dotted name ("phoenix.evals") imports its parent, which may be absent
+            return importlib.util.find_spec(self.package) is not None
+        except ModuleNotFoundError:
+            return False
 
 
 def _entry_point_backends() -> dict[str, dict[str, Any]]:

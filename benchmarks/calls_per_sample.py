@@ -2,11 +2,12 @@
 
 Builds one sample with K retrieved contexts, scores faithfulness, answer_relevancy,
 context_relevancy, context_recall and context_precision on each importable backend
-(native dual, native single, ragas, deepeval, opik, mlflow) through the judge layer
+(native dual, native single, ragas, deepeval, opik, mlflow, phoenix, trulens) through the judge layer
 against the loopback judge server (tests/judge_server.py, with the frameworks' answer
 modules so their values stay in range), and counts the chat and embedding requests the
 server received (cross-checked with the Scores' ``cost``). A backend that serves only
-some of the five (opik: not context_relevancy; mlflow: not context_precision) is scored
+some of the five (opik: not context_relevancy; mlflow: not context_precision; phoenix and
+trulens: the RAG triad's parts they have) is scored
 on those it serves, and the note says which. No cache, so
 every request reaches the server. A backend that cannot be imported is shown with the
 counts read from its framework's code, marked "from code, not measured".
@@ -47,7 +48,14 @@ from unified.sample import Sample  # noqa: E402
 CORE = "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision"
 KS = (3, 10)
 # read from the frameworks' code (FRAMEWORK_NOTES.md), chat calls for the five core metrics
-FROM_CODE = {"ragas": {3: 11, 10: 18}, "deepeval": {3: 15, 10: 22}}
+# (phoenix: faithfulness 1 + context_relevancy K; trulens: groundedness 1 split + 1 per sentence
+# of the one-sentence response, answer_relevancy 1, context_relevancy K)
+FROM_CODE = {
+    "ragas": {3: 11, 10: 18},
+    "deepeval": {3: 15, 10: 22},
+    "phoenix": {3: 4, 10: 11},
+    "trulens": {3: 6, 10: 13},
+}
 
 
 @dataclass
@@ -115,6 +123,8 @@ async def main() -> None:
             ("deepeval", "deepeval", False),
             ("opik", "opik", False),
             ("mlflow", "mlflow", False),
+            ("phoenix", "phoenix", False),
+            ("trulens", "trulens", False),
         ):
             why = available(name)
             rows[label] = {}
@@ -145,7 +155,7 @@ async def main() -> None:
                 notes.append(f"K={k}: {c.note}")
         print(line + ("  " + "; ".join(dict.fromkeys(notes)) if notes else ""))
     print()
-    for other in ("ragas", "deepeval"):
+    for other in ("ragas", "deepeval", "phoenix", "trulens"):
         for k in KS:
             n, o = rows["native (dual)"][k], rows[other][k]
             if n.chat and o.chat:

@@ -76,10 +76,11 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "from unified.metrics import parse_metrics\nfrom unified.sample import Sample\n"
         "m = metric_matrix(); d = describe_metric('faithfulness')\n"
         "s = [Sample(user_input='q?', response='r', retrieved_contexts=['c'])]\n"
-        "bs = ('ragas', 'deepeval', 'native', 'opik', 'mlflow')\n"
+        "bs = ('ragas', 'deepeval', 'native', 'opik', 'mlflow', 'phoenix', 'trulens')\n"
         "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in bs]\n"
-        "print(len(m['rows']), sorted(d['backends']), rows[0][0]['calls'], rows[3][0]['calls'], rows[4][0]['calls'],"
-        " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers', 'opik', 'mlflow')])"
+        "print(len(m['rows']), sorted(d['backends']), *[r[0]['calls'] for r in rows[:1] + rows[3:]],"
+        " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers', 'opik', 'mlflow',"
+        " 'phoenix.evals', 'trulens.core')])"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stderr
@@ -90,10 +91,16 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "'mlflow',",
         "'native',",
         "'opik',",
-        "'ragas']",
+        "'phoenix',",
+        "'ragas',",
+        "'trulens']",
         "2",
         "1",
         "1",
+        "1",
+        "2",
+        "False",
+        "False",
         "False",
         "False",
         "False",
@@ -110,10 +117,14 @@ def test_backend_info_carries_what_the_core_needs():
     assert "pip install 'unified-rag-eval[local]'" in info.hint
     assert backend_info("native").uses_judges and backend_info("native").custom_metrics
     assert (
-        list(BUILTIN_BACKENDS) == ["native", "embedding", "ragas", "deepeval", "opik", "mlflow"] == backend_names()[:6]
+        list(BUILTIN_BACKENDS)
+        == ["native", "embedding", "ragas", "deepeval", "opik", "mlflow", "phoenix", "trulens"]
+        == backend_names()[:8]
     )
+    assert (backend_info("phoenix").package, backend_info("trulens").package) == ("phoenix.evals", "trulens.feedback")
     with pytest.raises(
-        KeyError, match="unknown backend 'nativ'; known: deepeval, embedding, mlflow, native, opik, ragas"
+        KeyError,
+        match="unknown backend 'nativ'; known: deepeval, embedding, mlflow, native, opik, phoenix, ragas, trulens",
     ):
         backend_info("nativ")
 

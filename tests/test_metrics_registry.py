@@ -205,9 +205,13 @@ def test_describe_metric_names_every_framework_spelling():
     assert d["name"] == "faithfulness" and d["label"] == "faithfulness" and d["kind"] == "llm"
     assert d["required"] == ["user_input", "response", "retrieved_contexts"]
     assert d["aliases"]["ragas"] == ["Faithfulness"] and d["aliases"]["deepeval"] == ["FaithfulnessMetric"]
-    assert d["thresholds"] == {b: 7.0 for b in ("native", "embedding", "ragas", "deepeval", "opik", "mlflow")}
+    backends = ("native", "embedding", "ragas", "deepeval", "opik", "mlflow", "phoenix", "trulens")
+    assert d["thresholds"] == {b: 7.0 for b in backends}
     assert d["scales"]["opik"].startswith("Hallucination: ") and "1 − raw" in d["scales"]["opik"]
     assert d["scales"]["mlflow"].startswith("RetrievalGroundedness: ") and '"yes" (raw 1)' in d["scales"]["mlflow"]
+    # what the label-valued and rating-valued frameworks return, read without importing them
+    assert '"faithful" = 1 / "unfaithful" = 0' in d["scales"]["phoenix"]
+    assert "0–3" in d["scales"]["trulens"] and set(d["scales"]) == {"opik", "mlflow", "phoenix", "trulens"}
     assert "Σ_c s_c / N" in d["formula"]  # native's docstring
     p = describe_metric("precision@3")
     assert p["label"] == "precision@k" and p["also_needs"] == "relevant_ids or graded_relevance"

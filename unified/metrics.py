@@ -366,6 +366,8 @@ _builtin(
     dingo="LLMRAGFaithfulness",
     patronus="answer-faithfulness",
     embedchain="groundedness",
+    phoenix="FaithfulnessEvaluator",
+    trulens="groundedness_measure_with_cot_reasons",
 )
 _builtin(
     "answer_relevancy",
@@ -380,6 +382,7 @@ _builtin(
     patronus="answer-relevance",
     embedchain="answer_relevancy",
     ragas_v1="answer_relevance",
+    trulens="relevance_with_cot_reasons",
 )
 _builtin(
     "context_relevancy",
@@ -394,6 +397,8 @@ _builtin(
     patronus="context-relevance",
     embedchain="context_relevancy",
     ragas_v1="context_relevance",
+    phoenix="RetrievalRelevanceEvaluator",
+    trulens="context_relevance_with_cot_reasons",
 )
 _builtin(
     "context_recall",
@@ -427,6 +432,8 @@ _builtin(
     deepeval="GEval",
     patronus="answer-correctness",
     ragas_factual="FactualCorrectness",
+    phoenix="CorrectnessEvaluator",
+    trulens="agreement_measure",
 )
 _builtin(
     "context_sufficiency",

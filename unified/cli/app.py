@@ -60,7 +60,8 @@ def metrics_cmd(
     t.add_column("metric", no_wrap=True, min_width=max(len(r["label"]) for r in m["rows"]))
     for b in m["backends"]:
         t.add_column(b["name"] if b["available"] else f"{b['name']}\n(extra missing)", justify="center")
-    for col in ("required fields", "kind", "pass ≥"):
+    t.add_column("required fields", no_wrap=True)
+    for col in ("kind", "pass ≥"):
         t.add_column(col)
     for row in m["rows"]:
         t.add_row(

@@ -1,0 +1,302 @@
+"""The TruLens backend: our Sample and judge inside trulens-feedback 2.x feedback functions.
+
+TruLens does the judging, unchanged; this module only translates:
+
+- our judge -> TruLens's documented extension point, an ``LLMProvider`` subclass
+  (``JudgeTruLensProvider``) whose ``_create_chat_completion`` asks our ``ChatJudge``:
+  with TruLens's ``response_format`` (``ChainOfThoughtResponse``) the validated instance,
+  without it the judge's free text. No provider package (``trulens-providers-openai``,
+  LiteLLM) is involved, no key is read; the provider's ``Endpoint`` neither paces (the
+  judge layer limits) nor retries (the judge layer retries: TruLens's own 3 retries with
+  2/4/8 s sleeps would multiply ours);
+- ``Sample`` -> the feedback function's arguments, as TruLens's RAG triad selects them;
+- TruLens's number -> ``Score``. Feedback functions normalise the judge's rating r on
+  [lo, hi] (0–3 by default) to raw = (r − lo)/(hi − lo) ∈ [0, 1], so
+
+      value = 10 · raw
+
+  ``context_relevancy`` runs once per retrieved context and averages (the triad's
+  ``agg=np.mean``); ``faithfulness`` (groundedness) averages the per-statement ratings.
+
+TruLens feedback functions are synchronous and groundedness fans statements out to a
+thread pool of its own. They run in worker threads here; each judge request is handed
+back to the event loop the backend runs on, inside a copy of the task's context, so every
+call is cached, limited and billed to its (backend, metric, sample) like a native call.
+
+Two TruLens defaults are changed for groundedness, and said in ``details['note']``:
+sentences are split by the judge (``use_sent_tokenize=False``) because NLTK's splitter
+calls ``nltk.download`` — a network request — on every use; and TruLens's trivial-statement
+filter is off (``filter_trivial_statements=False``) because it passes the judge's answer
+to Python's ``eval``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, ClassVar, Sequence
+
+from unified.adapters._quiet import quiet_frameworks
+
+quiet_frameworks()  # before trulens is imported
+# trulens.core warns on stderr at import that its optional `jsonschema` requirement is
+# absent; nothing here uses it, and a line on every import reads like a failure
+logging.getLogger("trulens.core.utils.imports").setLevel(logging.ERROR)
+
+from importlib.metadata import version  # noqa: E402
+
+from pydantic import BaseModel, PrivateAttr  # noqa: E402
+from trulens.core.feedback import feedback as core_feedback  # noqa: E402
+from trulens.core.feedback.endpoint import Endpoint  # noqa: E402
+from trulens.feedback.groundtruth import GroundTruthAgreement  # noqa: E402
+from trulens.feedback.llm_provider import LLMProvider  # noqa: E402
+
+from unified.adapters import unknown_param_error  # noqa: E402
+from unified.adapters._framework import FrameworkBackend, one_line  # noqa: E402
+from unified.judge.base import Judges, task_scope  # noqa: E402
+from unified.metrics import MetricRef  # noqa: E402
+from unified.sample import Sample  # noqa: E402
+from unified.scores import Score  # noqa: E402
+
+BACKEND = "trulens"
+VERSION = version("trulens-feedback")
+ENDPOINT = "unified-judge"
+# the endpoint logs every failed request at ERROR before raising; the failure is the
+# task's error already (one line, scrubbed), so a second, unscrubbed copy on stderr goes
+logging.getLogger("trulens.core.feedback.endpoint").setLevel(logging.CRITICAL)
+
+
+class JudgeTruLensProvider(LLMProvider):
+    """TruLens's LLM provider answered by our ``ChatJudge``.
+
+    ``loop``: the event loop the judge layer runs on; TruLens calls
+    ``_create_chat_completion`` from worker threads, and each request is submitted to that
+    loop inside a copy of ``context`` (the task's accounting scope). Without a loop (plain
+    synchronous use) the request runs on a fresh loop in the calling thread.
+    """
+
+    model_engine: str = "unified-judge"
+    _judges: Judges = PrivateAttr()
+    _loop: asyncio.AbstractEventLoop | None = PrivateAttr(default=None)
+    _context: contextvars.Context | None = PrivateAttr(default=None)
+
+    def __init__(
+        self, judges: Judges, loop: asyncio.AbstractEventLoop | None = None, context: contextvars.Context | None = None
+    ):
+        # no pacing (the judge layer limits), no retries (the judge layer retries); one
+        # endpoint per provider, unregistered, so its pace deque dies with the task
+        endpoint = Endpoint(name=ENDPOINT, rpm=1e9, retries=0, _register_instance=False)
+        super().__init__(model_engine=getattr(judges.chat, "model", "") or "unified-judge", endpoint=endpoint)
+        self._judges, self._loop, self._context = judges, loop, context
+
+    async def _ask(self, messages: list[dict[str, str]], response_format: type[BaseModel] | None) -> Any:
+        chat = self._judges.require_chat()
+        if response_format is not None:
+            return await chat.ask(messages, response_format)
+        return await chat.ask_text(messages)
+
+    def _create_chat_completion(
+        self,
+        prompt: str | None = None,
+        messages: Sequence[dict] | None = None,
+        response_format: type[BaseModel] | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages or ()]
+        if prompt is not None:
+            msgs.append({"role": "user", "content": prompt})
+        coro = self._ask(msgs, response_format)
+        if self._loop is None:
+            return asyncio.run(coro)
+        ctx = (self._context or contextvars.copy_context()).copy()  # one Context per thread
+        return ctx.run(asyncio.run_coroutine_threadsafe, coro, self._loop).result()
+
+
+# ---------------------------------------------------------------- the mapping table
+
+GROUNDEDNESS_CONFIGS = core_feedback.GroundednessConfigs(use_sent_tokenize=False, filter_trivial_statements=False)
+GROUNDEDNESS_NOTE = (
+    "groundedness with use_sent_tokenize=False (the judge splits sentences; "
+    "NLTK's splitter downloads data) and filter_trivial_statements=False "
+    "(TruLens eval()s the judge's answer there)"
+)
+
+Run = Callable[[JudgeTruLensProvider, Sample], list[Any]]
+# (the ``or`` defaults below only satisfy the types: ``_precheck`` has refused a sample
+# without these fields)
+
+
+def _groundedness(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
+    # the triad's source selector collects the contexts as a list (collect_list=True)
+    return [
+        p.groundedness_measure_with_cot_reasons(
+            source=s.retrieved_contexts,  # type: ignore[arg-type]  # a list, as the triad passes it
+            statement=s.response or "",
+            groundedness_configs=GROUNDEDNESS_CONFIGS,
+        )
+    ]
+
+
+def _answer_relevance(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
+    return [p.relevance_with_cot_reasons(prompt=s.user_input, response=s.response or "")]
+
+
+def _context_relevance(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
+    # the triad's context selector hands one context at a time (collect_list=False), agg=np.mean
+    return [p.context_relevance_with_cot_reasons(question=s.user_input, context=c) for c in s.retrieved_contexts or []]
+
+
+def _agreement(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
+    truth = GroundTruthAgreement([{"query": s.user_input, "expected_response": s.reference}], provider=p)
+    return [truth.agreement_measure(prompt=s.user_input, response=s.response or "")]
+
+
+@dataclass(frozen=True)
+class TruLensMetric:
+    """How one canonical metric runs on TruLens.
+
+    ``function``: the feedback function's name (shown by ``unified-eval metrics``);
+    ``run``: (provider, Sample) -> its results, one per call TruLens's selectors make
+    (several are averaged); ``scale``: the judge's rating scale before TruLens
+    normalises it to [0, 1]; ``note``: recorded in Score.details.
+    """
+
+    function: str
+    run: Run
+    scale: str
+    note: str | None = None
+
+
+#: canonical metric -> TruLens feedback function. The one table the backend obeys.
+TRULENS_METRICS: dict[str, TruLensMetric] = {
+    "faithfulness": TruLensMetric(
+        "groundedness_measure_with_cot_reasons", _groundedness, "0–3 per statement, mean", GROUNDEDNESS_NOTE
+    ),
+    "answer_relevancy": TruLensMetric("relevance_with_cot_reasons", _answer_relevance, "0–3"),
+    "context_relevancy": TruLensMetric(
+        "context_relevance_with_cot_reasons", _context_relevance, "0–3 per context, mean"
+    ),
+    "answer_correctness": TruLensMetric(
+        "GroundTruthAgreement.agreement_measure", _agreement, "0–10 agreement with the reference"
+    ),
+}
+
+
+def _split(result: Any) -> tuple[Any, dict[str, Any]]:
+    """A feedback function's result -> (number, metadata dict)."""
+    if isinstance(result, tuple):
+        return result[0], result[1] if isinstance(result[1], dict) else {}
+    return result, {}
+
+
+def _num(x: Any) -> str:
+    return f"{x:.3g}" if isinstance(x, float) else str(x)
+
+
+def _reason(meta: dict[str, Any]) -> str | None:
+    """TruLens's reasons -> one text: the ``reason`` string, or groundedness's per-statement
+    list (``criteria`` = the statement, ``supporting_evidence``, ``score``)."""
+    if isinstance(meta.get("reason"), str):
+        return meta["reason"]
+    items = meta.get("reasons")
+    if isinstance(items, list):
+        return (
+            "\n".join(
+                f"{r.get('criteria')} -> {_num(r.get('score'))}: {r.get('supporting_evidence')}"
+                for r in items
+                if isinstance(r, dict)
+            )
+            or None
+        )
+    return items if isinstance(items, str) else None
+
+
+def combine(results: list[Any]) -> tuple[Any, str | None]:
+    """Results of one task -> (raw, reason): one as it is, several (one per context) as
+    their mean, reasons numbered. The numbers are left as TruLens returned them."""
+    parts = [_split(r) for r in results]
+    if len(parts) == 1:
+        return parts[0][0], _reason(parts[0][1])
+    try:
+        raw: Any = sum(float(v) for v, _ in parts) / len(parts)
+    except (TypeError, ValueError):
+        raw = None
+    reason = "\n".join(f"[{i + 1}] {_reason(meta)}" for i, (_, meta) in enumerate(parts))
+    return raw, reason
+
+
+class TruLensBackend(FrameworkBackend):
+    """Run canonical metrics with trulens-feedback 2.x over our judge.
+
+    Options as ``FrameworkBackend`` (``concurrency``: feedback evaluations at once, each
+    on a worker thread of this backend's own pool; ``run_dir``).
+    """
+
+    name: ClassVar[str] = BACKEND
+    metrics: ClassVar[frozenset[str]] = frozenset(TRULENS_METRICS)
+    table = TRULENS_METRICS
+
+    def __init__(self, judges: Judges | None = None, **options: Any):
+        super().__init__(judges, **options)
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="trulens")
+
+    def fingerprint_extra(self) -> dict[str, Any]:
+        return {"framework": "trulens", "version": VERSION}
+
+    def param_error(self, ref: MetricRef) -> str | None:
+        """The mapped feedback functions run with TruLens's own defaults (groundedness with
+        the two documented exceptions): every bracket parameter is refused."""
+        return unknown_param_error(ref, set())
+
+    def provider(self) -> JudgeTruLensProvider:
+        """A provider bound to the running loop and the current task's context."""
+        return JudgeTruLensProvider(self.judges, asyncio.get_running_loop(), contextvars.copy_context())
+
+    async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
+        if (failed := self._precheck(sample, ref)) is not None:
+            return failed
+        m = TRULENS_METRICS[ref.canonical]
+        common = dict(raw_range=(0.0, 1.0), higher_is_better=True, threshold=ref.spec.threshold)
+        details: dict[str, Any] = {
+            "framework": "trulens",
+            "trulens_version": VERSION,
+            "trulens_function": m.function,
+            "judge_scale": m.scale,
+        }
+        if m.note:
+            details["note"] = m.note
+        async with self._limit():
+            with task_scope(BACKEND, ref.name, sample.id) as meter:
+                try:
+                    provider = self.provider()
+                    loop = asyncio.get_running_loop()
+                    results = await loop.run_in_executor(self._pool, m.run, provider, sample)
+                except Exception as e:  # TruLens's own message is what the user needs
+                    return Score.failure(
+                        ref.name,
+                        BACKEND,
+                        sample.id,
+                        one_line(f"trulens {m.function}: {type(e).__name__}: {e}"),
+                        details=details,
+                        cost=meter.cost(),
+                        **common,
+                    )
+                raw, reason = combine(results)
+                return self._to_score(
+                    sample,
+                    ref,
+                    m.function,
+                    raw,
+                    f"returned {raw!r}",
+                    details=details,
+                    reason=reason,
+                    cost=meter.cost(),
+                    **common,
+                )
+
+    async def aclose(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        await super().aclose()
