@@ -1,9 +1,8 @@
 """Defaults that fit local judges (``unified.judge.budget``) and the in-process queue of
 ``LlamaCppJudge``: no network timeout on a local model, one call at a time, the wait for
-the model never a timeout, per-prompt ``max_tokens`` caps, a timed-out generation stopped
-at its next token. The model here is a stand-in for ``llama_cpp.Llama`` that "generates"
-one token per tick and calls the judge's logits processor like llama.cpp does; the real
-model runs in ``test_local_judge_smoke.py``."""
+the model never a timeout, per-prompt ``max_tokens`` caps, a timed-out call failing at
+once while the model finishes. The model here is a stand-in for ``llama_cpp.Llama`` that
+"generates" one token per tick; the real model runs in ``test_local_judge_smoke.py``."""
 
 from __future__ import annotations
 
@@ -30,9 +29,8 @@ class Claims(BaseModel):
 
 
 class TickingLlama:
-    """``create_chat_completion`` that takes ``tokens`` ticks of ``tick`` seconds, calling
-    the logits processors once per token (which may raise to stop it), and records how
-    many calls overlapped."""
+    """``create_chat_completion`` that takes ``tokens`` ticks of ``tick`` seconds and
+    records how many calls overlapped."""
 
     def __init__(self, tokens: int = 5, tick: float = 0.05):
         self.tokens, self.tick = tokens, tick
@@ -42,7 +40,7 @@ class TickingLlama:
         self.finished = 0
         self._lock = threading.Lock()
 
-    def create_chat_completion(self, messages, logits_processor=None, **kwargs):
+    def create_chat_completion(self, messages, **kwargs):
         self.kwargs.append(kwargs)
         with self._lock:
             self.active += 1
@@ -50,8 +48,6 @@ class TickingLlama:
         try:
             for _ in range(self.tokens):
                 time.sleep(self.tick)
-                if logits_processor is not None:
-                    logits_processor([], [0.0])
             self.finished += 1
             return {
                 "choices": [{"message": {"content": '{"verdict": "yes"}'}, "finish_reason": "stop"}],
@@ -120,15 +116,18 @@ async def test_calls_queue_and_the_wait_is_never_a_timeout():
     assert max(r.latency for r in meter.records) < 0.5  # latency is generation, not queueing
 
 
-async def test_a_call_past_its_timeout_is_stopped_at_the_next_token():
-    fake = TickingLlama(tokens=200, tick=0.02)  # would take 4 s
-    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf", timeout=0.2, max_retries=0), llama=fake)
+async def test_a_call_past_its_timeout_fails_at_once_and_the_next_waits_for_the_model():
+    """llama.cpp cannot be interrupted: the late call fails at its timeout, the next call
+    waits until the model is free (no overlap) and its own clock starts only then."""
+    fake = TickingLlama(tokens=40, tick=0.02)  # 0.8 s per call
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf", timeout=0.4, max_retries=0), llama=fake)
     start = time.monotonic()
-    with pytest.raises(JudgeTimeoutError, match=r"0.2s of generation.*does not count"):
+    with pytest.raises(JudgeTimeoutError, match=r"0.4s of generation.*does not count"):
         await judge.ask(MSGS, Verdict)
-    assert time.monotonic() - start < 1.5 and fake.active == 0 and fake.finished == 0
-    fake.tokens = 2  # the model is free again at once
+    assert time.monotonic() - start < 0.75  # failed at its timeout, not at the end of generation
+    fake.tokens = 5  # 0.1 s: fits its own timeout once the model is free
     assert (await judge.ask(MSGS, Verdict)).verdict == "yes"
+    assert fake.max_active == 1 and fake.finished == 2
 
 
 async def test_each_call_gets_its_cap_and_the_schema_grammar():

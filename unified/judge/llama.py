@@ -11,9 +11,10 @@ saturates the CPU anyway, so calls queue (an ``asyncio.Lock`` per event loop, th
 thread lock for callers on other loops) and run in a worker thread, so the event loop
 stays free. Budgets (``unified.judge.budget``): no timeout unless the user set one, and
 then it counts from the moment the call has the model — waiting in the queue never times
-out. A call that runs past its timeout is stopped at its next token (a logits processor
-that raises), so the model is free again at once. ``max_tokens`` is capped per call by
-``budget.answer_cap`` unless the caller passes it.
+out. A call past its timeout fails at once, but llama.cpp cannot be interrupted: the
+model stays taken until that generation ends, and later calls queue behind it (their
+clocks not running). ``max_tokens`` is capped per call by ``budget.answer_cap`` unless
+the caller passes it, which bounds every generation.
 
 Prompt (KV) cache: llama.cpp re-reads only the tokens after the longest prefix a prompt
 shares with the previous one; a ``LlamaRAMCache`` of ``PROMPT_CACHE_BYTES`` keeps the
@@ -69,25 +70,6 @@ def fold_system(messages: Messages) -> Messages:
     if pending:
         out.insert(0, {"role": "user", "content": "\n\n".join(pending)})
     return out
-
-
-class _Stopped(Exception):
-    """Raised inside llama.cpp's token loop to end a call whose caller stopped waiting."""
-
-
-class _Watch:
-    """A logits processor that counts generated tokens and stops the generation (by
-    raising) once ``stop`` is set: llama-cpp-python has no other way to cancel a call."""
-
-    def __init__(self) -> None:
-        self.stop = threading.Event()
-        self.tokens = 0
-
-    def __call__(self, input_ids: Any, scores: Any) -> Any:
-        if self.stop.is_set():
-            raise _Stopped
-        self.tokens += 1
-        return scores
 
 
 class LlamaCppJudge(ChatJudge):
@@ -156,28 +138,29 @@ class LlamaCppJudge(ChatJudge):
             kwargs["response_format"] = {"type": "json_object", "schema": schema_json}
         return kwargs
 
-    def _generate(self, messages: Messages, kwargs: dict[str, Any], watch: _Watch) -> dict:
+    def _generate(self, messages: Messages, kwargs: dict[str, Any]) -> dict:
         llama = self._load()
         if (self.config.chat_format or "") in _NO_SYSTEM_ROLE:
             messages = fold_system(messages)
         with self._run_lock:
-            # llama.cpp calls logits_processor(input_ids, scores) once per generated token
-            return llama.create_chat_completion(messages=messages, logits_processor=watch, **kwargs)
+            return llama.create_chat_completion(messages=messages, **kwargs)
 
     async def _run(self, messages: Messages, kwargs: dict[str, Any]) -> tuple[dict, float]:
         """Wait for the model (no clock), then generate under the timeout; the answer and
-        the seconds the generation itself took."""
-        watch = _Watch()
-        async with self._queue():
-            start = time.perf_counter()
-            work = asyncio.ensure_future(asyncio.to_thread(self._generate, messages, kwargs, watch))
-            try:
-                timeout = budget.call_timeout(self.config, kwargs.get("max_tokens"))
-                resp = await asyncio.wait_for(asyncio.shield(work), timeout)
-            except BaseException:
-                watch.stop.set()  # timed out or cancelled: free the model at the next token
-                await asyncio.gather(work, return_exceptions=True)
-                raise
+        the seconds the generation itself took. The model stays taken until its thread
+        ends, even when the caller stopped waiting (timeout, cancel): llama.cpp cannot be
+        interrupted, and the next call must not start on a busy model — it queues."""
+        lock = self._queue()
+        await lock.acquire()
+        start = time.perf_counter()
+        try:
+            work = asyncio.ensure_future(asyncio.to_thread(self._generate, messages, kwargs))
+        except BaseException:
+            lock.release()
+            raise
+        work.add_done_callback(lambda _: lock.release())
+        timeout = budget.call_timeout(self.config, kwargs.get("max_tokens"))
+        resp = await asyncio.wait_for(asyncio.shield(work), timeout)
         return resp, time.perf_counter() - start
 
     def _failed(self, err: JudgeError, latency: float) -> JudgeError:
