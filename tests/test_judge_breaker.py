@@ -27,6 +27,7 @@ from unified.judge import (
     OpenAIChatJudge,
     OpenAIEmbedder,
     add_listener,
+    budget,
     remove_listener,
 )
 from unified.judge.breaker import CircuitBreaker
@@ -201,7 +202,7 @@ async def test_open_circuit_ends_requests_still_on_the_wire():
     waited = results[5:]
     assert all(isinstance(r, float) for r in waited), waited
     assert max(waited) < timeout  # ended by the breaker, before their own timeout
-    assert judge._http.slot()._value == judge.config.concurrency
+    assert judge._http.slot()._value == budget.concurrency(judge.config)  # None: by kind (8 remote)
 
 
 async def test_half_open_probe_closes_the_circuit_again():

@@ -295,12 +295,12 @@ async def test_an_answer_is_stored_before_the_next_request_is_sent(tmp_path):
         inner = OpenAIChatJudge(JudgeConfig(base_url=srv.base_url, model="m", concurrency=1, backoff_base=0.01))
         send = inner._http.send
 
-        async def counting_send(request):
+        async def counting_send(request, *args):  # args: the request's own timeout
             async def counted():
                 stored_at_send.append(cache.stats()["chat"])  # inside the slot: the request goes out now
                 return await request()
 
-            return await send(counted)
+            return await send(counted, *args)
 
         inner._http.send = counting_send
         judge = CachedChatJudge(inner, cache)

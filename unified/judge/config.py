@@ -100,6 +100,12 @@ class JudgeConfig(_EndpointConfig):
     Failure handling (``unified.judge.resilience``): ``timeout`` seconds per attempt,
     ``max_retries`` retries with backoff from ``backoff_base``, and a circuit breaker that
     stops sending after ``breaker_failures`` connection failures or timeouts in a row.
+
+    ``timeout`` and ``concurrency`` left unset (None) are decided by the kind of judge
+    (``unified.judge.budget``): 60 s and 8 at once for a remote API; no timeout and one
+    call at a time for an in-process ``.gguf`` model; a budget per generated token and one
+    at a time for a llama.cpp or Ollama server on this machine. A local judge's calls also
+    get a ``max_tokens`` cap per prompt (``budget.answer_cap``).
     """
 
     _section: ClassVar[str] = "judge"
@@ -108,10 +114,10 @@ class JudgeConfig(_EndpointConfig):
     api_key_env: str = "OPENAI_API_KEY"
     temperature: float = 0.0
     max_tokens: int = 2048
-    timeout: float = Field(60.0, gt=0)
+    timeout: float | None = Field(None, gt=0)  # None: by kind of judge (unified.judge.budget)
     max_retries: int = Field(4, ge=0)
     backoff_base: float = Field(0.5, ge=0)  # seconds; doubled per retry, with jitter
-    concurrency: int = Field(8, ge=1)
+    concurrency: int | None = Field(None, ge=1)  # None: by kind of judge (unified.judge.budget)
     requests_per_minute: float | None = Field(None, gt=0)
     structured_output: StructuredOutput = "auto"
     # circuit breaker (unified.judge.breaker): open after this many connection failures

@@ -6,8 +6,21 @@ other judge, with the same single repair retry. ``chat_format`` picks the prompt
 ``None`` uses the template stored in the GGUF metadata (``"gemma"`` for files without one).
 Templates without a system role (Gemma) get system text folded into the first user turn.
 
-llama.cpp contexts are not thread-safe and generation saturates the CPU anyway, so calls
-run one at a time in a worker thread (the event loop stays free for other tasks).
+One model, one call at a time. llama.cpp contexts are not thread-safe and generation
+saturates the CPU anyway, so calls queue (an ``asyncio.Lock`` per event loop, then a
+thread lock for callers on other loops) and run in a worker thread, so the event loop
+stays free. Budgets (``unified.judge.budget``): no timeout unless the user set one, and
+then it counts from the moment the call has the model — waiting in the queue never times
+out. A call past its timeout fails at once, but llama.cpp cannot be interrupted: the
+model stays taken until that generation ends, and later calls queue behind it (their
+clocks not running). ``max_tokens`` is capped per call by ``budget.answer_cap`` unless
+the caller passes it, which bounds every generation.
+
+Prompt (KV) cache: llama.cpp re-reads only the tokens after the longest prefix a prompt
+shares with the previous one; a ``LlamaRAMCache`` of ``PROMPT_CACHE_BYTES`` keeps the
+states of earlier calls too, so a prompt that shares its start (a system prompt, a
+sample's contexts) with any recent call skips re-reading it. The native prompts put what
+a sample's calls share first for this reason.
 """
 
 from __future__ import annotations
@@ -19,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from unified.judge import budget
 from unified.judge.base import (
     CallRecord,
     ChatJudge,
@@ -32,11 +46,13 @@ from unified.judge.base import (
     repeat_seed,
 )
 from unified.judge.config import JudgeConfig
+from unified.judge.resilience import loop_local
 from unified.judge.structured import estimate_tokens, parse_with_repair
 from unified.judge.structured import schema_json as _schema_json
 from unified.redact import one_line
 
 _NO_SYSTEM_ROLE = {"gemma"}
+PROMPT_CACHE_BYTES = 1 << 30  # states of ~40 recent calls of a 1.5B model at 1k tokens
 
 
 def fold_system(messages: Messages) -> Messages:
@@ -67,27 +83,33 @@ class LlamaCppJudge(ChatJudge):
         self._llama = llama
         self._load_lock = threading.Lock()
         self._run_lock = threading.Lock()
+        self._queue = loop_local(asyncio.Lock)
 
     def _load(self) -> Any:
         if self._llama is None:
             with self._load_lock:
                 if self._llama is None:
-                    try:
-                        from llama_cpp import Llama
-                    except ImportError:
-                        raise JudgeNotConfiguredError(
-                            "a .gguf judge needs the extra `local-llm`: pip install 'unified-rag-eval[local-llm]'"
-                        ) from None
-                    if not self._path.is_file():
-                        raise JudgeNotConfiguredError(f"gguf model not found: {self._path}")
-                    self._llama = Llama(
-                        model_path=str(self._path),
-                        n_ctx=self.config.n_ctx,
-                        chat_format=self.config.chat_format,
-                        verbose=False,
-                        seed=self.config.seed if self.config.seed is not None else 0,
-                    )
+                    self._llama = self._open()
         return self._llama
+
+    def _open(self) -> Any:
+        try:
+            from llama_cpp import Llama, LlamaRAMCache
+        except ImportError:
+            raise JudgeNotConfiguredError(
+                "a .gguf judge needs the extra `local-llm`: pip install 'unified-rag-eval[local-llm]'"
+            ) from None
+        if not self._path.is_file():
+            raise JudgeNotConfiguredError(f"gguf model not found: {self._path}")
+        llama = Llama(
+            model_path=str(self._path),
+            n_ctx=self.config.n_ctx,
+            chat_format=self.config.chat_format,
+            verbose=False,
+            seed=self.config.seed if self.config.seed is not None else 0,
+        )
+        llama.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
+        return llama
 
     def sampling_params(self) -> dict[str, Any]:
         return {
@@ -102,64 +124,85 @@ class LlamaCppJudge(ChatJudge):
         """The ``.gguf`` file name and sampling (incl. the chat template); not its folder."""
         return {"kind": "gguf", "model": self.model, "sampling": self.sampling_params()}
 
-    def _generate(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> dict:
-        llama = self._load()
+    def _kwargs(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "temperature": self.config.temperature,
             "max_tokens": self.config.max_tokens,
             **self.config.extra,
-            **params,
         }
+        cap = budget.answer_cap(self.config, messages, schema_json)
+        if cap is not None:
+            kwargs["max_tokens"] = cap
+        kwargs.update(params)
         if schema_json is not None:
             kwargs["response_format"] = {"type": "json_object", "schema": schema_json}
+        return kwargs
+
+    def _generate(self, messages: Messages, kwargs: dict[str, Any]) -> dict:
+        llama = self._load()
         if (self.config.chat_format or "") in _NO_SYSTEM_ROLE:
             messages = fold_system(messages)
         with self._run_lock:
             return llama.create_chat_completion(messages=messages, **kwargs)
 
-    async def _complete(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> str:
+    async def _run(self, messages: Messages, kwargs: dict[str, Any]) -> tuple[dict, float]:
+        """Wait for the model (no clock), then generate under the timeout; the answer and
+        the seconds the generation itself took. The model stays taken until its thread
+        ends, even when the caller stopped waiting (timeout, cancel): llama.cpp cannot be
+        interrupted, and the next call must not start on a busy model — it queues."""
+        lock = self._queue()
+        await lock.acquire()
         start = time.perf_counter()
+        try:
+            work = asyncio.ensure_future(asyncio.to_thread(self._generate, messages, kwargs))
+        except BaseException:
+            lock.release()
+            raise
+        work.add_done_callback(lambda _: lock.release())
+        timeout = budget.call_timeout(self.config, kwargs.get("max_tokens"))
+        resp = await asyncio.wait_for(asyncio.shield(work), timeout)
+        return resp, time.perf_counter() - start
+
+    def _failed(self, err: JudgeError, latency: float) -> JudgeError:
+        record_call(
+            CallRecord(
+                kind="chat",
+                backend="",
+                metric="",
+                sample_id="",
+                model=self.model,
+                cached=False,
+                error=one_line(err, 300),
+                latency=latency,
+            )
+        )
+        return err
+
+    async def _complete(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> str:
         if repeat_seed() is not None:  # a test–retest repeat samples with its own seed
             params = {**params, "seed": repeat_seed()}
+        kwargs = self._kwargs(messages, schema_json, params)
+        start = time.perf_counter()
         try:
-            resp = await asyncio.wait_for(
-                asyncio.to_thread(self._generate, messages, schema_json, params), self.config.timeout
-            )
+            resp, latency = await self._run(messages, kwargs)
         except asyncio.TimeoutError:
-            # the worker thread finishes its generation in the background; we stop waiting
-            err: JudgeError = JudgeTimeoutError(f"gguf judge {self.model}: timed out after {self.config.timeout:g}s")
-            record_call(
-                CallRecord(
-                    kind="chat",
-                    backend="",
-                    metric="",
-                    sample_id="",
-                    model=self.model,
-                    cached=False,
-                    error=str(err),
-                    latency=time.perf_counter() - start,
-                )
-            )
-            raise err from None
+            t = budget.call_timeout(self.config, kwargs.get("max_tokens"))
+            raise self._failed(
+                JudgeTimeoutError(
+                    f"gguf judge {self.model}: no answer within {t:g}s of generation (the wait "
+                    "for the model does not count); raise --timeout or lower max_tokens"
+                ),
+                time.perf_counter() - start,
+            ) from None
         except ValueError as e:
             # llama-cpp-python raises ValueError for a prompt longer than n_ctx ("Requested
             # tokens (N) exceed context window of M"): a judge failure with its remedy, not
             # a crash of the metric that asked
             hint = "; raise n_ctx" if "context window" in str(e) else ""
-            err = JudgeError(f"gguf judge {self.model}: {e}{hint}")
-            record_call(
-                CallRecord(
-                    kind="chat",
-                    backend="",
-                    metric="",
-                    sample_id="",
-                    model=self.model,
-                    cached=False,
-                    error=one_line(err, 300),
-                    latency=time.perf_counter() - start,
-                )
-            )
-            raise err from None
+            raise self._failed(JudgeError(f"gguf judge {self.model}: {e}{hint}"), time.perf_counter() - start) from None
+        return self._answer(resp, messages, latency, kwargs)
+
+    def _answer(self, resp: dict, messages: Messages, latency: float, kwargs: dict[str, Any]) -> str:
         choice = resp["choices"][0]
         content = choice["message"].get("content") or ""
         usage = resp.get("usage") or {}
@@ -174,15 +217,14 @@ class LlamaCppJudge(ChatJudge):
             input_tokens=usage.get("prompt_tokens") or estimate_tokens(json.dumps(messages)),
             output_tokens=usage.get("completion_tokens") or estimate_tokens(content),
             tokens_estimated=estimated,
-            latency=time.perf_counter() - start,
+            latency=latency,
         )
         if choice.get("finish_reason") == "length":
             rec.error = "finish_reason=length"
             record_call(rec)
             raise JudgeLengthError(
-                f"gguf judge {self.model}: answer cut at max_tokens="
-                f"{params.get('max_tokens', self.config.max_tokens)} (finish_reason=length); "
-                "raise max_tokens"
+                f"gguf judge {self.model}: answer cut at max_tokens={kwargs.get('max_tokens')} "
+                "(finish_reason=length); raise max_tokens"
             )
         record_call(rec)
         return content

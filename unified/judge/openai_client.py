@@ -28,6 +28,7 @@ import openai
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel
 
+from unified.judge import budget
 from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call, repeat_seed
 from unified.judge.config import JudgeConfig
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
@@ -125,8 +126,9 @@ class OpenAIChatJudge(ChatJudge):
             return True
         return False
 
-    async def _complete(self, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
-        """One chat completion with retries; returns the content, records the call."""
+    def _kwargs(self, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> dict[str, Any]:
+        """Sampling of one request: the config's, a local server's ``max_tokens`` cap for
+        this prompt (``budget.answer_cap``), then the caller's ``params``."""
         kwargs: dict[str, Any] = {
             "temperature": self.config.temperature,
             "max_tokens": self.config.max_tokens,
@@ -134,7 +136,16 @@ class OpenAIChatJudge(ChatJudge):
         }
         if (seed := _seed(self.config.seed)) is not None:
             kwargs["seed"] = seed
+        cap = budget.answer_cap(self.config, messages, schema_json(schema) if schema else None)
+        if cap is not None:  # a local server: a small model must not ramble for minutes
+            kwargs["max_tokens"] = cap
         kwargs.update(params)
+        return kwargs
+
+    async def _complete(self, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
+        """One chat completion with retries; returns the content, records the call."""
+        kwargs = self._kwargs(messages, schema, params)
+        timeout = budget.call_timeout(self.config, kwargs.get("max_tokens")) or self._http.timeout
         attempts = Attempts()
         start = time.perf_counter()
         holder: dict[str, Any] = {}
@@ -149,14 +160,15 @@ class OpenAIChatJudge(ChatJudge):
                     "/chat/completions",
                     cast_to=ChatCompletion,
                     body={"model": self.model, "messages": messages, **extra, **kwargs},
-                )
+                ),
+                timeout,
             )
             expect_body(resp, ChatCompletion, "a chat completion")
             holder["rf"] = rf
             return resp
 
         try:
-            resp = await self._http.call(once, self._what, attempts, self._on_status if schema else None)
+            resp = await self._http.call(once, self._what, attempts, self._on_status if schema else None, timeout)
         except Exception as exc:
             if self._probing:  # llama.cpp's form failed too: the 500 was not about the format
                 self.mode, self._probing = "json_schema", False

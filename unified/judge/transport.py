@@ -12,11 +12,13 @@ call record and log line (``unified.redact``); the URL in messages is redacted.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from typing import Any, Awaitable, Callable, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import openai
 
+from unified.judge import budget
 from unified.judge.breaker import CircuitBreaker
 from unified.judge.resilience import Attempts, RateLimiter, RetryPolicy, call_with_retries, loop_local
 from unified.redact import redact_logs, redact_url, remember_secret, url_secrets
@@ -49,32 +51,36 @@ class HttpEndpoint:
         remember_secret(*self.secrets)
         redact_logs()  # openai (and httpx) are imported now: their loggers exist
         self.url = redact_url(config.base_url or DEFAULT_BASE_URL)
+        # a chat judge may leave timeout and concurrency to its kind (unified.judge.budget);
+        # the endpoint's own timeout is the longest one request may take (the config's max_tokens)
+        self.timeout: float = budget.call_timeout(config) or budget.REMOTE_TIMEOUT
         self.policy = RetryPolicy(
-            max_retries=config.max_retries, backoff_base=config.backoff_base, timeout=config.timeout
+            max_retries=config.max_retries, backoff_base=config.backoff_base, timeout=self.timeout
         )
         self.limiter = RateLimiter(config.requests_per_minute) if config.requests_per_minute else None
         self.breaker = CircuitBreaker(
             f"{label} at {self.url} (model {config.model})",
             config.breaker_failures,
             config.breaker_cooldown,
-            answer_window=config.timeout,
+            answer_window=self.timeout,
         )
         base_url, query = split_query(config.base_url)
         key = self.key or _PLACEHOLDER_KEY
         # per event loop: httpx pools and semaphores are bound to the loop that uses them
         self.client = loop_local(
             lambda: openai.AsyncOpenAI(
-                base_url=base_url, api_key=key, max_retries=0, timeout=config.timeout, default_query=query or None
+                base_url=base_url, api_key=key, max_retries=0, timeout=self.timeout, default_query=query or None
             )
         )
-        self.slot = loop_local(lambda: asyncio.Semaphore(config.concurrency))
+        self.slot = loop_local(lambda: asyncio.Semaphore(budget.concurrency(config)))
 
-    async def send(self, request: Callable[[], Awaitable[R]]) -> R:
+    async def send(self, request: Callable[[], Awaitable[R]], timeout: float | None = None) -> R:
         """One attempt: wait for a rate-limit turn and a concurrency slot, then run
-        ``request()`` under the timeout (which covers the request, not the queueing)."""
+        ``request()`` under the timeout (which covers the request, not the queueing);
+        ``timeout``: this request's own budget (default: the endpoint's)."""
         if self.limiter is not None:
             await self.limiter.acquire()
-        async with self.slot(), asyncio.timeout(self.config.timeout):
+        async with self.slot(), asyncio.timeout(timeout or self.timeout):
             return await request()
 
     async def call(
@@ -83,11 +89,13 @@ class HttpEndpoint:
         what: str,
         attempts: Attempts,
         on_status: Callable[[openai.APIStatusError], bool] | None = None,
+        timeout: float | None = None,
     ) -> R:
-        """``once`` (one attempt) with retries, the breaker and scrubbed errors."""
+        """``once`` (one attempt) with retries, the breaker and scrubbed errors; ``timeout``:
+        the budget ``once`` sends with (named in a timeout's message)."""
         return await call_with_retries(
             once,
-            self.policy,
+            self.policy if timeout is None else replace(self.policy, timeout=timeout),
             what,
             self.secrets,
             attempts,

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
+from unified.judge import budget
 from unified.judge.base import Judges
 from unified.judge.cache import CacheStore  # the judge layer's protocol; re-exported here
 from unified.redact import one_line
@@ -244,8 +245,8 @@ def divided(config: Any, n: int, i: int) -> Any:
     if config is None or n == 1:
         return config
     update: dict[str, Any] = {}
-    if isinstance(getattr(config, "concurrency", None), int):
-        update["concurrency"] = share(config.concurrency, n, i)
+    if hasattr(config, "concurrency"):  # a judge's unset concurrency is decided by its kind
+        update["concurrency"] = share(budget.concurrency(config), n, i)
     if getattr(config, "requests_per_minute", None):
         update["requests_per_minute"] = config.requests_per_minute / n
     return config.model_copy(update=update)
