@@ -443,7 +443,7 @@ def _faithfulness_similarity(ref: MetricRef, sample: Sample, vec: Callable[[str]
         f"mean support {raw:.2f} over {len(rs)} response sentence(s), "
         f"support = min(1, best context cosine / {t}){lex}"
         + (f"; {n_non} non-answer sentence(s) count 0" if n_non else ""),
-        {"t": t, "w": w, "sentences": per},
+        {"variant": "similarity", "t": t, "w": w, "sentences": per},
     )
 
 

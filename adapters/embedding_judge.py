@@ -18,9 +18,12 @@ Confidence — how much to trust one verdict, on [0, 1]:
                                                  the verdict is from flipping)
     confidence   = a · m
 
-``signals_disagree`` is set when the signals pushing towards "faithful" and towards
-"unfaithful" each add up to at least one logit (a strong signal on each side): such a
-verdict rests on which signal the fit trusted more, so read the sentences' details.
+``signals_disagree`` is set when the signals pushing towards "faithful" (pro = Σ of the
+positive c_j) and towards "unfaithful" (con = −Σ of the negative c_j) are both material
+(each ≥ 0.2 logit) and the weaker side reaches half the stronger: such a verdict rests on
+which signal the fit trusted more (a sentence copied from the context with one number
+swapped: high token precision against an unsupported number), so read the sentences'
+details before acting on it.
 """
 
 from __future__ import annotations
@@ -91,7 +94,8 @@ class FittedModel:
         margin = 1.0 - math.exp(-abs(z - math.log(b / (1 - b))))
         pro = sum(v for v in c.values() if v > 0)
         con = -sum(v for v in c.values() if v < 0)
-        return Verdict(p, c, agreement * margin, pro >= 1.0 and con >= 1.0)
+        disagree = min(pro, con) >= 0.2 and min(pro, con) >= 0.5 * max(pro, con)
+        return Verdict(p, c, agreement * margin, disagree)
 
 
 @lru_cache(maxsize=None)
