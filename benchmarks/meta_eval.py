@@ -257,6 +257,10 @@ def _fixed(key: str) -> set[str]:
 def _ref(key: str, params: dict[str, Any]) -> MetricRef:
     base, _, given = key.partition("[")
     items = [x for x in given.rstrip("]").split(",") if x] + [f"{k}={v}" for k, v in params.items()]
+    if base == "faithfulness" and any(x.split("=")[0] in ("t", "w") for x in items):
+        # t and w are the similarity heuristic's; the fitted default is measured by
+        # benchmarks/fit_offline_judge.py (docs/offline-judge.md)
+        items.append("variant=similarity")
     return parse_metric(f"{base}[{','.join(items)}]" if items else base)
 
 

@@ -1,0 +1,215 @@
+"""The signals of the fitted offline faithfulness: what a sentence-embedding model and the
+text itself can tell about one response sentence against the retrieved contexts.
+
+Per response sentence ``r`` (sentences by ``unified.text.split_sentences``; ``C``: every
+sentence of every context; vectors L2-normalised, so a dot product is a cosine):
+
+- ``cosine``: best(r, C) = max_c cos(r, c), and that context sentence (``best_match``).
+  Rewards on-topic paraphrase; blind to one changed number or name.
+- ``token_precision``: BERTScore-style precision of the sentence's word pieces against the
+  word pieces of all context sentences, P = mean_{x ∈ r} max_{y ∈ C} cos(x, y) (MiniLM's
+  layer-6 contextual token vectors, no idf, no rescaling; Zhang et al. 2020).
+- ``unsupported_numbers``: number mentions (digits, with their ``,``/``.``/``:``/``-``
+  parts, and the number words zero–twenty, hundred, thousand, million, billion) with a
+  part that no context mentions: "30 seconds" is unsupported by "within 60 seconds",
+  "1,500" is supported by "1500", "17:00-21:00" by "17:0-21:0".
+- ``unsupported_names``: capitalised words not starting the sentence (names, places,
+  products) that occur in no context, compared case-insensitively.
+- ``unsupported_rare``: content words that are not a single word piece of the model's
+  vocabulary (the tokenizer splits rare words; ~30k frequent words are one piece) and
+  that occur in no context: the rare word is where an invented detail hides.
+- ``unsupported_share``: the share of the sentence's content words (numbers and names
+  weighing double) found in no context (``unified.text.unsupported_terms``).
+- ``non_answer``: the sentence says the information is missing or talks about the source
+  (``unified.text.is_nonanswer``).
+
+"Occurs in a context" uses ``unified.text.Vocabulary`` (exact word, or a shared five-letter
+stem after dropping a plural "-s"), except for numbers, which compare their parts exactly.
+
+``response_features`` turns the sentences' signals into the features the fitted model
+reads (``FEATURES``, over the response's n sentences):
+
+    token_precision     = (1/n) Σ_i token_precision_i
+    unsupported_share   = (1/n) Σ_i unsupported_share_i
+    unsupported_numbers = (numbers with an unsupported part) / (numbers), 0 without numbers
+
+Other aggregates (the weakest sentence's cosine or token precision, the share of
+unsupported names or rare words, the sentence count, the non-answer share) were tried in
+``benchmarks/fit_offline_judge.py`` and left out: each lowered the AUC on the set held out
+(the non-answer share, fitted on RAGTruth where non-answers are rare, inverted ARES).
+The non-answer rule is applied after the fit instead: ``answered`` (the share of
+sentences that are not non-answers) multiplies the probability. Pure functions of
+text and vectors: no model is loaded here, so the fitting script
+(``benchmarks/fit_offline_judge.py``) and the backend compute the same numbers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from unified.text import STOPWORDS, Vocabulary, content_words, is_nonanswer, unsupported_terms, words
+
+__all__ = [
+    "SentenceSignals",
+    "FEATURES",
+    "sentence_signals",
+    "response_features",
+    "number_mentions",
+    "NumberSet",
+    "name_mentions",
+]
+
+_NUMBER_WORDS = {
+    w: i
+    for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+_NUMBER_WORDS.update(
+    thirty=30,
+    forty=40,
+    fifty=50,
+    sixty=60,
+    seventy=70,
+    eighty=80,
+    ninety=90,
+    hundred=100,
+    thousand=1000,
+    million=10**6,
+    billion=10**9,
+)
+_DIGITS = re.compile(r"\d[\d,]*(?:[.:/\-]\d+)*")
+_CAPITALISED = re.compile(r"[A-Za-z][A-Za-z\-']*")
+
+
+def number_mentions(text: str) -> list[tuple[str, tuple[int, ...]]]:
+    """Each number in ``text`` with its integer parts: ``"1,500"`` → ``(1500,)`` (a
+    thousands comma is not a part boundary), ``"17:00-21:00"`` → ``(17, 0, 21, 0)``,
+    ``"3.4"`` → ``(3, 4)``, ``"seven"`` → ``(7,)``."""
+    out = [
+        (m.group(0), tuple(int(g) for g in re.findall(r"\d+", m.group(0).replace(",", ""))))
+        for m in _DIGITS.finditer(text)
+    ]
+    out += [(w, (_NUMBER_WORDS[w],)) for w in words(text) if w in _NUMBER_WORDS]
+    return out
+
+
+class NumberSet:
+    """The integer parts of every number in some texts; a mention is supported when all
+    its parts are among them (a "-" date, a time or a version is checked part by part)."""
+
+    def __init__(self, texts: Sequence[str]):
+        self.parts: set[int] = {p for t in texts for _, ps in number_mentions(t) for p in ps}
+
+    def supports(self, parts: tuple[int, ...]) -> bool:
+        return set(parts) <= self.parts
+
+
+def name_mentions(sentence: str) -> list[str]:
+    """Capitalised words after the sentence's first word (names, places, products),
+    lower-cased, possessive "'s" dropped; stopwords ("The", "I") excluded."""
+    toks = _CAPITALISED.findall(sentence)
+    out = []
+    for tok in toks[1:]:
+        low = tok.lower().removesuffix("'s").strip("'-")
+        if tok[0].isupper() and len(low) > 1 and low not in STOPWORDS:
+            out.append(low)
+    return out
+
+
+@dataclass
+class SentenceSignals:
+    """One response sentence's signals against the contexts (see the module docstring)."""
+
+    sentence: str
+    best_match: str
+    cosine: float
+    token_precision: float
+    unsupported_share: float
+    non_answer: bool
+    numbers: int = 0
+    names: int = 0
+    rare: int = 0
+    unsupported_numbers: list[str] = field(default_factory=list)
+    unsupported_names: list[str] = field(default_factory=list)
+    unsupported_rare: list[str] = field(default_factory=list)
+
+    def details(self) -> dict[str, Any]:
+        """The sentence's entry in ``Score.details["sentences"]`` (rounded; spans listed)."""
+        return {
+            "sentence": self.sentence,
+            "best_match": self.best_match,
+            "cosine": round(self.cosine, 4),
+            "token_precision": round(self.token_precision, 4),
+            "unsupported_share": round(self.unsupported_share, 4),
+            "non_answer": self.non_answer,
+            "unsupported_numbers": self.unsupported_numbers,
+            "unsupported_names": self.unsupported_names,
+            "unsupported_rare": self.unsupported_rare,
+        }
+
+
+class ContextEvidence:
+    """What the contexts offer to every response sentence: their words, numbers and the
+    word pieces' vectors, built once per sample."""
+
+    def __init__(self, contexts: Sequence[str], sentences: list[str], vectors: np.ndarray, tokens: np.ndarray | None):
+        self.sentences, self.vectors, self.tokens = sentences, vectors, tokens
+        self.vocabulary = Vocabulary(list(contexts))
+        self.numbers = NumberSet(contexts)
+
+
+def sentence_signals(
+    sentence: str, vector: np.ndarray, tokens: np.ndarray | None, ctx: ContextEvidence, is_rare: Callable[[str], bool]
+) -> SentenceSignals:
+    """The signals of one response sentence (its unit vector and, when given, its unit
+    word-piece vectors) against the contexts' evidence. ``is_rare(word)``: not one piece
+    of the embedding model's vocabulary."""
+    sims = ctx.vectors @ vector
+    k = int(sims.argmax())
+    tp = (
+        float((tokens @ ctx.tokens.T).max(axis=1).mean())
+        if (tokens is not None and ctx.tokens is not None and len(tokens) and len(ctx.tokens))
+        else float(sims[k])
+    )
+    share, _ = unsupported_terms(sentence, ctx.vocabulary)
+    nums = number_mentions(sentence)
+    names = name_mentions(sentence)
+    rare = [w for w in sorted(content_words(sentence)) if w.isalpha() and len(w) > 3 and is_rare(w)]
+    return SentenceSignals(
+        sentence=sentence,
+        best_match=ctx.sentences[k],
+        cosine=float(sims[k]),
+        token_precision=tp,
+        unsupported_share=share,
+        non_answer=is_nonanswer(sentence),
+        numbers=len(nums),
+        names=len(names),
+        rare=len(rare),
+        unsupported_numbers=[s for s, parts in nums if not ctx.numbers.supports(parts)],
+        unsupported_names=sorted({n for n in names if n not in ctx.vocabulary}),
+        unsupported_rare=[w for w in rare if w not in ctx.vocabulary],
+    )
+
+
+#: The fitted model's inputs, in the order of the coefficients in ``offline_judge.json``.
+FEATURES: tuple[str, ...] = ("token_precision", "unsupported_share", "unsupported_numbers")
+
+
+def response_features(signals: Sequence[SentenceSignals]) -> dict[str, float]:
+    """``FEATURES`` of one response from its sentences' signals (formulas in the module
+    docstring), plus ``answered``, the share of sentences that are not non-answers."""
+    n = max(len(signals), 1)
+    numbers = sum(s.numbers for s in signals)
+    bad = sum(len(s.unsupported_numbers) for s in signals)
+    return {
+        "token_precision": sum(s.token_precision for s in signals) / n,
+        "unsupported_share": sum(s.unsupported_share for s in signals) / n,
+        "unsupported_numbers": bad / numbers if numbers else 0.0,
+        "answered": 1.0 - sum(s.non_answer for s in signals) / n,
+    }

@@ -1,0 +1,300 @@
+"""Fit the offline judge's faithfulness model and write ``adapters/offline_judge.json``.
+
+    python benchmarks/fit_offline_judge.py --data /work/shared/data [--sources 50]
+           [--vectors /tmp/vectors.pkl] [--out adapters/offline_judge.json] [--dry-run]
+
+Data (human labels; none of it is in the repository):
+
+- ``labelled/ragtruth/ragtruth_summary.jsonl`` and ``ragtruth_data2txt.jsonl`` (RAGTruth,
+  Niu et al. 2024, MIT): a response is faithful when annotators marked no hallucination
+  span. The source is the one context; a data-to-text source (a JSON record) is rendered
+  one leaf per paragraph, ``path key (Split Key): value``. ``--sources N`` keeps N sources
+  per file (6 responses each), chosen by a seeded shuffle of the source ids, so the
+  subset is the same on every machine.
+- ``ares/LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl`` (ARES, 111 rows,
+  ``labels.faithfulness``).
+
+Signals and features are computed by the backend's own code
+(``unified.adapters.embedding_signals``) from the packaged MiniLM's sentence and
+word-piece vectors, one forward pass per distinct sentence (``--vectors`` caches them
+between runs).
+
+The fit: scikit-learn ``LogisticRegression`` (L2, C = 1) on standardised
+``FEATURES``. Each set weighs the same in the loss, and within a set each class weighs
+half, so the 111 ARES rows count as much as 300 RAGTruth responses, and a set's
+hallucination rate does not move the intercept. Printed and stored:
+
+- held-out AUC per set: fit on the other two sets, score the third ("fit on two, test
+  on the third": the set was never seen);
+- in-domain AUC per set: 5-fold cross-validation grouped by source (all responses to one
+  news story or record stay in one fold), each fold fitted on the other two sets plus
+  the other four folds;
+- the shipped model: fitted on all three; its pass bound on p maximises the
+  set-weighted balanced accuracy on that data.
+
+AUC is ROC AUC of the score against the human label (faithful = 1), computed after the
+non-answer rule (``p · answered``), i.e. of the value the backend reports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import random
+import re
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from unified.adapters.embedding_signals import (  # noqa: E402
+    FEATURES,
+    ContextEvidence,
+    response_features,
+    sentence_signals,
+)
+from unified.text import split_sentences  # noqa: E402
+
+SETS = ("ares", "summary", "data2txt")
+ARES = "ares/LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl"
+
+
+def _camel(s: str) -> str:
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", s)
+
+
+def render_record(obj: Any, prefix: str = "") -> list[str]:
+    """A data-to-text JSON record as readable lines, one per leaf: ``hours Monday: 9-17``;
+    a camelCase key also appears split (``OutdoorSeating (Outdoor Seating)``) so its words
+    can be found by the lexical signals."""
+    if isinstance(obj, dict):
+        out: list[str] = []
+        for k, v in obj.items():
+            key = k if _camel(k) == k else f"{k} ({_camel(k)})"
+            out += render_record(v, f"{prefix} {key}".strip())
+        return out
+    if isinstance(obj, list):
+        return [line for v in obj for line in render_record(v, prefix)]
+    return [f"{prefix}: {obj}"]
+
+
+def load_ragtruth(path: Path, sources: int | None) -> list[dict[str, Any]]:
+    """One row per response: contexts, response, y (1 = no hallucination span), group."""
+    recs = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    ids = sorted(str(r["source_id"]) for r in recs)
+    random.Random(0).shuffle(ids)
+    keep = set(ids[:sources]) if sources else set(ids)
+    rows = []
+    for r in recs:
+        if str(r["source_id"]) not in keep:
+            continue
+        src = r["source"] if isinstance(r["source"], str) else "\n\n".join(render_record(r["source"]))
+        for x in r["responses"]:
+            labels = json.loads(x["labels"] or "[]") if isinstance(x["labels"], str) else x["labels"]
+            rows.append(
+                {"contexts": [src], "response": x["response"], "y": int(not labels), "group": str(r["source_id"])}
+            )
+    return rows
+
+
+def load_ares(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        r = json.loads(line)
+        rows.append(
+            {
+                "contexts": r["retrieved_contexts"],
+                "response": r["response"],
+                "y": int(r["labels"]["faithfulness"]),
+                "group": r["id"],
+            }
+        )
+    return rows
+
+
+def load_sets(data: Path, sources: int | None) -> dict[str, list[dict[str, Any]]]:
+    rt = data / "labelled/ragtruth"
+    return {
+        "ares": load_ares(data / ARES),
+        "summary": load_ragtruth(rt / "ragtruth_summary.jsonl", sources),
+        "data2txt": load_ragtruth(rt / "ragtruth_data2txt.jsonl", sources),
+    }
+
+
+class Vectors:
+    """Sentence and word-piece unit vectors of the packaged MiniLM, one forward pass per
+    distinct text, cached in a pickle between runs."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        if path and path.exists():
+            self.cache = pickle.loads(path.read_bytes())
+
+    def ensure(self, texts: list[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
+        if not todo:
+            return
+        from unified.judge.local import get_sentence_model
+
+        outs = get_sentence_model().encode(todo, output_value=None, batch_size=64, show_progress_bar=False)
+        for t, o in zip(todo, outs):
+            tok = o["token_embeddings"].detach().numpy().astype(np.float32)
+            tok = tok[1:-1] if len(tok) > 2 else tok  # no [CLS]/[SEP], as the backend
+            s = o["sentence_embedding"].detach().numpy().astype(np.float32)
+            self.cache[t] = (
+                s / max(float(np.linalg.norm(s)), 1e-12),
+                tok / np.maximum(np.linalg.norm(tok, axis=1, keepdims=True), 1e-12),
+            )
+
+    def save(self) -> None:
+        if self.path:
+            self.path.write_bytes(pickle.dumps(self.cache))
+
+
+def rare_words() -> Any:
+    from unified.adapters.embedding import is_rare_word
+
+    return is_rare_word
+
+
+def features(rows: list[dict[str, Any]], vectors: Vectors) -> np.ndarray:
+    """One row of ``FEATURES`` + ``answered`` per response."""
+    is_rare = rare_words()
+    out = []
+    for n, r in enumerate(rows):
+        rs = split_sentences(r["response"]) or [r["response"]]
+        cs = [x for c in r["contexts"] for x in split_sentences(c)]
+        vectors.ensure(rs + cs)
+        ctx = ContextEvidence(
+            r["contexts"],
+            cs,
+            np.array([vectors.cache[t][0] for t in cs]),
+            np.concatenate([vectors.cache[t][1] for t in cs]),
+        )
+        sig = [sentence_signals(s, vectors.cache[s][0], vectors.cache[s][1], ctx, is_rare) for s in rs]
+        f = response_features(sig)
+        out.append([f[k] for k in FEATURES] + [f["answered"]])
+        if n % 100 == 99:
+            print(f"  {n + 1}/{len(rows)}", file=sys.stderr, flush=True)
+    return np.array(out)
+
+
+def _weights(y: np.ndarray) -> np.ndarray:
+    # each class half of its set's weight: a set's hallucination rate does not move the fit
+    return np.where(y == 1, 0.5 / max(int(y.sum()), 1), 0.5 / max(int((1 - y).sum()), 1))
+
+
+def fit(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+    """Logistic regression on standardised features; every part (set) weighs the same."""
+    from sklearn.linear_model import LogisticRegression
+
+    X = np.vstack([x[:, : len(FEATURES)] for x, _ in parts])
+    y = np.concatenate([y for _, y in parts])
+    w = np.concatenate([_weights(y) for _, y in parts]) * len(y)
+    mu, sd = X.mean(axis=0), X.std(axis=0) + 1e-9
+    m = LogisticRegression(C=1.0, max_iter=1000).fit((X - mu) / sd, y, sample_weight=w)
+    return {
+        "features": list(FEATURES),
+        "mean": mu.tolist(),
+        "scale": sd.tolist(),
+        "coef": m.coef_[0].tolist(),
+        "intercept": float(m.intercept_[0]),
+    }
+
+
+def score(model: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """The backend's value on 0–1: sigmoid(b + Σ w·(x−μ)/σ) · answered."""
+    z = model["intercept"] + ((x[:, : len(FEATURES)] - model["mean"]) / model["scale"]) @ np.array(model["coef"])
+    return 1.0 / (1.0 + np.exp(-z)) * x[:, len(FEATURES)]
+
+
+def _auc(y: np.ndarray, p: np.ndarray) -> float:
+    from sklearn.metrics import roc_auc_score
+
+    return round(float(roc_auc_score(y, p)), 3)
+
+
+def in_domain(k: str, X: dict[str, np.ndarray], Y: dict[str, np.ndarray], G: dict[str, np.ndarray]) -> float:
+    """Grouped 5-fold AUC on set k, each fold fitted on the other sets + k's other folds."""
+    from sklearn.model_selection import GroupKFold
+
+    p = np.zeros(len(Y[k]))
+    for tr, te in GroupKFold(5).split(X[k], Y[k], G[k]):
+        model = fit([(X[o], Y[o]) for o in SETS if o != k] + [(X[k][tr], Y[k][tr])])
+        p[te] = score(model, X[k][te])
+    return _auc(Y[k], p)
+
+
+def best_bound(model: dict[str, Any], X: dict[str, np.ndarray], Y: dict[str, np.ndarray]) -> float:
+    """The bound on 0–1 maximising the mean over sets of balanced accuracy (0.01 grid)."""
+
+    def bacc(t: float) -> float:
+        accs = []
+        for k in SETS:
+            v = score(model, X[k]) >= t
+            accs.append(0.5 * (v[Y[k] == 1].mean() + (~v[Y[k] == 0]).mean()))
+        return float(np.mean(accs))
+
+    return max(np.round(np.arange(0.05, 0.96, 0.01), 2), key=bacc)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, required=True, help="the shared data folder (ares/, labelled/)")
+    ap.add_argument("--sources", type=int, default=None, help="RAGTruth sources per file (default: all 150)")
+    ap.add_argument("--vectors", type=Path, default=None, help="pickle cache of the model's vectors")
+    ap.add_argument("--out", type=Path, default=ROOT / "adapters/offline_judge.json")
+    ap.add_argument("--dry-run", action="store_true", help="print the table, write nothing")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    sets = load_sets(args.data, args.sources)
+    vectors = Vectors(args.vectors)
+    X = {k: features(rows, vectors) for k, rows in sets.items()}
+    vectors.save()
+    Y = {k: np.array([r["y"] for r in rows]) for k, rows in sets.items()}
+    G = {k: np.array([r["group"] for r in rows]) for k, rows in sets.items()}
+    held = {k: _auc(Y[k], score(fit([(X[o], Y[o]) for o in SETS if o != k]), X[k])) for k in SETS}
+    ind = {k: in_domain(k, X, Y, G) for k in SETS}
+    model = fit([(X[k], Y[k]) for k in SETS])
+    model["bound"] = float(best_bound(model, X, Y))
+    fitted = {k: _auc(Y[k], score(model, X[k])) for k in SETS}
+    print(f"{'set':10s} {'n':>5s} {'faithful':>8s} {'held-out':>9s} {'in-domain':>10s} {'fitted':>7s}")
+    for k in SETS:
+        print(f"{k:10s} {len(Y[k]):5d} {int(Y[k].sum()):8d} {held[k]:9.3f} {ind[k]:10.3f} {fitted[k]:7.3f}")
+    print(
+        "coefficients:",
+        dict(zip(FEATURES, np.round(model["coef"], 3))),
+        "intercept",
+        round(model["intercept"], 3),
+        "bound",
+        model["bound"],
+        f"({time.perf_counter() - t0:.0f} s)",
+    )
+    if not args.dry_run:
+        model["fitted_on"] = {k: {"rows": len(Y[k]), "faithful": int(Y[k].sum())} for k in SETS}
+        model["auc"] = {"held_out": held, "in_domain": ind, "fitted": fitted}
+        spec = {
+            "version": 1,
+            "embedder": "all-MiniLM-L6-v2",
+            "script": "benchmarks/fit_offline_judge.py",
+            "ragtruth_sources_per_file": args.sources or 150,
+            "models": {"faithfulness": model},
+        }
+        args.out.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
+        print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""Samples per second of the offline ``embedding`` backend on the five core metrics.
+
+    python benchmarks/offline_speed.py [--data examples/data/rag_examples.jsonl]
+                                       [--repeats 3] [--metrics faithfulness,...]
+
+Scores every sample of ``--data`` with the five core metrics (faithfulness,
+answer_relevancy, context_relevancy, context_recall, context_precision) through
+``EmbeddingBackend.score``, one sample at a time as the runner does, after one warm-up
+pass that loads the model. Each repeat changes every text (a numbered suffix) so nothing
+is served from a cache. Prints samples/s = samples / wall seconds, the median over
+``--repeats``, and the machine's load average, because on a shared machine the figure
+is only as good as the idle CPU it got.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from unified.adapters import get_backend  # noqa: E402
+from unified.metrics import parse_metrics  # noqa: E402
+from unified.sample import Sample  # noqa: E402
+
+CORE = "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision"
+
+
+def load(path: Path, tag: str) -> list[Sample]:
+    out = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            rec = json.loads(line)
+            rec.pop("metadata", None)
+            rec["response"] = f"{rec.get('response') or ''} ({tag})"
+            rec["retrieved_contexts"] = [f"{c} ({tag})" for c in rec.get("retrieved_contexts") or []]
+            out.append(Sample.from_record(rec, warn_unknown=False))
+    return out
+
+
+async def one_pass(samples: list[Sample], metrics: str) -> float:
+    backend = get_backend("embedding")
+    refs = parse_metrics(metrics)
+    t0 = time.perf_counter()
+    for s in samples:
+        scores = await backend.score(s, refs)
+        bad = [x.error for x in scores if not x.ok]
+        if bad:
+            raise SystemExit(f"sample {s.id}: {bad[0]}")
+    return time.perf_counter() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=ROOT / "examples/data/rag_examples.jsonl")
+    ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--metrics", default=CORE)
+    args = ap.parse_args(argv)
+    asyncio.run(one_pass(load(args.data, "warm-up"), args.metrics))
+    rates = []
+    for r in range(args.repeats):
+        samples = load(args.data, f"run {r}")
+        rates.append(len(samples) / asyncio.run(one_pass(samples, args.metrics)))
+    load1, load5, _ = os.getloadavg()
+    print(
+        f"embedding backend, {args.metrics}: {statistics.median(rates):.1f} samples/s "
+        f"(median of {args.repeats}: {', '.join(f'{x:.1f}' for x in rates)}; {len(samples)} samples; "
+        f"{os.cpu_count()} cores, load average {load1:.1f}/{load5:.1f})"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

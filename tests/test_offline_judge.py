@@ -1,0 +1,165 @@
+"""The fitted offline faithfulness (issue 27) and the offline bounds (issue 24 item 7), on
+hand-made examples with the real MiniLM model: a swapped number, an added claim, a
+faithful paraphrase. These check the signals and the direction of the score; agreement
+with people is measured by ``benchmarks/fit_offline_judge.py`` (docs/offline-judge.md).
+"""
+
+import asyncio
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from unified.adapters import embedding_judge as J
+from unified.adapters import get_backend
+from unified.adapters.embedding_signals import FEATURES, NumberSet, name_mentions, number_mentions
+from unified.metrics import parse_metrics
+from unified.sample import Sample
+
+pytestmark = pytest.mark.local
+
+CONTEXT = (
+    "Nimbus Notes keeps a full copy of every notebook on the device. Changes made offline are queued "
+    "and synced within 30 seconds of the device reconnecting. The Team plan costs $10 per user per month."
+)
+Q = "How long does it take for offline changes to sync?"
+FAITHFUL = "Changes made offline are synced within 30 seconds of the device reconnecting."
+PARAPHRASE = "Once the device reconnects, changes made offline sync within 30 seconds."
+#: reworded so far that most of its words are not the context's: the lexical signals
+#: count them as unsupported (a known limit, docs/offline-judge.md)
+HEAVY_PARAPHRASE = (
+    "After the device reconnects, edits made without a connection are synchronised in at most 30 seconds."
+)
+SWAPPED = "Changes made offline are synced within 90 seconds of the device reconnecting."
+ADDED = FAITHFUL + " The feature was designed by Margaret Okonkwo in Reykjavik and costs 45 euros a year."
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def faith(response: str, metric: str = "faithfulness"):
+    backend = get_backend("embedding")
+    sample = Sample(user_input=Q, response=response, retrieved_contexts=[CONTEXT])
+    (s,) = asyncio.run(backend.score(sample, parse_metrics(metric)))
+    assert s.ok, s.error
+    return s
+
+
+def test_numbers_compare_part_by_part():
+    assert [p for _, p in number_mentions("1,500 euros at 17:00-21:00, version 3.4, seven days")] == [
+        (1500,),
+        (17, 0, 21, 0),
+        (3, 4),
+        (7,),
+    ]
+    ctx = NumberSet(["Open 17:0-21:0; fee 1500; 30 days"])
+    assert ctx.supports((17, 0, 21, 0)) and ctx.supports((1500,)) and not ctx.supports((90,))
+    assert name_mentions("Yesterday Margaret Okonkwo's team met The Board in Reykjavik.") == [
+        "margaret",
+        "okonkwo",
+        "board",
+        "reykjavik",
+    ]
+
+
+def test_swapped_number_is_listed_and_lowers_the_score():
+    good, swapped = faith(FAITHFUL), faith(SWAPPED)
+    assert good.details["sentences"][0]["unsupported_numbers"] == []
+    assert swapped.details["sentences"][0]["unsupported_numbers"] == ["90"]
+    assert swapped.details["features"]["unsupported_numbers"] == 1.0
+    assert swapped.value < good.value - 0.5
+    assert good.passed
+    # the copied wording says "faithful", the number says "not": a weak, flagged verdict
+    assert swapped.details["signals_disagree"] is True
+    assert swapped.details["confidence"] < 0.5 * good.details["confidence"]
+
+
+def test_added_claim_lists_its_names_and_numbers_and_fails():
+    s = faith(ADDED)
+    first, added = s.details["sentences"]
+    assert first["unsupported_names"] == [] and first["unsupported_numbers"] == []
+    assert {"margaret", "okonkwo", "reykjavik"} <= set(added["unsupported_names"])
+    assert added["unsupported_numbers"] == ["45"]
+    assert s.value < faith(FAITHFUL).value and not s.passed
+
+
+def test_faithful_paraphrase_passes_and_unrelated_text_fails():
+    para = faith(PARAPHRASE)
+    assert para.details["sentences"][0]["unsupported_numbers"] == []
+    assert para.passed, para.reason
+    heavy = faith(HEAVY_PARAPHRASE)
+    assert heavy.value > faith(ADDED).value and heavy.details["sentences"][0]["unsupported_numbers"] == []
+    off = faith("Bananas are a yellow tropical fruit rich in potassium, grown mostly in Ecuador.")
+    assert not off.passed and off.value < para.value
+
+
+def test_details_carry_probability_contributions_and_confidence():
+    s = faith(SWAPPED)
+    d = s.details
+    assert d["variant"] == "fitted" and set(d["contributions"]) == set(FEATURES)
+    assert 0.0 <= d["confidence"] <= 1.0 and isinstance(d["signals_disagree"], bool)
+    assert s.value == pytest.approx(10 * d["probability"] * d["features"]["answered"], abs=1e-3)
+    assert "confidence" in s.reason
+
+
+def test_nonanswer_counts_zero_and_similarity_variant_still_runs():
+    assert faith("The context does not mention how long syncing takes.").value < 1.0
+    old = faith(FAITHFUL, "faithfulness[variant=similarity,t=0.8]")
+    assert old.details["variant"] == "similarity" and old.threshold == 7.0
+
+
+def test_similarity_parameters_without_the_variant_are_refused():
+    backend = get_backend("embedding")
+    (ref,) = parse_metrics("faithfulness[t=0.8]")
+    assert "variant=similarity" in backend.param_error(ref)
+    (ref,) = parse_metrics("faithfulness[variant=bogus]")
+    assert "variant must be one of default, similarity" in backend.param_error(ref)
+
+
+def test_verdict_confidence_formula():
+    m = J.FittedModel("x", ("a", "b"), (0.0, 0.0), (1.0, 1.0), (2.0, -2.0), 0.0, 0.5)
+    agree = m.predict({"a": 1.0, "b": -1.0})  # both push to "faithful": z = 4
+    assert agree.probability == pytest.approx(1 / (1 + np.exp(-4)))
+    assert agree.confidence == pytest.approx(1 - np.exp(-4)) and not agree.signals_disagree
+    split = m.predict({"a": 1.0, "b": 1.0})  # +2 and −2 cancel: p = 0.5, no confidence, flagged
+    assert split.probability == pytest.approx(0.5) and split.confidence == 0.0 and split.signals_disagree
+
+
+def test_shipped_coefficients_match_the_features_and_the_script():
+    spec = json.loads((ROOT / "adapters/offline_judge.json").read_text())
+    model = spec["models"]["faithfulness"]
+    assert tuple(model["features"]) == FEATURES and spec["script"] == "benchmarks/fit_offline_judge.py"
+    assert set(model["auc"]["held_out"]) == {"ares", "summary", "data2txt"}
+    assert 0.0 < model["bound"] < 1.0
+    # the faithfulness features must push the right way: more token overlap helps,
+    # unsupported content hurts (a sign flip would mean an inverted judge)
+    coef = dict(zip(model["features"], model["coef"]))
+    assert coef["token_precision"] > 0 and coef["unsupported_share"] < 0
+
+
+def test_bundled_examples_offline_bounds_mean_something():
+    """Issue 24 item 7: on the bundled data, context_relevancy passes the rows whose
+    contexts are relevant and fails the two with irrelevant ones; answer_relevancy passes
+    the README's correct short answer and fails the dodges and "I don't know"."""
+    rows = [json.loads(x) for x in (ROOT / "examples/data/rag_examples.jsonl").read_text().splitlines() if x.strip()]
+    backend = get_backend("embedding")
+    refs = parse_metrics("answer_relevancy,context_relevancy")
+    out = {}
+    for r in rows:
+        expect = r.pop("metadata")["expect"]
+        ar, cr = asyncio.run(backend.score(Sample.from_record(r, warn_unknown=False), refs))
+        out[r["id"]] = (expect, ar.passed, cr.passed)
+    relevant = [cr for e, _, cr in out.values() if e != "irrelevant_contexts"]
+    assert sum(relevant) >= 0.9 * len(relevant)
+    assert not out["q15"][2] and not out["q24"][2]
+    assert not out["q12"][1] and not out["q17"][1]
+    good_ar = [ar for e, ar, _ in out.values() if e == "good"]
+    assert sum(good_ar) >= 0.9 * len(good_ar)
+    paris = Sample(
+        user_input="What is the capital of France?",
+        response="Paris is the capital of France.",
+        retrieved_contexts=["Paris is the capital of France."],
+    )
+    cheese = paris.model_copy(update={"response": "The moon is made of green cheese."})
+    (good,) = asyncio.run(backend.score(paris, parse_metrics("answer_relevancy")))
+    (bad,) = asyncio.run(backend.score(cheese, parse_metrics("answer_relevancy")))
+    assert good.passed and not bad.passed
