@@ -357,7 +357,7 @@ def _threshold(ref: MetricRef) -> float:
     table = DEFAULTS.get(ref.canonical, {})
     default = table.get(f"threshold_{_variant(ref)}", table.get("threshold"))
     if default is None and ref.canonical == "faithfulness":
-        default = 10.0 * J.load("faithfulness").bound
+        default = round(10.0 * J.load("faithfulness").bound, 6)  # 10 · 0.56 is 5.6000000000000005
     return float(ref.param("threshold", ref.spec.threshold if default is None else default))
 
 
