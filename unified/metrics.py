@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Literal
 
+from unified.bounds import BoundScaleError, read_bound
+
 Kind = Literal["llm", "embedding", "deterministic"]
 
 
@@ -70,6 +72,11 @@ _ALIAS_INDEX: dict[str, str] = {}
 class UnknownMetricError(KeyError):
     def __str__(self) -> str:  # KeyError quotes its message; we want it plain
         return str(self.args[0])
+
+
+class MetricBoundError(UnknownMetricError, BoundScaleError):
+    """A ``[threshold=…]`` on the wrong scale: a bad metric spec (KeyError, as callers of
+    parse_metric catch) and a bad bound (ValueError, as callers of a bound catch)."""
 
 
 def _norm(name: str) -> str:
@@ -197,7 +204,7 @@ def parse_metric(text: str) -> MetricRef:
             if "=" not in part:
                 raise UnknownMetricError(f"metric parameter '{part}' in '{text}' must be key=value")
             key, val = part.split("=", 1)
-            params.append((key.strip(), _coerce(val.strip())))
+            params.append((key.strip(), _param_value(key.strip(), val.strip(), text)))
     # one spelling per metric, so that FaithfulnessMetric and faithfulness resume, gate and
     # aggregate as the same thing: canonical name (IR stem for @k metrics), cutoff, params
     base_name = spec.name.removesuffix("_at_k") if spec.takes_k else spec.name
@@ -205,6 +212,17 @@ def parse_metric(text: str) -> MetricRef:
     if params:
         name += "[" + ",".join(f"{key}={val}" for key, val in _raw_params(m.group("params"))) + "]"
     return MetricRef(name=name, spec=spec, k=k, params=tuple(params))
+
+
+def _param_value(key: str, val: str, text: str) -> Any:
+    """A parameter's value; ``threshold`` is a bound, read by the one bound rule (0–10
+    unless marked ``@0-1``), so ``faithfulness[threshold=0.7]`` cannot pass silently."""
+    if key != "threshold":
+        return _coerce(val)
+    try:
+        return read_bound(val, f"metric '{text}' threshold")
+    except BoundScaleError as e:
+        raise MetricBoundError(str(e)) from None
 
 
 def _raw_params(text: str) -> list[tuple[str, str]]:

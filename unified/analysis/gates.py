@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Iterable, Mapping
 
+from unified.bounds import BoundScaleError, read_bound
 from unified.metrics import UnknownMetricError, parse_metric
 from unified.scores import Aggregate
 
@@ -19,7 +20,8 @@ class GateError(ValueError):
 
 def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[str, float]:
     """``"faithfulness=7,context_recall=6"`` (or a list of such items, or a dict) ->
-    ``{metric: bound}``. Unknown metric names and bounds outside 0–10 are errors."""
+    ``{metric: bound on 0–10}``. Unknown metric names, bounds outside 0–10 and unmarked
+    bounds in (0, 1] are errors (``unified.bounds.read_bound``: ``0.7@0-1`` means 7)."""
     if not spec:
         return {}
     if isinstance(spec, Mapping):
@@ -41,12 +43,9 @@ def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[
         except UnknownMetricError as e:
             raise GateError(f"gate '{item}': {e}") from None
         try:
-            value = float(bound)
-        except ValueError:
-            raise GateError(f"gate '{item}': bound '{bound}' is not a number") from None
-        if not 0.0 <= value <= 10.0:
-            raise GateError(f"gate '{item}': bound must be on the 0–10 scale")
-        gates[name] = value
+            gates[name] = read_bound(bound, f"gate '{item}'")
+        except BoundScaleError as e:
+            raise GateError(str(e)) from None
     return gates
 
 

@@ -63,16 +63,32 @@ FLAGS: tuple[Flag, ...] = (
         _INPUT,
         commands=("run", "compare"),
     ),
+    # --from is the file layout on every command (run, compare, validate, convert, migrate):
+    # migrate's backends have their own names, so one flag never means two things
     Flag(
-        "from_backend", ("--from",), str, ..., "the backend you use now, e.g. deepeval", _MIGRATE, commands=("migrate",)
+        "from_backend",
+        ("--from-backend",),
+        str,
+        ...,
+        "the backend you use now, e.g. deepeval",
+        _MIGRATE,
+        commands=("migrate",),
     ),
-    Flag("to_backend", ("--to",), str, ..., "the backend you move to, e.g. ragas", _MIGRATE, commands=("migrate",)),
+    Flag(
+        "to_backend",
+        ("--to-backend",),
+        str,
+        ...,
+        "the backend you move to, e.g. ragas",
+        _MIGRATE,
+        commands=("migrate",),
+    ),
     Flag(
         "max_flips",
         ("--max-flips",),
         int,
         0,
-        "exit 1 when a gated metric flips pass/fail for more samples than this",
+        "exit 1 when a gated metric flips pass/fail for more samples than this (default 0: any flip fails)",
         _MIGRATE,
         commands=("migrate",),
         min=0,
@@ -87,16 +103,6 @@ FLAGS: tuple[Flag, ...] = (
         "patronus, ragas, ragas_v1, embedchain, jsonl, csv, tsv, ...; traces: otlp, openinference, "
         "mlflow-traces, langfuse (default: detected)",
         _INPUT,
-        commands=("run", "compare"),
-    ),
-    Flag(
-        "layout",
-        ("--layout",),
-        Optional[str],
-        None,
-        "layout or format of FILE (as --from on run; here --from names the backend)",
-        _INPUT,
-        commands=("migrate",),
     ),
     Flag(
         "label",
@@ -643,7 +649,7 @@ def _backends(command: str, v: dict[str, Any]) -> list[str]:
 
     if command == "migrate":
         if v["from_backend"] == v["to_backend"]:
-            raise cli.UserError(f"--from and --to are both '{v['from_backend']}'; name two backends")
+            raise cli.UserError(f"--from-backend and --to-backend are both '{v['from_backend']}'; name two backends")
         return [v["from_backend"], v["to_backend"]]
     backends = list(dict.fromkeys(cli.split_list(v.get("backend") or DEFAULT_BACKENDS[command])))
     if command == "compare" and len(backends) < 2:
@@ -748,7 +754,7 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
             soft_wrap=True,
         )
     gates_ok = True
-    if s.gates and command != "migrate":  # migrate's gates are judged by what flips (above)
+    if s.gates:  # --fail-under gates the means on every command (migrate also translates them, above)
         gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0))
         for line in lines:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
@@ -839,7 +845,7 @@ def register(app: typer.Typer) -> None:
     )(make_command("compare", body_for("compare")))
     app.command(
         "migrate",
-        help="Score FILE on --from and --to; show per metric the translated gates, the pass "
+        help="Score FILE on --from-backend and --to-backend; show per metric the translated gates, the pass "
         "agreement and the samples whose pass/fail flips; write migration.json. Exit 1 "
         "when a gated metric flips for more than --max-flips samples. " + EXIT_CODES_HELP,
     )(make_command("migrate", body_for("migrate")))
