@@ -50,6 +50,7 @@ class Flag:
     panel: str
     commands: tuple[str, ...] = ("run", "compare", "migrate")
     min: int | None = None
+    hidden: bool = False
 
 
 FLAGS: tuple[Flag, ...] = (
@@ -82,6 +83,10 @@ FLAGS: tuple[Flag, ...] = (
         "the backend you move to, e.g. ragas",
         _MIGRATE,
         commands=("migrate",),
+    ),
+    # the old spelling of --to-backend, kept only to point at the new one (exit 2)
+    Flag(
+        "to_old", ("--to",), Optional[str], None, "renamed --to-backend", _MIGRATE, commands=("migrate",), hidden=True
     ),
     Flag(
         "max_flips",
@@ -299,6 +304,7 @@ _METAVARS = {
     "calibration": "FILE",
     "from_backend": "BACKEND",
     "to_backend": "BACKEND",
+    "to_old": "BACKEND",
     "max_flips": "N",
     "mlflow": "TRACKING_URI",
     "mlflow_timeout": "SECONDS",
@@ -320,6 +326,8 @@ def _param(flag: Flag) -> inspect.Parameter:
     extra: dict[str, Any] = {"help": flag.help, "rich_help_panel": flag.panel}
     if flag.min is not None:
         extra["min"] = flag.min
+    if flag.hidden:
+        extra["hidden"] = True
     if flag.type is not bool:
         extra["metavar"] = _METAVARS.get(flag.name, "TEXT")
     return inspect.Parameter(
@@ -648,6 +656,11 @@ def _backends(command: str, v: dict[str, Any]) -> list[str]:
     from unified.cli import common as cli
 
     if command == "migrate":
+        if v.get("to_old"):
+            raise cli.UserError(
+                "--to is now --to-backend on migrate (and --from is FILE's layout on every command): "
+                "migrate FILE --from-backend deepeval --to-backend ragas"
+            )
         if v["from_backend"] == v["to_backend"]:
             raise cli.UserError(f"--from-backend and --to-backend are both '{v['from_backend']}'; name two backends")
         return [v["from_backend"], v["to_backend"]]
