@@ -24,7 +24,7 @@ def invoke(*args, env=None):
 
 
 def readme_python_block() -> str:
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "python-api.md").read_text(encoding="utf-8")
     section = text[text.index("## Python API in ten lines") :]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
@@ -40,7 +40,7 @@ async def test_the_readme_ten_lines_run_inside_a_running_event_loop(tmp_path, mo
     code = code.replace('"runs/quick', f'"{tmp_path}/quick')
     assert len(code.strip().splitlines()) <= 10
     scope: dict = {}
-    exec(compile(code, "README.md", "exec"), scope)
+    exec(compile(code, "docs/python-api.md", "exec"), scope)
     report = scope["report"]
     rows = report.to_pandas(samples=True)
     assert set(rows["metric"]) == {"precision@3", "ndcg@5", "faithfulness", "context_recall"}

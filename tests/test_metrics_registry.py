@@ -170,7 +170,7 @@ def test_metric_table_shows_each_backends_own_pass_bound():
 def test_readme_metric_table_matches_the_registries():
     from unified.adapters import metric_table_markdown
 
-    assert metric_table_markdown() in (ROOT / "README.md").read_text(encoding="utf-8")
+    assert metric_table_markdown() in (ROOT / "docs" / "metrics.md").read_text(encoding="utf-8")
 
 
 # ---------------------------------------------------------------- scoped registration
