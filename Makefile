@@ -11,7 +11,7 @@ $(VENV)/.installed: pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[all,dev]'
+	$(PIP) install -q -e '.[all,dev,docs]'
 	touch $@
 
 # llama-cpp-python builds from source (about 5 minutes, cached by pip afterwards); local-model
@@ -30,10 +30,12 @@ demo: install
 	  --metrics precision@3,recall@3,mrr,ndcg@5,hit_rate@3,faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision,semantic_similarity \
 	  --out runs/demo
 
+# lint, types, then the docs site (a broken link or a stale API reference fails; built into a temp folder), then the tests
 test: install-test
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy --python-executable $(BIN)/python
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir "$$(mktemp -d)"
 	$(BIN)/python -m pytest -q
 
 clean:

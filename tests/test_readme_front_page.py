@@ -41,3 +41,13 @@ def test_the_offline_quickstart_runs_as_written_and_prints_what_the_readme_shows
     r = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == shown.split(), r.stdout
+
+
+def test_the_docs_getting_started_page_is_the_readmes_start():
+    """docs/getting-started.md repeats the README's install and start sections (links
+    relative to docs/): neither copy may drift."""
+    page = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    for heading in ("## Install", "## Start in Python, offline", "## Start on the command line", "## Two commands"):
+        start = README.index(heading)
+        end = README.find("\n## ", start + 3)
+        assert README[start:end].strip().replace("](docs/", "](") in page, heading
