@@ -76,6 +76,12 @@ class Score(BaseModel):
     ``calibrated``: with ``--calibration FILE``, ``value`` mapped through the isotonic map
     fitted on people's labels (``unified.analysis.calibrated``): 10 × the share of people
     who would pass a sample scored ``value``; None otherwise.
+
+    Where the sample came from, so scores join back to your rows even when the sample's id
+    is a content hash: ``row`` is the 1-based position of its row in the input (the line of
+    a JSONL file, the position in a list, a DataFrame or a Dataset) and ``input_index`` a
+    DataFrame's index label for that row. Both are those of the run that scored the task
+    (a resumed run keeps the lines of tasks already done, whose content is unchanged).
     """
 
     metric: str
@@ -96,6 +102,8 @@ class Score(BaseModel):
     config_hash: str | None = None
     row_error: bool = False
     calibrated: float | None = None
+    row: int | None = None
+    input_index: int | float | str | None = None
 
     @property
     def ok(self) -> bool:

@@ -219,6 +219,16 @@ def _trace_source(source: Any, trace: str) -> _Source:
     return _Source("traces", trace_rows(enumerate([source] if one else source, start=1), trace, "traces"), trace=trace)
 
 
+def input_index(source: Any, row: int) -> int | float | str | None:
+    """A DataFrame's index label of its 1-based ``row`` (JSON-safe: numbers stay numbers,
+    anything else becomes its text), None for any other source."""
+    if not _is_instance_of(source, "pandas", "DataFrame") or not 1 <= row <= len(source.index):
+        return None
+    label = source.index[row - 1]
+    label = label.item() if hasattr(label, "item") else label  # numpy scalar -> Python
+    return label if isinstance(label, (int, float, str)) and not isinstance(label, bool) else str(label)
+
+
 def _open_source(source: Any, fmt: str | None, split: str | None, layout: str | None = None) -> _Source:
     """The rows of ``source``; problems with the source itself raise at once."""
     trace = _trace_format(source, fmt, layout)
@@ -399,6 +409,7 @@ class SampleReader(Iterator[Any]):
         self._src = _open_source(source, fmt, split, layout)
         self._detect = layout is None and self._src.trace is None  # a trace's record is ours already
         self.source = self._src.name
+        self.trace = self._src.trace  # a trace format: a row is a trace, not a DataFrame row
         self._ids = _Ids(self.source)
         self.counts = ReadCounts()
         self._notes: dict[str, None] = {}

@@ -129,8 +129,10 @@ class Report:
 
     def to_pandas(self, samples: bool = False) -> Any:
         """One row per task: metric, backend, sample_id, value, raw, raw_lo, raw_hi,
-        higher_is_better, threshold, passed, reason, error, degraded, row_error, details
-        (dict), cost_* columns. ``samples=True`` adds the sample's ``user_input``,
+        higher_is_better, threshold, passed, reason, error, degraded, row (the 1-based
+        position of the input row), input_index (a DataFrame input's index label), row_error,
+        details (dict), cost_* columns. Join back to a DataFrame input with
+        ``df.join(report.to_pandas().set_index("input_index"))``. ``samples=True`` adds the sample's ``user_input``,
         ``response`` and ``reference`` (None for input-row errors)."""
         import pandas as pd
 
@@ -146,6 +148,8 @@ class Report:
             "reason",
             "error",
             "degraded",
+            "row",
+            "input_index",
         )
         cols = [
             "metric",
@@ -161,6 +165,8 @@ class Report:
             "reason",
             "error",
             "degraded",
+            "row",
+            "input_index",
             "row_error",
             "details",
         ]

@@ -169,6 +169,9 @@ class _Run:
         self.folder = RunFolder(self.out)
         self.counts = RunCounts()
         self.seen: dict[Key, str] = {}
+        # (row, DataFrame index label) of the row being read, and of each sample by id
+        self.where: tuple[int | None, Any] = (None, None)
+        self.where_of: dict[str, tuple[int | None, Any]] = {}
         self.scan = ScanResult()
         self.complete = False
         self.interrupted: str | None = None
@@ -292,6 +295,10 @@ class _Run:
         for s in scores:
             if s.error:  # defence in depth: no error text leaves with a credential in it
                 s = s.model_copy(update={"error": scrub(s.error)})
+            # the input position, so content-hash ids join back to the user's rows; a row
+            # error is emitted while its row is read, a sample's scores later (by id)
+            row, index = self.where if s.row_error else self.where_of.get(s.sample_id, (None, None))
+            s = s.model_copy(update={"row": row, "input_index": index})
             self.log.write(s.model_dump_json())
         self.counts.tasks_run += len(scores)
         failed = sum(1 for s in scores if not s.ok)
@@ -310,7 +317,7 @@ class _Run:
     def groups(self) -> Iterator[TaskGroup]:
         """TaskGroups of the input, in order; row errors and missing fields are written
         directly (no backend call)."""
-        from unified.data.io import RowError, read_samples
+        from unified.data.io import RowError, input_index, read_samples
 
         o = self.opts
         self.reader = read_samples(
@@ -321,7 +328,7 @@ class _Run:
             labels=o.labels,
             list_sep=o.list_sep,
         )
-        for item in self.reader:
+        for row, item in self.reader.rows():
             if o.max_samples is not None and self.counts.rows_read >= o.max_samples:
                 return
             self.counts.rows_read += 1
@@ -333,9 +340,12 @@ class _Run:
                     "id",
                     f"sample id '{item.id}' repeats an earlier row's id",
                 )
+            # stamped on this row's Scores (a trace's row is the trace, with no DataFrame label)
+            self.where = (row, None if self.reader.trace else input_index(self.samples, row))
             if isinstance(item, RowError):
                 self._row_error(item)
                 continue
+            self.where_of[item.id] = self.where
             yield from self._sample_groups(item)
         self.complete = o.max_samples is None or self.counts.rows_read < o.max_samples
 
