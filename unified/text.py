@@ -257,3 +257,14 @@ def is_nonanswer(sentence: str) -> bool:
     than the subject ("The context explains ...", "The document provides ..."). English
     only; a fixed pattern list (see ``_MISSING``/``_META``), no model."""
     return bool(_NONANSWER.search(sentence))
+
+
+def cut_at_word(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters, cut at the last word boundary before the
+    limit and marked with "…" (a word cut in half reads as a different word)."""
+    text = " ".join(text.split())
+    if len(text) <= width:
+        return text
+    head = text[: max(width - 1, 1)]
+    space = head.rfind(" ")
+    return (head[:space] if space > 0 else head).rstrip(" ,;:") + "…"  # one giant word: cut it

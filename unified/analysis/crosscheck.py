@@ -47,6 +47,7 @@ from unified.analysis.translate import threshold_translation
 from unified.analysis.verdict import LABEL_TO_METRIC, backend_threshold, canonical, label_for  # noqa: F401
 from unified.sample import Sample
 from unified.scores import Score, aggregate
+from unified.text import cut_at_word
 
 _r = rounded
 
@@ -462,49 +463,61 @@ def _disagreements_table(metric: str, m: Mapping[str, Any], reason_width: int) -
     from rich.text import Text
 
     d = _table(f"{metric} — largest disagreements", ("sample", "|diff|", *m["backends"]))
-    for row in m["disagreements"]:
+    for row in _real_disagreements(m):
         cells = []
         for b in m["backends"]:
-            reason = (row["reasons"].get(b) or "")[:reason_width]
+            reason = cut_at_word(row["reasons"].get(b) or "", reason_width)
             cells.append(Text(f"{_fmt(row['values'].get(b))} {reason}".strip()))
-        label = row["sample_id"] + (f"\n{row['question'][:reason_width]}" if row.get("question") else "")
+        label = row["sample_id"] + (f"\n{cut_at_word(row['question'], reason_width)}" if row.get("question") else "")
         d.add_row(Text(label), _fmt(row["diff"]), *cells)
     return d
 
 
-def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60) -> Any:
+def _real_disagreements(m: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Disagreement rows whose |diff| shows as more than 0.00 (a row of equal values pads
+    the table and says nothing)."""
+    return [r for r in m["disagreements"] if r.get("diff") is not None and abs(r["diff"]) >= 0.005]
+
+
+def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60, verbose: bool = False) -> Any:
     """A rich renderable (``Group`` of tables) of a ``crosscheck`` result, for the CLI:
-    per metric a summary table, a pair table, the threshold translations, Krippendorff's
-    alpha, the jury's section, the human-agreement and calibration tables (Brier, ECE,
-    collapse) when labels were present, and the top
-    disagreements. ``render_crosscheck`` gives it as plain text."""
+    per metric a summary table, the pair agreement, Krippendorff's alpha, the jury's section,
+    and the disagreements whose values differ (reasons cut at word boundaries); ``verbose``
+    adds the threshold translations and, when labels were present, the human-agreement and
+    calibration tables (Brier, ECE, collapse). ``render_crosscheck`` gives it as plain text."""
     from rich.console import Group
     from rich.text import Text
 
     parts: list[Any] = []
+    more = False
     for metric, m in result.get("metrics", {}).items():
         parts.append(_backends_table(metric, m))
         if m["pairs"]:
-            parts += [_pairs_table(metric, m), _translation_table(metric, m)]
+            parts += [_pairs_table(metric, m)] + ([_translation_table(metric, m)] if verbose else [])
         if "alpha" in m:
             parts.append(_alpha_line(metric, m["alpha"]))
         if "jury" in m:
             parts += _jury_table(metric, m["jury"])
-        if "human" in m:
+        if "human" in m and verbose:
             parts += _human_tables(metric, m["human"])
-        if m["disagreements"] and len(m["backends"]) > 1:
+        if _real_disagreements(m) and len(m["backends"]) > 1:
             parts.append(_disagreements_table(metric, m, reason_width))
+        more = more or bool(m["pairs"]) or "human" in m
     for note in result.get("notes", []):
         parts.append(Text(f"note: {note}"))
+    if more and not verbose:
+        parts.append(Text("threshold translations and agreement with people: --verbose (all in crosscheck.json)"))
     return Group(*parts)
 
 
-def render_crosscheck(result: Mapping[str, Any], width: int = 120) -> str:
+def render_crosscheck(result: Mapping[str, Any], width: int = 120, verbose: bool = True) -> str:
     """``format_crosscheck`` rendered to plain text (no colour), e.g. for a log or a test."""
     from io import StringIO
 
     from rich.console import Console
 
     buf = StringIO()
-    Console(file=buf, width=width, color_system=None, force_terminal=False).print(format_crosscheck(result))
+    Console(file=buf, width=width, color_system=None, force_terminal=False).print(
+        format_crosscheck(result, verbose=verbose)
+    )
     return buf.getvalue()

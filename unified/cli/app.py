@@ -21,6 +21,7 @@ from rich.table import Table
 
 from unified.cli import run as cli_run
 from unified.cli.common import (
+    App,
     UserError,
     err_console,
     out_console,
@@ -30,7 +31,7 @@ from unified.cli.common import (
     user_errors,
 )
 
-app = typer.Typer(
+app = App(
     add_completion=False,
     no_args_is_help=True,
     help="Evaluate RAG samples with one metric registry over native, embedding, RAGAS "
@@ -321,7 +322,7 @@ def diff_cmd(
 
 # ---------------------------------------------------------------- cache
 
-cache_app = typer.Typer(no_args_is_help=True, help="Inspect or clear the judge cache shared by all runs.")
+cache_app = App(no_args_is_help=True, help="Inspect or clear the judge cache shared by all runs.")
 app.add_typer(cache_app, name="cache")
 _CACHE_HELP = "cache file (default: the shared cache in the user cache directory)"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import typer
+import typer.core
 from rich.console import Console
 
 from unified.console import console_width
@@ -139,3 +140,40 @@ def parse_mapping_flags(map_: list[str] | None) -> dict[str, str] | None:
     from unified.data.io import parse_mapping
 
     return parse_mapping(map_)
+
+
+def _one_help_style(params: list[Any]) -> list[Any]:
+    """A switch shows no ``<bool>`` (it takes no value); an argument shows its NAME like the
+    options' metavars (FILE, DIR), not ``<path>``."""
+    for p in params:
+        if getattr(p, "is_flag", False) and p.metavar is None:
+            p.metavar = ""
+        elif isinstance(p, typer.core.TyperArgument) and p.metavar is None:
+            p.metavar = (p.name or "").upper()
+    return params
+
+
+class Command(typer.core.TyperCommand):
+    """A command in the one help style (``_one_help_style``)."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _one_help_style(super().get_params(ctx))
+
+
+class Group(typer.core.TyperGroup):
+    """A command group (``unified-eval``, ``cache``) in the one help style."""
+
+    def get_params(self, ctx: Any) -> list[Any]:
+        return _one_help_style(super().get_params(ctx))
+
+
+class App(typer.Typer):
+    """``typer.Typer`` whose groups and commands use the one help style."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("cls", Group)
+        super().__init__(**kwargs)
+
+    def command(self, *args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("cls", Command)
+        return super().command(*args, **kwargs)

@@ -153,13 +153,20 @@ FLAGS: tuple[Flag, ...] = (
         _JUDGE,
     ),
     Flag("concurrency", ("--concurrency",), Optional[int], None, "judge calls in flight (default 8)", _JUDGE, min=1),
-    Flag("timeout", ("--timeout",), Optional[float], None, "seconds per judge call before it counts as failed", _JUDGE),
+    Flag(
+        "timeout",
+        ("--timeout",),
+        Optional[float],
+        None,
+        "seconds per judge call before it counts as failed (default 60)",
+        _JUDGE,
+    ),
     Flag(
         "max_retries",
         ("--max-retries",),
         Optional[int],
         None,
-        "retries per judge call (429/5xx/timeouts)",
+        "retries per judge call on 429/5xx/timeouts (default 4)",
         _JUDGE,
         min=0,
     ),
@@ -168,7 +175,7 @@ FLAGS: tuple[Flag, ...] = (
         ("--price",),
         Optional[list[str]],
         None,
-        "USD per 1M tokens of a model, e.g. gpt-4o-mini=0.15/0.60 (repeatable; also [prices] in --config)",
+        "USD per 1M tokens of a model, e.g. gpt-4o-mini=0.15/0.60 (repeatable; also \\[prices] in --config)",
         _JUDGE,
     ),
     Flag(
@@ -249,7 +256,16 @@ FLAGS: tuple[Flag, ...] = (
         commands=("run", "compare"),
         min=1,
     ),
-    Flag("quiet", ("--quiet", "-q"), bool, False, "no progress, no table (errors still go to stderr)", _OUTPUT),
+    Flag(
+        "verbose",
+        ("--verbose", "-v"),
+        bool,
+        False,
+        "also print threshold translations and agreement with people (default: summary, agreement, disagreements)",
+        _OUTPUT,
+        commands=("compare",),
+    ),
+    Flag("quiet", ("--quiet", "-q"), bool, False, "print nothing but errors (stderr) and gate results", _OUTPUT),
     Flag("dry_run", ("--dry-run",), bool, False, "count tasks and estimate calls; call nothing", _OUTPUT),
     Flag(
         "mlflow",
@@ -744,7 +760,7 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     from unified.run.runfolder import CROSSCHECK_FILE
 
     if command == "compare":
-        _crosscheck(report, s, quiet=bool(v.get("quiet")))
+        _crosscheck(report, s, quiet=bool(v.get("quiet")), verbose=bool(v.get("verbose")))
     flips_ok = _migration(report, s, v) if command == "migrate" else True
     if command in ("compare", "migrate"):  # the page shows what those files say
         from unified.run.runfolder import REPORT_FILE
@@ -753,7 +769,8 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     from unified.run.runfolder import MIGRATION_FILE
 
     extra = "".join(f", {name}" for name in (CROSSCHECK_FILE, MIGRATION_FILE) if (s.out / name).exists())
-    cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
+    if not v.get("quiet"):  # -q: nothing but errors and gate results
+        cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
     summary = report.summary()
     written = report.run_summary()
     n_failed = sum(a.errors for a in summary) + int(written.get("n_degraded") or 0)
@@ -807,7 +824,7 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
     return not flips_exceed(m, *limits)
 
 
-def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
+def _crosscheck(report: Any, s: _Setup, quiet: bool, verbose: bool = False) -> None:
     from unified.cli import common as cli
     from unified.run.runfolder import CROSSCHECK_FILE
 
@@ -835,7 +852,7 @@ def _crosscheck(report: Any, s: _Setup, quiet: bool) -> None:
     if not quiet:
         from unified.analysis.crosscheck import format_crosscheck
 
-        cli.out_console.print(format_crosscheck(cc))
+        cli.out_console.print(format_crosscheck(cc, verbose=verbose))
 
 
 def register(app: typer.Typer) -> None:

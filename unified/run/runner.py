@@ -251,7 +251,8 @@ class _Run:
         if self.book.pairs and (held := self.book.load()):
             self.say(f"resuming {self.out}: {held} repeat(s) of unfinished tasks already on disk")
         if self.scan.lines:
-            self.say(f"resuming {self.out}: {self.scan.lines} score(s) of this run already on disk")
+            if self.opts.show_summary:  # information, not a warning: `run -q` shows only errors and gates
+                self.say(f"resuming {self.out}: {self.scan.lines} score(s) of this run already on disk")
         if self.scan.unfingerprinted:
             self.say(
                 f"note: {self.scan.unfingerprinted} score line(s) carry no fingerprint (an older "
