@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from typing import Any, TextIO
 
 from unified.judge.base import CallRecord, add_listener, remove_listener
@@ -25,9 +26,25 @@ def _in_jupyter() -> bool:
         return False
 
 
+def _widgets_missing() -> bool:
+    """rich's bar in Jupyter needs ipywidgets; without it rich warns on every refresh."""
+    import importlib.util
+
+    return importlib.util.find_spec("ipywidgets") is None
+
+
+_warned_widgets: list[bool] = []  # the "no ipywidgets" hint: once per process, not per refresh
+
+
+def _warn_widgets_once() -> None:
+    if not _warned_widgets:
+        _warned_widgets.append(True)
+        warnings.warn('progress shown as plain text: install "ipywidgets" for a progress bar in Jupyter', stacklevel=3)
+
+
 class Progress:
     """``mode``: "auto" (bar on a TTY or in Jupyter, else lines), True (bar), "lines",
-    False (silent)."""
+    "text" (one line rewritten in place, ``\r``: Jupyter without ipywidgets), False (silent)."""
 
     def __init__(
         self, mode: bool | str, totals: dict[str, int | None], *, stream: TextIO | None = None, every_s: float = 10.0
@@ -48,6 +65,9 @@ class Progress:
         self._ids: dict[str, Any] = {}
         if mode == "auto":
             mode = True if (self._stream.isatty() or _in_jupyter()) else "lines"
+        if mode is True and not self._stream.isatty() and _in_jupyter() and _widgets_missing():
+            _warn_widgets_once()
+            mode, self._every = "text", min(every_s, 1.0)
         self.mode = mode
         if mode is True:
             self._start_bar()
@@ -106,15 +126,17 @@ class Progress:
                 rate=f"{rate:.1f}",
                 tps=f"{self.tokens_per_second:.1f}",
             )
-        elif self.mode == "lines" and now - self._last_line >= self._every:
+        elif self.mode in ("lines", "text") and now - self._last_line >= self._every:
             self.line()
 
     def tick(self) -> None:
         """Called periodically by the runner, so a run stuck on a judge still reports."""
-        if self.mode == "lines" and time.monotonic() - self._last_line >= self._every:
+        if self.mode in ("lines", "text") and time.monotonic() - self._last_line >= self._every:
             self.line()
 
-    def line(self) -> None:
+    def line(self, final: bool = False) -> None:
+        """One progress line; in "text" mode it rewrites the previous one (``\r``) until the
+        final one ends it."""
         self._last_line = time.monotonic()
         elapsed = self._last_line - self.started
         done, errs, calls = sum(self.done.values()), sum(self.errors.values()), sum(self.calls.values())
@@ -126,10 +148,14 @@ class Progress:
             f"{self.gen_tokens} tokens generated ({self.tokens_per_second:.1f} tok/s), {elapsed:.0f}s",
             file=self._stream,
             flush=True,
+            # "text": the next line overwrites this one in Jupyter's output
+            end="\r" if self.mode == "text" and not final else "\n",
         )
 
     def stop(self) -> None:
         remove_listener(self.on_call)
+        if self.mode == "text":
+            self.line(final=True)
         if self._bar is not None:
             self._bar.stop()
             self._bar = None

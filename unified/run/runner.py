@@ -85,11 +85,27 @@ __all__ = [
 
 class RunInterrupted(KeyboardInterrupt):
     """Raised by ``evaluate`` after Ctrl-C or SIGTERM: the run folder is consistent, its
-    summary written, and ``hint`` resumes it. ``signal`` is "SIGINT" or "SIGTERM"."""
+    summary written, its lock released, and ``hint`` resumes it. ``signal`` is "SIGINT" or
+    "SIGTERM". In a notebook (``notebook=True``) the message says to run the cell again."""
 
-    def __init__(self, done: int, total: int | None, out: Path, hint: str, signal_name: str = "SIGINT"):
+    def __init__(
+        self,
+        done: int,
+        total: int | None,
+        out: Path,
+        hint: str,
+        signal_name: str = "SIGINT",
+        *,
+        notebook: bool = False,
+    ):
         self.done, self.total, self.out, self.hint, self.signal = done, total, out, hint, signal_name
-        super().__init__(hint)
+        of = f" of {total}" if total is not None else ""
+        how = "run the cell again to resume" if notebook else f"resume with: {hint}"
+        super().__init__(f"interrupted after {done}{of} tasks; {how}")
+
+    def in_notebook(self) -> "RunInterrupted":
+        """The same interruption, told as a notebook user acts on it."""
+        return RunInterrupted(self.done, self.total, self.out, self.hint, self.signal, notebook=True)
 
 
 # ---------------------------------------------------------------- inputs
@@ -782,7 +798,7 @@ async def aevaluate(
                 flush=True,
             )
             if opts.on_interrupt is not None:
-                opts.on_interrupt(RunInterrupted(done, None, run.out, hint, run.interrupted))
+                opts.on_interrupt(RunInterrupted(done, total, run.out, hint, run.interrupted))
             raise asyncio.CancelledError()
         if run.temp_out:
             from unified.report import Report
@@ -826,8 +842,8 @@ def evaluate(
         where = Path(out) if out is not None else Path(".")
         return RunInterrupted(0, None, where, f"evaluate(..., out={str(where)!r})")
 
-    if _loop_running():
-        return _run_in_worker(coro, interrupted)
+    if _loop_running():  # Jupyter: the message says how a notebook user resumes
+        return _run_in_worker(coro, lambda: interrupted().in_notebook())
     try:  # outside the except clause above: the run's own errors must not chain to "no loop"
         return asyncio.run(coro())
     except (KeyboardInterrupt, asyncio.CancelledError):
@@ -844,10 +860,14 @@ def _loop_running() -> bool:
 
 def _run_in_worker(coro: Callable[[], Any], interrupted: Callable[[], RunInterrupted]) -> Any:
     """Run ``coro()`` on a private loop in a worker thread (the caller is inside a running
-    loop, e.g. Jupyter); a KeyboardInterrupt in the caller cancels the run cleanly."""
+    loop, e.g. Jupyter); a KeyboardInterrupt in the caller cancels the run cleanly.
+
+    The caller waits on an Event the worker sets last, never on ``Thread.join``: a join
+    interrupted by Ctrl-C can return at once the next time (CPython), and the run's folder
+    would still be locked when ``RunInterrupted`` reached the user."""
     ctx = contextvars.copy_context()
     result: dict[str, Any] = {}
-    ready = threading.Event()
+    ready, finished = threading.Event(), threading.Event()
 
     def worker() -> None:
         try:
@@ -859,27 +879,35 @@ def _run_in_worker(coro: Callable[[], Any], interrupted: Callable[[], RunInterru
             result["error"] = e
         finally:
             ready.set()
+            finished.set()  # after the run's own cleanup: its folder is unlocked
 
-    t = threading.Thread(target=worker, name="unified-evaluate", daemon=True)
-    t.start()
+    threading.Thread(target=worker, name="unified-evaluate", daemon=True).start()
     try:
-        t.join()
+        finished.wait()
     except KeyboardInterrupt:
-        ready.wait()
-        loop = result.get("loop")
-        if loop is not None:
-            loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks(loop)])
-        while t.is_alive():  # a second Ctrl-C must not abandon the run before its folder is whole
-            try:
-                t.join()
-            except KeyboardInterrupt:
-                continue
+        _cancel_and_wait(result, ready, finished)
         raise interrupted() from None
     if isinstance(result.get("error"), asyncio.CancelledError):
         raise interrupted()
     if "error" in result:
         raise result["error"]
     return result["value"]
+
+
+def _cancel_and_wait(result: dict[str, Any], ready: threading.Event, finished: threading.Event) -> None:
+    """Cancel the worker's tasks and wait until it has finished; a second Ctrl-C must not
+    abandon the run before its folder is whole."""
+    while True:
+        try:
+            ready.wait()
+            loop = result.get("loop")
+            if loop is not None and not loop.is_closed():
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nothing to cancel
+                    loop.call_soon_threadsafe(lambda: [task.cancel() for task in asyncio.all_tasks(loop)])
+            finished.wait()
+            return
+        except KeyboardInterrupt:
+            continue
 
 
 def print_summary(aggregates: list[Any], seconds: float | None = None) -> None:
