@@ -189,7 +189,8 @@ def test_embedder_failure_becomes_error_scores():
 def test_parameters_override_threshold_and_pass_bound():
     s = Sample(user_input=Q, response="The Eiffel Tower is in Paris.", retrieved_contexts=[PARIS])
     strict, lax = score(
-        s, "faithfulness[variant=similarity,t=1.0,threshold=9.5],faithfulness[variant=similarity,t=0.3,threshold=1@0-10]"
+        s,
+        "faithfulness[variant=similarity,t=1.0,threshold=9.5],faithfulness[variant=similarity,t=0.3,threshold=1@0-10]",
     )
     assert strict.threshold == 9.5 and lax.threshold == 1.0
     assert lax.value >= strict.value and lax.passed is True
