@@ -13,7 +13,7 @@ Use it wherever DeepEval takes a metric — ``deepeval.evaluate``, ``assert_test
 Each test case becomes a ``Sample`` (``unified.adapters.deepeval_objects``: ``input``,
 ``actual_output``, ``retrieval_context``, ``expected_output``, ``context`` as our
 ``reference_contexts``) and is scored by ``IntegrationScorer``
-(``unified.integrations.bridge``): the same judge config, cache and call counting as
+(``unified.integrations.scoring``): the same judge config, cache and call counting as
 ``evaluate``.
 
 Scales: ``score = value / 10`` (our 0–10 on DeepEval's 0–1). ``threshold`` is on
@@ -41,7 +41,7 @@ from deepeval.errors import MissingTestCaseParamsError  # noqa: E402
 from deepeval.metrics import BaseMetric  # noqa: E402
 
 from unified.data.layouts import LAYOUTS  # noqa: E402
-from unified.integrations.bridge import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
+from unified.integrations.scoring import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
 
 __all__ = ["IntegrationError", "UnifiedMetric"]
 

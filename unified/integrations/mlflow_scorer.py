@@ -34,7 +34,7 @@ id                  the trace id (else the content hash)
 ``metadata["provenance"]`` says where each field came from (``inputs.question``,
 ``trace span <span_id>``, ...).
 
-The scoring is ``IntegrationScorer`` (``unified.integrations.bridge``): the same judge
+The scoring is ``IntegrationScorer`` (``unified.integrations.scoring``): the same judge
 config, cache and call counting as ``evaluate``. The scorer returns a ``Feedback``:
 ``value`` = our value / 10 (0–1), ``rationale`` = our reason (with several backends: the
 jury's value, each backend's value and reason), ``metadata`` = strings (MLflow stores
@@ -59,7 +59,7 @@ from mlflow.genai.scorers import Scorer  # noqa: E402
 from mlflow.telemetry.client import set_telemetry_client  # noqa: E402
 from pydantic import PrivateAttr  # noqa: E402
 
-from unified.integrations.bridge import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
+from unified.integrations.scoring import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
 
 # mlflow imported before this module has started its telemetry client; with the switch now
 # set, this drops it (MLflow's own re-initialisation), so no scorer call is reported

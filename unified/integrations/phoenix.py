@@ -27,7 +27,7 @@ The metric's required fields are required inputs (Phoenix refuses a row without 
 the others are read when the row has them. Other column names: ``bind(...)`` or
 ``bind_evaluator(evaluator, {"input": "question", ...})``, as for any Phoenix evaluator.
 
-The scoring is ``IntegrationScorer`` (``unified.integrations.bridge``): the same judge
+The scoring is ``IntegrationScorer`` (``unified.integrations.scoring``): the same judge
 config, cache and call counting as ``evaluate``. One ``Score`` per row: ``score`` = our
 value / 10, ``label`` ``pass``/``fail`` by our threshold, ``explanation`` our reason (with
 several backends: the jury's value, each backend's value and reason), ``metadata``
@@ -52,7 +52,7 @@ from phoenix.evals import Evaluator, Score  # noqa: E402
 from phoenix.evals.exceptions import PhoenixException  # noqa: E402
 from pydantic import BaseModel, BeforeValidator, create_model  # noqa: E402
 
-from unified.integrations.bridge import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
+from unified.integrations.scoring import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
 
 __all__ = ["PHOENIX_FIELDS", "UnifiedEvaluationError", "UnifiedEvaluator"]
 

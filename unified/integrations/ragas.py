@@ -15,7 +15,7 @@ judge layer::
     result.to_pandas()["unified_faithfulness"]      # our values / 10
 
 Each ``SingleTurnSample`` becomes a ``Sample`` (``unified.adapters.ragas_objects``) and is
-scored by ``IntegrationScorer`` (``unified.integrations.bridge``): the same judge config,
+scored by ``IntegrationScorer`` (``unified.integrations.scoring``): the same judge config,
 cache and call counting as ``evaluate``. The value is ours on 0–1: ``value / 10``.
 
 Columns: the metric's required Sample fields under their ragas names (``user_input``,
@@ -49,7 +49,7 @@ from ragas.metrics.base import MetricType, SingleTurnMetric  # noqa: E402
 from ragas.metrics.result import MetricResult  # noqa: E402
 from ragas.run_config import RunConfig  # noqa: E402
 
-from unified.integrations.bridge import IntegrationError, IntegrationScorer  # noqa: E402
+from unified.integrations.scoring import IntegrationError, IntegrationScorer  # noqa: E402
 from unified.sample import FRAMEWORK_FIELDS  # noqa: E402
 
 __all__ = ["IntegrationError", "UnifiedRagasMetric"]

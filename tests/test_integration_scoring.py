@@ -1,4 +1,4 @@
-"""unified.integrations.bridge: the one scoring call under every framework integration.
+"""unified.integrations.scoring: the one scoring call under every framework integration.
 
 On the loopback judge scripted by ``judge_answers_integrations.grounding_judge``: a
 grounded answer scores 10, one about zebras 0, one mentioning ``brokenjudge`` fails.
@@ -18,7 +18,7 @@ from judge_server import JudgeServer
 
 from unified import Sample
 from unified.api import evaluate
-from unified.integrations.bridge import IntegrationError, IntegrationScorer, parse_backends
+from unified.integrations.scoring import IntegrationError, IntegrationScorer, parse_backends
 
 GOOD = {
     "id": "good",
@@ -48,7 +48,7 @@ def test_the_core_and_the_bridge_import_without_any_framework():
         "import sys\n"
         "for m in ('ragas', 'deepeval', 'mlflow', 'phoenix'): sys.modules[m] = None\n"
         "import unified, unified.api\n"
-        "from unified.integrations.bridge import IntegrationScorer\n"
+        "from unified.integrations.scoring import IntegrationScorer\n"
         "print(IntegrationScorer('faithfulness').backend_label)"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
