@@ -66,3 +66,20 @@ def test_a_document_index_far_out_of_range_is_a_row_error_not_a_hang(tmp_path):
     first, err = out.stdout.splitlines()[:2]
     assert first == "1 1"
     assert "retrieval.documents.1" in err and "missing" in err
+
+
+def test_one_unreadable_span_costs_only_its_own_trace_not_the_whole_document(tmp_path):
+    spans = [s for i in range(1, 5) for s in _trace(i)]
+    spans[2]["attributes"].append({"key": "x", "value": {"intValue": "abc"}})  # trace 2: bad int
+    del spans[4]["traceId"]  # trace 3's root: no trace id
+    spans.append("garbage")  # not a span at all
+    path = tmp_path / "one_doc.json"
+    path.write_text(json.dumps(_doc(spans)))
+    samples, errors = load_samples(str(path), layout="otlp")
+    # trace 1 and 4 are whole; before the fix one bad span made the whole document one error
+    assert sorted(s.id for s in samples) == [f"{1:032x}", f"{4:032x}"]
+    text = "\n".join(map(str, errors))
+    assert f"trace {2:032x}: span 'rag' ({2:08x}00000001): cannot read this span" in text
+    assert "field 'traceId'" in text and "has no trace id (and 1 more span(s) with a problem)" in text
+    # trace 3 lost its root span: its other span is no trace of its own to score
+    assert any(f"{3:032x}" in str(e) for e in errors)
