@@ -83,3 +83,29 @@ def test_one_unreadable_span_costs_only_its_own_trace_not_the_whole_document(tmp
     assert "field 'traceId'" in text and "has no trace id (and 1 more span(s) with a problem)" in text
     # trace 3 lost its root span: its other span is no trace of its own to score
     assert any(f"{3:032x}" in str(e) for e in errors)
+
+
+def _record(tid, sid, parent, name, attrs):
+    return {"name": name, "context": {"trace_id": tid, "span_id": sid}, "parent_id": parent, "attributes": attrs}
+
+
+def test_one_bad_element_of_a_json_array_of_spans_costs_only_itself(tmp_path):
+    records = []
+    for i in (1, 2):
+        tid, root = f"0x{i:032x}", f"0x{i:08x}00000001"
+        records.append(_record(tid, root, None, "rag", {"openinference.span.kind": "CHAIN", "input.value": f"Q{i}?"}))
+        records.append(
+            _record(
+                tid,
+                f"0x{i:08x}00000002",
+                root,
+                "retrieve",
+                {"openinference.span.kind": "RETRIEVER", "retrieval.documents.0.document.content": f"P{i}"},
+            )
+        )
+    records.insert(2, {"name": "not a span record"})
+    path = tmp_path / "spans.json"
+    path.write_text(json.dumps(records))
+    samples, errors = load_samples(str(path), layout="openinference")
+    assert sorted(s.user_input for s in samples) == ["Q1?", "Q2?"]
+    assert len(errors) == 1 and "element 2 of the list" in str(errors[0]) and "context.trace_id" in str(errors[0])
