@@ -67,7 +67,25 @@ def runs(tmp_path_factory):
         other = invoke(
             "run", data, "--metrics", "context_relevancy", "--out", tmp / "e", "--calibration", tmp / "cal.json", *judge
         )
-    return {"tmp": tmp, "fit": fit, "b": b, "c": c, "refused": refused, "other": other}
+        # folder f: calibrated, then resumed with a file covering faithfulness only, then without a file
+        full = json.loads((tmp / "cal.json").read_text())
+        (tmp / "faith.json").write_text(
+            json.dumps({**full, "entries": [e for e in full["entries"] if e["metric"] == "faithfulness"]})
+        )
+        f_runs, f_lines = [], []
+        for extra in (("--calibration", tmp / "cal.json"), ("--calibration", tmp / "faith.json"), ()):
+            f_runs.append(invoke("run", data, "--metrics", METRICS, "--out", tmp / "f", *extra, *judge))
+            f_lines.append(_lines(tmp / "f" / "scores.jsonl"))
+    return {
+        "tmp": tmp,
+        "fit": fit,
+        "b": b,
+        "c": c,
+        "refused": refused,
+        "other": other,
+        "f_runs": f_runs,
+        "f_lines": f_lines,
+    }
 
 
 def _lines(path: Path) -> list[dict]:
@@ -171,3 +189,18 @@ def test_diff_p_values_holm_and_power(tmp_path):
         "configuration unknown: A has no run.json",
         "configuration unknown: B has no run.json",
     ]
+
+
+def test_a_resumed_folder_keeps_no_calibrated_value_the_run_did_not_ask_for(runs):
+    # found in review: lines kept the calibrated values of an earlier run's file — values
+    # of a pair the new file does not cover, or of a run without --calibration — and the
+    # cross-check "on calibrated values" was computed from them without a word
+    assert [r.exit_code for r in runs["f_runs"]] == [0, 0, 0], [r.output for r in runs["f_runs"]]
+    full, faith_only, none = runs["f_lines"]
+    scored = [d for d in full if d["value"] is not None]
+    assert scored and all(d.get("calibrated") is not None for d in scored)
+    by_metric = {m: [d.get("calibrated") for d in faith_only if d["metric"] == m] for m in METRICS.split(",")}
+    assert all(c is not None for c in by_metric["faithfulness"] if c is not None) and any(by_metric["faithfulness"])
+    assert by_metric["answer_relevancy"] and all(c is None for c in by_metric["answer_relevancy"])
+    assert all(d.get("calibrated") is None for d in none)
+    assert "calibrated values of earlier runs are removed" in runs["f_runs"][2].output

@@ -133,3 +133,12 @@ def test_uris_are_shown_exactly_as_given(uri):
     assert mlflow_log.resolve_tracking_uri(uri) == uri
     assert redact_url(uri) == uri
     assert redact_url("https://u:SECRET@host/mlflow?token=T2&x=1") == "https://***@host/mlflow?token=***&x=1"
+
+
+def test_a_sqlite_uri_with_a_password_is_refused_without_repeating_it():
+    # found in review: sqlite_path's refusals quoted the URI as typed, userinfo included
+    with pytest.raises(mlflow_log.MlflowUriError) as e:
+        mlflow_log.sqlite_path("sqlite://bob:s3cr3t-pw@dbhost/runs.db")
+    text = str(e.value)
+    assert "s3cr3t-pw" not in text and "bob" not in text
+    assert "'dbhost' would be read as a host" in text and "sqlite:///dbhost/runs.db" in text

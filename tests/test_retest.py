@@ -232,3 +232,16 @@ def _lines_safe(path: Path) -> list[dict]:
         except ValueError:
             pass  # a torn line at the moment we peek
     return out
+
+
+def test_a_fold_with_a_degraded_repeat_says_why_not_its_reason():
+    # found in review: the failure list grouped such folds by "mean of 3 repeats (…)", one
+    # group per sample, because the fold had no degraded_reason of its own
+    half = _rep(6.0, 1).model_copy(
+        update={"degraded": True, "details": {"repeat": 1, "seed": 1, "degraded_reason": "judge B failed"}}
+    )
+    f = fold([_rep(8.0, 0), half, _rep(10.0, 2)], 7.0)
+    assert f.degraded and f.details["degraded_reason"] == "a repeat scored by fewer judges than asked: judge B failed"
+    from unified.scores import degraded_reason
+
+    assert degraded_reason(json.loads(f.model_dump_json())) == f.details["degraded_reason"]

@@ -184,9 +184,18 @@ class Calibration:
         """A score line with ``calibrated`` set when its pair is calibrated and it scored."""
         e = self.active.get(f"{d.get('metric')}|{d.get('backend')}")
         if e is None or d.get("value") is None or d.get("error") or d.get("config_hash") != e["config_hash"]:
-            return d
+            return uncalibrated(d)  # a value left from another file would pass for this one's
         p = float(isotonic_predict(e["map"]["x"], e["map"]["y"], float(d["value"])))
         return {**d, "calibrated": round(10.0 * p, 6)}
+
+
+def uncalibrated(d: dict[str, Any]) -> dict[str, Any]:
+    """A score line without ``calibrated``: a resumed folder's lines may hold values
+    mapped by a file this run did not name (or by an entry it no longer has); kept, they
+    would mix with this run's and feed the cross-check "on calibrated values"."""
+    if d.get("calibrated") is None:
+        return d
+    return {k: v for k, v in d.items() if k != "calibrated"}
 
 
 def _names(keys: Iterable[str]) -> list[str]:

@@ -142,16 +142,21 @@ def sqlite_path(uri: str) -> Path:
     → ``runs.db`` (in the working folder), ``sqlite:////tmp/runs.db`` → ``/tmp/runs.db``.
     Raises ``MlflowUriError`` for two slashes (``sqlite://tmp/x.db`` names a host ``tmp``)
     and for an in-memory database (the run would vanish with the process)."""
+    from unified.redact import redact_url
+
+    shown = redact_url(uri)  # sqlite://user:pw@host/x.db is a typo, but its password is still one
     rest = uri[len("sqlite:") :]
     if not rest.startswith("//"):
-        raise MlflowUriError(f"{uri}: a sqlite URI starts with sqlite:/// (sqlite:///runs.db)")
+        raise MlflowUriError(f"{shown}: a sqlite URI starts with sqlite:/// (sqlite:///runs.db)")
     rest = rest[2:].split("?", 1)[0]
     if rest in ("", "/", "/:memory:"):
-        raise MlflowUriError(f"{uri}: an in-memory database forgets the run when the process ends; name a file")
+        raise MlflowUriError(f"{shown}: an in-memory database forgets the run when the process ends; name a file")
     if not rest.startswith("/"):
+        if "@" in rest.split("/", 1)[0]:
+            rest = rest.split("@", 1)[1]  # the hint must not repeat the userinfo
         host = rest.split("/", 1)[0]
         raise MlflowUriError(
-            f"{uri}: '{host}' would be read as a host; a sqlite URI has three slashes before a relative "
+            f"{shown}: '{host}' would be read as a host; a sqlite URI has three slashes before a relative "
             f"path (sqlite:///{rest}) and four before an absolute one (sqlite:////{rest})"
         )
     return Path(rest[1:])

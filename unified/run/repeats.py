@@ -96,10 +96,9 @@ def fold(repeats: Sequence[Score], threshold: float | None) -> Score:
     mean = sum(values) / len(values)
     stats = repeat_summary(values, bound if bound is not None else default_threshold(first.metric))
     raws = [s.raw for s in ok if s.raw is not None]
-    failed = len(repeats) - len(ok)
     details = {"repeats": entries, "repeat_stats": stats}
-    if failed:
-        details["degraded_reason"] = f"{failed} of {len(repeats)} repeats failed"
+    if why := _degraded_why(repeats, ok):
+        details["degraded_reason"] = why
     listed = ", ".join(f"{v:.1f}" for v in values)
     return Score(
         metric=first.metric,
@@ -110,9 +109,24 @@ def fold(repeats: Sequence[Score], threshold: float | None) -> Score:
         passed=None if bound is None else mean >= bound,
         reason=f"mean of {len(ok)} repeats ({listed}); repeat {entries[0]['repeat']}: {ok[0].reason or ''}".strip(),
         details=details,
-        degraded=bool(failed) or any(s.degraded for s in ok),
+        degraded=bool(why),
         **common,
     )
+
+
+def _degraded_why(repeats: Sequence[Score], ok: Sequence[Score]) -> str:
+    """Why a fold is degraded ("" when it is not): repeats that failed, and repeats that
+    scored from fewer judges than asked, with their own reason — so the failure list
+    groups folds by cause, not by each fold's reason text."""
+    parts = []
+    if failed := len(repeats) - len(ok):
+        parts.append(f"{failed} of {len(repeats)} repeats failed")
+    for s in ok:
+        if s.degraded:
+            inner = (s.details or {}).get("degraded_reason") or "degraded"
+            parts.append(f"a repeat scored by fewer judges than asked: {inner}")
+            break  # the first cause names the group; the repeats keep every one
+    return "; ".join(parts)
 
 
 def _entry(s: Score) -> dict[str, Any]:

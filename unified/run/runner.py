@@ -495,6 +495,20 @@ class _Run:
             self.sample_log.close()
             self.book.close()
 
+    def _calibrate(self) -> None:
+        """``--calibration``: set ``calibrated`` on the lines it covers (and only those);
+        without it, remove the calibrated values earlier runs left in the folder — a value
+        mapped by a file this run did not name must not pass for a result of it."""
+        if self.calibration is not None:
+            self.folder.map_lines(self.calibration.apply)
+            return
+        from unified.analysis.calibrated import uncalibrated
+        from unified.run.runfolder import iter_lines
+
+        if any(d.get("calibrated") is not None for d in iter_lines(self.folder.scores)):
+            self.say("note: no --calibration this time: the calibrated values of earlier runs are removed")
+            self.folder.map_lines(uncalibrated)
+
     def _executor(self) -> Any:
         ex = self.opts.executor
         if ex in (None, "local"):
@@ -523,8 +537,7 @@ class _Run:
             self.book.compact(folded_tasks(self.folder.scores))
         manifest = self.folder.read_manifest()
         self._jury(self.opts.jury or manifest.get("jury"))
-        if self.calibration is not None:
-            self.folder.map_lines(self.calibration.apply)
+        self._calibrate()
         report = Report.from_dir(self.out)
         aggregates = self._as_asked(report.summary())
         groups, degraded = failure_groups(report.iter_score_dicts())

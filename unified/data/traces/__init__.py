@@ -107,14 +107,31 @@ def trace_rows(items: Iterable[tuple[int, Any]], fmt: str, source: str) -> Itera
         if isinstance(value, RowError):
             yield pos, value
             continue
-        try:
-            pairs.extend(reader(value))
-        except TraceProblem as p:
-            yield pos, RowError(source, pos, p.field, f"{fmt}: {p.reason}")
-        except (TypeError, ValueError, KeyError, AttributeError) as e:  # a malformed value
-            yield pos, RowError(source, pos, None, f"{fmt}: cannot read this value ({type(e).__name__}: {e})")
+        got = _read(reader, value)
+        if isinstance(got, TraceProblem) and isinstance(value, list) and len(value) > 1:
+            # a list of traces/spans (a JSON array export): one bad element costs only itself
+            for k, item in enumerate(value):
+                one = _read(reader, item)
+                if isinstance(one, TraceProblem):
+                    yield pos, RowError(source, pos, one.field, f"{fmt}: element {k} of the list: {one.reason}")
+                else:
+                    pairs.extend(one)
+        elif isinstance(got, TraceProblem):
+            yield pos, RowError(source, pos, got.field, f"{fmt}: {got.reason}")
+        else:
+            pairs.extend(got)
     for trace in group(pairs, fmt):
         yield trace.row, assemble(trace, source)
+
+
+def _read(reader: SpanReader, value: Any) -> "list[tuple[str, Span]] | TraceProblem":
+    """The reader's spans of ``value``, or the problem that stopped it."""
+    try:
+        return reader(value)
+    except TraceProblem as p:
+        return p
+    except (TypeError, ValueError, KeyError, AttributeError) as e:  # a malformed value
+        return TraceProblem(None, f"cannot read this value ({type(e).__name__}: {e})")
 
 
 def file_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:

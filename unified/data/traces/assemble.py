@@ -39,6 +39,10 @@ def assemble(trace: Trace, source: str) -> dict[str, Any] | RowError:
 
 
 def _record(trace: Trace) -> dict[str, Any]:
+    broken = [s.problem for s in trace.spans if s.problem is not None]
+    if broken:  # a span its reader could not read: the trace cannot be trusted
+        more = f" (and {len(broken) - 1} more span(s) with a problem)" if len(broken) > 1 else ""
+        raise TraceProblem(broken[0].field, broken[0].reason + more, broken[0].span)
     root = root_of(trace)
     question, q_prov = _text(root, "input", "question")
     docs = _documents(trace)

@@ -17,6 +17,8 @@ from typing import Any
 #: Langfuse's are mapped onto them by their readers)
 RETRIEVER = "RETRIEVER"
 LLM = "LLM"
+#: the trace id under which a reader files spans whose own trace id cannot be read
+NO_TRACE_ID = "(no trace id)"
 
 
 class TraceProblem(ValueError):

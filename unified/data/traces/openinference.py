@@ -102,7 +102,7 @@ def _documents(attrs: Mapping[str, Any], dropped: int) -> list[Doc]:
         found = {i: _nested_doc(d, i) for i, d in enumerate(attrs[DOCUMENTS])}
     indices = sorted(found)
     if indices != list(range(len(indices))):
-        missing = sorted(set(range(indices[-1] + 1)) - set(indices))[:5]
+        missing = _gaps(indices)
         raise TraceProblem(
             f"{DOCUMENTS}.{missing[0]}",
             f"documents {missing} are missing between indices 0 and {indices[-1]}: the retrieval is incomplete",
@@ -115,6 +115,22 @@ def _documents(attrs: Mapping[str, Any], dropped: int) -> list[Doc]:
             raise TraceProblem(where, "missing: a retrieved document without text")
         docs.append(Doc(d["content"], d.get("id"), d.get("score"), where))
     return docs
+
+
+def _gaps(indices: list[int], show: int = 5) -> list[int]:
+    """The first ``show`` indices missing from sorted ``indices`` counted from 0, found
+    without building ``range(max + 1)`` (an index such as 10**11 in a broken trace must
+    not hang the reader)."""
+    missing: list[int] = []
+    expect = 0
+    for i in indices:
+        while expect < i and len(missing) < show:
+            missing.append(expect)
+            expect += 1
+        if len(missing) >= show:
+            break
+        expect = i + 1
+    return missing
 
 
 def _nested_doc(item: Any, i: int) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from unified.data.traces.fields import hex_id, ns_of
-from unified.data.traces.model import Span, TraceProblem
+from unified.data.traces.model import NO_TRACE_ID, Span, TraceProblem
 from unified.data.traces.openinference import span_from_attributes
 
 _SCALARS = ("stringvalue", "boolvalue", "doublevalue", "bytesvalue")
@@ -70,8 +70,28 @@ def spans_of(doc: Any) -> list[tuple[str, Span]]:
         scopes = _get(rs, "scopeSpans") or _get(rs, "instrumentationLibrarySpans") or []
         for ss in scopes:
             for raw in _get(ss, "spans") or []:
-                out.append(_span(raw))
+                out.append(_guarded(raw))
     return out
+
+
+def _guarded(raw: Any) -> tuple[str, Span]:
+    """``_span(raw)``, or — for a span that cannot be read — a span carrying the problem,
+    so that only its own trace becomes a row error (one OTLP document often holds every
+    trace of a file: one bad span must not cost the others). A span without a readable
+    trace id is filed under ``NO_TRACE_ID``."""
+    try:
+        return _span(raw)
+    except TraceProblem as p:
+        problem = p
+    except (TypeError, ValueError, KeyError, AttributeError) as e:
+        problem = TraceProblem(None, f"cannot read this span ({type(e).__name__}: {e})")
+    ok = isinstance(raw, Mapping)
+    trace_id = (hex_id(_get(raw, "traceId")) if ok else None) or NO_TRACE_ID
+    name = str(raw.get("name") or "") if ok else f"<{type(raw).__name__}>"
+    span_id = str(hex_id(_get(raw, "spanId")) or "") if ok else ""
+    span = Span(span_id, None, name, "", problem=problem)
+    span.problem = TraceProblem(problem.field, problem.reason, span)
+    return trace_id, span
 
 
 def _span(raw: Mapping[str, Any]) -> tuple[str, Span]:
