@@ -59,11 +59,12 @@ def metrics_cmd(
     t = Table(title="metrics × backends (✓ implemented, · not) — `unified-eval metrics NAME` for one")
     # six backends and more: the other columns wrap, a metric's name never does
     t.add_column("metric", no_wrap=True, min_width=max(len(r["label"]) for r in m["rows"]))
-    for b in m["backends"]:
-        t.add_column(b["name"] if b["available"] else f"{b['name']}\n(extra missing)", justify="center")
-    t.add_column("required fields", no_wrap=True)
+    for b in m["backends"]:  # a backend's name is never cut: eight of them share the width
+        header = b["name"] if b["available"] else f"{b['name']}\n(extra missing)"
+        t.add_column(header, justify="center", no_wrap=True, min_width=len(b["name"]))
+    t.add_column("required fields")  # the one column that wraps
     for col in ("kind", "pass ≥"):
-        t.add_column(col)
+        t.add_column(col, no_wrap=True)
     for row in m["rows"]:
         t.add_row(
             row["label"],
