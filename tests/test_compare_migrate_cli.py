@@ -56,7 +56,9 @@ def test_compare_with_a_jury_writes_jury_lines_and_translations(tmp_path, judge_
     assert all(set(d["details"]["members"]) == {"native", "ragas", "deepeval"} for d in jury)
     cc = json.loads((out / "crosscheck.json").read_text())
     pairs = cc["metrics"]["faithfulness"]["pairs"]
-    assert ("jury", "native") in {(p["a"], p["b"]) for p in pairs}  # a backend of its own in the cross-check
+    # the jury is not paired with its own members: it has a section of its own
+    assert "jury" not in {b for p in pairs for b in (p["a"], p["b"])}
+    assert set(cc["metrics"]["faithfulness"]["jury"]["members"]) == {"native", "ragas", "deepeval"}
     assert all(len(p["threshold_translation"]) == 2 for p in pairs)  # both directions of every pair
     summary = json.loads((out / "summary.json").read_text())
     assert {(a["metric"], a["backend"]) for a in summary["aggregates"]} >= {("faithfulness", "jury")}
