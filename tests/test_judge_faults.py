@@ -59,10 +59,13 @@ async def test_mixed_faults_every_task_ends_scored_or_explained(tmp_path, monkey
     add_listener(records.append)
     try:
         with JudgeServer(fault_rate=0.2, seed=3, hang_seconds=5, latency=0.01) as srv:
+            # 2 s, not less: the first requests of a fresh openai client (2.x imports its types
+            # lazily) can take over half a second on a loaded 2-core box, and five such in a row
+            # open the circuit before any injected fault is met; a hang (5 s) still times out
             judge = JudgeConfig(
                 base_url=srv.base_url,
                 model="loop-model",
-                timeout=0.5,
+                timeout=2.0,
                 max_retries=max_retries,
                 backoff_base=0.01,
                 concurrency=16,
@@ -71,7 +74,7 @@ async def test_mixed_faults_every_task_ends_scored_or_explained(tmp_path, monkey
                 kind="openai",
                 base_url=srv.base_url,
                 model="loop-emb",
-                timeout=0.5,
+                timeout=2.0,
                 max_retries=max_retries,
                 backoff_base=0.01,
             )
