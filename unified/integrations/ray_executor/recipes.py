@@ -260,7 +260,7 @@ def max_actors(recipe: RunRecipe) -> int:
         for slot in (j.chat, j.chat2, j.embedder):
             cfg = slot.config if slot is not None else None
             if cfg is not None and getattr(cfg, "kind", "openai") != "local":
-                caps.append(cfg.concurrency)
+                caps.append(budget.concurrency(cfg))  # unset: decided by the judge's kind
     return max(1, min(caps))
 
 
