@@ -31,6 +31,7 @@ from unified.adapters import (
     unregister_backend,
 )
 from unified.adapters.native import NativeBackend
+from unified.adapters.native.prompts import PROMPTS_VERSION
 from unified.judge.base import Judges
 from unified.metrics import parse_metric, parse_metrics
 from unified.sample import Sample
@@ -275,7 +276,8 @@ def test_missing_requirements_and_native_fingerprint():
     ref = parse_metric("answer_relevancy")
     assert missing_requirements(NativeBackend(), ref, Judges()) == {"chat", "embedder"}
     nb = NativeBackend(strictness=5, run_dir="/tmp/x", concurrency=3)
-    assert nb.fingerprint_extra() == {"options": {"strictness": 5}}  # what changes scores only
+    # what changes scores only: the options metrics read and the prompts' version
+    assert nb.fingerprint_extra() == {"options": {"strictness": 5}, "prompts": PROMPTS_VERSION}
     assert Twin().requirements(ref) == frozenset() and Twin().fingerprint_extra() == {}
 
 

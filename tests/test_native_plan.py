@@ -86,7 +86,8 @@ async def test_fused_calls_are_charged_to_the_first_metric_and_noted_as_shared()
     # the fused context call asks both relevance and usefulness
     ctx_calls = [c for c in j.calls if c[0].startswith("ContextJudgement")]
     assert len(ctx_calls) == 2
-    assert "relevance" in ctx_calls[0][1][0]["content"] and "REFERENCE ANSWER" in ctx_calls[0][1][0]["content"]
+    a_text = "\n".join(m["content"] for m in ctx_calls[0][1])
+    assert "relevance" in a_text and "REFERENCE ANSWER" in a_text
 
 
 async def test_each_metric_alone_uses_its_own_smaller_prompt():
@@ -112,7 +113,7 @@ async def test_extraction_prompt_is_identical_whichever_metric_asks():
     assert first[0] in second  # same request -> a judge-cache hit across score() calls
 
 
-async def test_prompts_contain_the_texts_they_judge_and_b_reverses_the_order():
+async def test_prompts_contain_the_texts_they_judge_and_b_reverses_the_rated_contexts():
     judges, j, _ = bundle()
     s = make(4)
     await NativeBackend(judges).score(
@@ -125,10 +126,12 @@ async def test_prompts_contain_the_texts_they_judge_and_b_reverses_the_order():
     by = {}
     for name, msgs in j.calls:
         by.setdefault(name, []).append("\n".join(m["content"] for m in msgs))
+    # B reverses the contexts where they are the items rated; where they are the evidence
+    # (verification), both judges show them in the given order: the shared prompt prefix
     for name in ("VerificationA", "VerificationB", "ContextJudgementA", "ContextJudgementB"):
         text = by[name][0]
         positions = [text.index(c) for c in s.retrieved_contexts]
-        assert positions == sorted(positions, reverse=name.endswith("B"))
+        assert positions == sorted(positions, reverse=name == "ContextJudgementB")
     for name in ("VerificationA", "VerificationB"):
         assert "claim one." in by[name][0]
     assert all(s.user_input in t for t in by["ContextJudgementA"] + by["ContextJudgementB"])
@@ -140,6 +143,37 @@ async def test_prompts_contain_the_texts_they_judge_and_b_reverses_the_order():
     assert any(s.reference in t and all(c in t for c in s.retrieved_contexts) for t in ratings)
     assert any(s.response in t and all(c in t for c in s.retrieved_contexts) for t in ratings)
     assert len(set(by["GeneratedQuestions"])) == 2  # A and B are different phrasings
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+async def test_every_prompt_over_the_contexts_opens_with_the_same_system_and_contexts():
+    """The local judge's prompt (KV) cache reuses the longest prefix a prompt shares with
+    one it has read: every call of a sample that shows its contexts in the given order
+    (verification A and B, groundedness and sufficiency A and B, context grading A) must
+    share system + contexts, and only then differ (task wording, claims, question)."""
+    judges, j, _ = bundle()
+    s = make(4)
+    metrics = "faithfulness,context_recall,context_relevancy,response_groundedness,context_sufficiency"
+    await NativeBackend(judges).score(s, parse_metrics(metrics))
+    over_contexts = [(n, msgs) for n, msgs in j.calls if n != "ClaimList" and n != "ContextJudgementB"]
+    assert {n for n, _ in over_contexts} == {"VerificationA", "VerificationB", "ContextJudgementA", "WholeRating"}
+    assert len(over_contexts) == 2 + 1 + 4
+    flat = ["\n".join(f"<{m['role']}>{m['content']}" for m in msgs) for _, msgs in over_contexts]
+    opening = flat[0][: flat[0].index("END OF CONTEXTS") + len("END OF CONTEXTS")]
+    assert all(c in opening for c in s.retrieved_contexts)
+    for text in flat:
+        assert text.startswith(opening)  # system + every context, identical in each call
+        rest = text[len(opening) :]
+        varying = [x for x in ("claim one.", s.user_input, s.response, s.reference) if x in text]
+        assert varying and all(x in rest for x in varying)  # what varies comes after it
 
 
 @pytest.fixture

@@ -24,6 +24,7 @@ from unified.sample import Sample
 from unified.scores import Score
 
 from .plan import SamplePlan
+from .prompts import PROMPTS_VERSION
 from .table import NATIVE_METRICS, entry_for, metric_names
 
 __all__ = ["NativeBackend", "LLM_METRICS", "EMBEDDING_METRICS", "RETRIEVAL_METRICS"]
@@ -80,9 +81,13 @@ class NativeBackend(Backend):
 
     def fingerprint_extra(self) -> dict[str, Any]:
         """The backend options that change scores (those a metric or step reads, e.g.
-        ``relevance_threshold``, ``strictness``, ``threshold``); not ``run_dir``."""
+        ``relevance_threshold``, ``strictness``, ``threshold``); not ``run_dir``; and the
+        version of the prompts (another wording is another judgment)."""
         read = {p for e in NATIVE_METRICS.values() for p in e.accepted_params()}
-        return {"options": {k: v for k, v in sorted(self.options.items()) if k in read}}
+        return {
+            "options": {k: v for k, v in sorted(self.options.items()) if k in read},
+            "prompts": PROMPTS_VERSION,
+        }
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
         """Exactly one Score per metric, in order; never raises for a per-sample problem."""

@@ -5,6 +5,15 @@ and ``parse`` — which maps the validated answer back to the *original* item or
 B shows items in another order) and raises ``JudgeOutputError`` when the answer does not
 fit the request. Judge A and judge B are two independently worded phrasings; B also
 changes the order in which texts are shown, against position bias.
+
+Layout for a local judge's prompt (KV) cache: a prompt that shows the sample's contexts
+starts with the part every such call of the sample shares — ``EVIDENCE_SYSTEM`` and the
+contexts in their given order (``evidence``) — and only then the variant's instructions
+and the items that vary (claims, question, response). llama.cpp re-reads only what
+follows the longest prefix it has already read, so judge B's verification, the
+groundedness and sufficiency ratings and judge A's context grading of a sample read the
+contexts once between them. The exception is judge B's context grading: there the
+contexts are the items rated, and B shows them reversed against position bias.
 """
 
 from __future__ import annotations
@@ -15,6 +24,12 @@ from typing import Any, Callable, Literal, Sequence
 from pydantic import BaseModel
 
 Variant = Literal["A", "B"]
+
+# Part of every native task's configuration fingerprint: a prompt change changes the
+# answers, so a run folder scored with other prompts is refused on resume (``--fresh``)
+# instead of mixing scores. Raise it with every change of wording or layout.
+# 2: the shared opening (system + contexts first) for the local judge's prompt cache.
+PROMPTS_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -29,6 +44,30 @@ class Ask:
 def numbered(label: str, texts: Sequence[str]) -> str:
     """``[label 1] text`` blocks, one per text, numbered from 1 in the order given."""
     return "\n\n".join(f"[{label} {i}]\n{t.strip()}" for i, t in enumerate(texts, 1))
+
+
+# Shared by every prompt that shows a sample's contexts in their given order: it must not
+# depend on the variant, the metric or the items, or the prefix stops being shared.
+EVIDENCE_SYSTEM = """
+You are a careful judge of texts against retrieved contexts. The numbered contexts come
+first; the task and the items to judge follow them. Judge only against what the contexts
+say, never against your own knowledge. Answer with JSON only.
+"""
+
+
+def evidence(contexts: Sequence[str]) -> str:
+    """The shared opening of a user turn: every context, numbered in the given order,
+    closed by a fixed line (so the tokens up to it never depend on the text after it)."""
+    return "CONTEXTS\n" + numbered("Context", contexts) + "\n\nEND OF CONTEXTS"
+
+
+def evidence_ask(
+    contexts: Sequence[str], task: str, items: str, closing: str = "Answer with JSON only."
+) -> list[dict[str, str]]:
+    """Messages of a judgment over contexts: shared system and contexts, then the
+    variant's ``task`` instructions, then the ``items`` that vary, then ``closing``."""
+    body = f"{evidence(contexts)}\n\n{task.strip()}\n\n{items.strip()}\n\n{closing}"
+    return [system(EVIDENCE_SYSTEM), user(body)]
 
 
 def display_order(n: int, variant: Variant) -> list[int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..schemas import ClaimList, keyed_model
-from . import Ask, Variant, display_order, numbered, system, user
+from . import Ask, Variant, evidence_ask, numbered, system, user
 
 # ---------------------------------------------------------------- extraction
 
@@ -55,8 +55,8 @@ def extraction(question: str, text: str) -> Ask:
 # ---------------------------------------------------------------- verification
 
 _VERIFY_A = """
-You are a careful fact-checker. You get numbered contexts and numbered statements. Judge
-each statement ONLY against the contexts, never against your own knowledge:
+You are a careful fact-checker. Below come numbered statements. Judge each statement
+ONLY against the contexts above, never against your own knowledge:
 - "supported": the contexts state it or it follows directly from them;
 - "contradicted": the contexts state something incompatible with it;
 - "not_found": the contexts say nothing that settles it.
@@ -64,11 +64,11 @@ Give exactly one verdict for every statement key listed, and no other keys.
 """
 
 _VERIFY_B = """
-Task: evidence check. First you will read statements, then the evidence passages they
-must be checked against. For every statement answer one word:
-  supported     -> the passages contain it (explicitly or by direct implication)
-  contradicted  -> the passages say the opposite or an incompatible fact
-  not_found     -> the passages do not decide it
+Task: evidence check. The contexts above are the evidence; the statements to check come
+next. For every statement answer one word:
+  supported     -> the evidence contains it (explicitly or by direct implication)
+  contradicted  -> the evidence says the opposite or an incompatible fact
+  not_found     -> the evidence does not decide it
 Outside knowledge does not count. One answer per listed key; no extra keys.
 """
 
@@ -77,14 +77,16 @@ def verification(
     variant: Variant, contexts: Sequence[str], response_claims: Sequence[str], reference_claims: Sequence[str]
 ) -> Ask:
     """Support verdict for each response claim and each reference claim against all
-    contexts. ``parse`` returns ``{"response": [verdict…], "reference": [verdict…]}``."""
+    contexts. ``parse`` returns ``{"response": [verdict…], "reference": [verdict…]}``.
+
+    Both judges see the shared opening (``evidence``: the contexts in their given order),
+    so judge B re-reads none of what judge A read; they differ in wording, keys and the
+    order of the two statement sections."""
     if not response_claims and not reference_claims:
         raise ValueError("verification needs at least one claim")
-    order = display_order(len(contexts), variant)
-    shown = [contexts[i] for i in order]
     if variant == "A":
         rkey, fkey = "response_claim_{}", "reference_claim_{}"
-        parts = ["CONTEXTS\n" + numbered("Context", shown)]
+        parts = []
         if response_claims:
             parts.append(
                 "STATEMENTS FROM THE RESPONSE (keys response_claim_N)\n" + numbered("response_claim", response_claims)
@@ -94,7 +96,7 @@ def verification(
                 "STATEMENTS FROM THE REFERENCE ANSWER (keys reference_claim_N)\n"
                 + numbered("reference_claim", reference_claims)
             )
-        sys_text = _VERIFY_A
+        task = _VERIFY_A
     else:
         rkey, fkey = "answer_statement_{}", "gold_statement_{}"
         parts = []
@@ -106,12 +108,11 @@ def verification(
             parts.append(
                 "Answer statements (keys answer_statement_N):\n" + numbered("answer_statement", response_claims)
             )
-        parts.append("Evidence passages:\n" + numbered("Passage", shown))
-        sys_text = _VERIFY_B
+        task = _VERIFY_B
     keys = [(rkey.format(i), "support") for i in range(1, len(response_claims) + 1)]
     keys += [(fkey.format(i), "support") for i in range(1, len(reference_claims) + 1)]
     schema = keyed_model(f"Verification{variant}", tuple(keys))
-    messages = [system(sys_text), user("\n\n".join(parts) + "\n\nAnswer with JSON only.")]
+    messages = evidence_ask(contexts, task, "\n\n".join(parts))
 
     def parse(ans) -> dict[str, list[str]]:
         data = ans.model_dump()

@@ -4,6 +4,11 @@ at the reference answer (yes/no), all contexts in one call per judge.
 ``context_relevancy`` alone asks relevance only; ``context_precision`` alone asks
 usefulness only; requested together they share one call that asks both (the judge reads
 the same texts either way).
+
+Judge A's prompt opens like every prompt over the sample's contexts (``evidence``), so a
+local judge's prompt cache serves the contexts it already read for the verification.
+Judge B shows the contexts reversed — here they are the items rated, and the other order
+counters position bias — so B's prompt shares no prefix and keeps its own system text.
 """
 
 from __future__ import annotations
@@ -11,11 +16,11 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..schemas import keyed_model
-from . import Ask, Variant, display_order, numbered, system, user
+from . import Ask, Variant, display_order, evidence_ask, numbered, system, user
 
 _A = """
-You grade retrieved contexts for a question-answering system. Judge every numbered
-context on its own.
+You grade the retrieved contexts above for a question-answering system. Judge every
+numbered context on its own.
 {relevance}{useful}Give exactly one value for every key listed, and no other keys.
 """
 _A_REL = """Relevance to the QUESTION (key context_N_relevance):
@@ -61,11 +66,11 @@ def context_judgement(
     shown = [contexts[i] for i in order]
     prefix = "context" if variant == "A" else "passage"
     if variant == "A":
-        sys_text = _A.format(relevance=_A_REL if relevance else "", useful=_A_USE if usefulness else "")
-        body = f"QUESTION: {question.strip()}\n"
+        task = _A.format(relevance=_A_REL if relevance else "", useful=_A_USE if usefulness else "")
+        items = f"QUESTION: {question.strip()}"
         if usefulness:
-            body += f"REFERENCE ANSWER: {reference.strip()}\n"  # type: ignore[union-attr]
-        body += "\nCONTEXTS\n" + numbered("context", shown)
+            items += f"\nREFERENCE ANSWER: {reference.strip()}"  # type: ignore[union-attr]
+        messages = evidence_ask(shown, task, items)
     else:
         sys_text = _B.format(
             ref_note=" and the expected answer" if usefulness else "",
@@ -75,6 +80,7 @@ def context_judgement(
         body = "Passages:\n" + numbered("passage", shown) + f"\n\nQuery: {question.strip()}"
         if usefulness:
             body += f"\nExpected answer: {reference.strip()}"  # type: ignore[union-attr]
+        messages = [system(sys_text), user(body + "\n\nAnswer with JSON only.")]
     keys: list[tuple[str, str]] = []
     for p in range(1, n + 1):
         if relevance:
@@ -82,7 +88,6 @@ def context_judgement(
         if usefulness:
             keys.append((f"{prefix}_{p}_useful", "yesno"))
     schema = keyed_model(f"ContextJudgement{variant}", tuple(keys))
-    messages = [system(sys_text), user(body + "\n\nAnswer with JSON only.")]
 
     def parse(ans) -> dict[str, list | None]:
         data = ans.model_dump()
