@@ -17,10 +17,10 @@ clocks not running). ``max_tokens`` is capped per call by ``budget.answer_cap`` 
 the caller passes it, which bounds every generation.
 
 Prompt (KV) cache: llama.cpp re-reads only the tokens after the longest prefix a prompt
-shares with the previous one; a ``LlamaRAMCache`` of ``PROMPT_CACHE_BYTES`` keeps the
+shares with the previous one; a ``PromptCache`` of ``PROMPT_CACHE_BYTES`` keeps the
 states of earlier calls too, so a prompt that shares its start (a system prompt, a
 sample's contexts) with any recent call skips re-reading it. The native prompts put what
-a sample's calls share first for this reason.
+a sample's calls share first for this reason (``adapters/native/prompts``).
 """
 
 from __future__ import annotations
@@ -52,7 +52,41 @@ from unified.judge.structured import schema_json as _schema_json
 from unified.redact import one_line
 
 _NO_SYSTEM_ROLE = {"gemma"}
-PROMPT_CACHE_BYTES = 1 << 30  # states of ~40 recent calls of a 1.5B model at 1k tokens
+PROMPT_CACHE_BYTES = 1 << 30  # states of ~30 recent calls of a 1.5B model at 1k tokens
+
+
+def prompt_cache(capacity_bytes: int = PROMPT_CACHE_BYTES) -> Any:
+    """A ``llama_cpp.LlamaRAMCache`` that keeps only what a restore needs and counts
+    every byte it keeps against ``capacity_bytes``.
+
+    Why: llama-cpp-python (0.3.x) saves with each state the logits of up to ``n_batch``
+    prompt positions — 512 × n_vocab floats, 311 MB for Qwen2.5's 151,936-token
+    vocabulary — and counts only llama.cpp's own state (~28 KB per token for a 1.5B
+    model) against the capacity, so a 1 GB cache grew to several GB of RAM over a run.
+    Those logits are never read: a restored state is always decoded again before the
+    next token is sampled (``load_state`` sets ``_requires_eval``; ``generate`` then
+    re-reads at least the prompt's last token). So only the last row is kept
+    (``load_state`` broadcasts it over the rows it fills), and the size counted is
+    llama.cpp's state + the logits row + the token ids."""
+    from llama_cpp import LlamaRAMCache
+
+    class PromptCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(_kept_bytes(s) for s in self.cache_state.values())
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            scores = getattr(value, "scores", None)
+            if scores is not None and len(scores) > 1:
+                value.scores = scores[-1:].copy()
+            super().__setitem__(key, value)
+
+    return PromptCache(capacity_bytes=capacity_bytes)
+
+
+def _kept_bytes(state: Any) -> int:
+    """Bytes one saved state holds: llama.cpp's state, the logits kept, the token ids."""
+    return int(state.llama_state_size) + int(state.scores.nbytes) + int(state.input_ids.nbytes)
 
 
 def fold_system(messages: Messages) -> Messages:
@@ -94,7 +128,7 @@ class LlamaCppJudge(ChatJudge):
 
     def _open(self) -> Any:
         try:
-            from llama_cpp import Llama, LlamaRAMCache
+            from llama_cpp import Llama
         except ImportError:
             raise JudgeNotConfiguredError(
                 "a .gguf judge needs the extra `local-llm`: pip install 'unified-rag-eval[local-llm]'"
@@ -108,7 +142,7 @@ class LlamaCppJudge(ChatJudge):
             verbose=False,
             seed=self.config.seed if self.config.seed is not None else 0,
         )
-        llama.set_cache(LlamaRAMCache(capacity_bytes=PROMPT_CACHE_BYTES))
+        llama.set_cache(prompt_cache())
         return llama
 
     def sampling_params(self) -> dict[str, Any]:
