@@ -40,6 +40,7 @@ quiet_frameworks()  # before deepeval is imported: no telemetry, no .deepeval/ f
 from deepeval.errors import MissingTestCaseParamsError  # noqa: E402
 from deepeval.metrics import BaseMetric  # noqa: E402
 
+from unified.bounds import BoundScaleError, read_bound  # noqa: E402
 from unified.data.layouts import LAYOUTS  # noqa: E402
 from unified.integrations.scoring import IntegrationError, IntegrationScorer, Outcome  # noqa: E402
 
@@ -169,15 +170,19 @@ class UnifiedMetric(BaseMetric):
 
 def _threshold01(threshold: float | None, scorer: IntegrationScorer) -> float:
     """The pass bound on 0–1: as given, else our default for the metric and backend / 10.
-    A bound above 1 is refused: it is almost surely our 0–10 scale typed by mistake."""
+
+    A given bound is read by the one bound rule (``unified.bounds.read_bound``) as
+    ``threshold@0-1``, so a bound above 1 (almost surely our 0–10 scale typed by mistake),
+    a bool or a non-number is refused there."""
     if threshold is None:
         ours = scorer.threshold()
         return 0.5 if ours is None else ours / 10.0
-    if isinstance(threshold, bool) or not 0.0 <= float(threshold) <= 1.0:
+    try:
+        return read_bound(f"{threshold}@0-1", "threshold") / 10.0
+    except BoundScaleError as exc:
         raise ValueError(
-            f"threshold={threshold!r}: UnifiedMetric takes DeepEval's 0–1 scale (our 0–10 bound 7 is threshold=0.7)"
-        )
-    return float(threshold)
+            f"{exc}: UnifiedMetric takes DeepEval's 0–1 scale (our 0–10 bound 7 is threshold=0.7)"
+        ) from None
 
 
 def _needed_params(scorer: IntegrationScorer) -> list[str]:
