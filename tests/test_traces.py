@@ -306,3 +306,31 @@ def test_validate_and_convert_read_traces_with_from(tmp_path):
     r = CliRunner().invoke(app, ["convert", str(path), str(out), "--from", "otlp", "--to", "ragas"])
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == 2 and rows[0]["retrieved_contexts"] == [t for _, t, _ in tf.RAG[0]["docs"]], r.output
+
+
+def _relink(path, edits):
+    """Rewrite parent ids of a console span file: ``edits`` maps (trace index, span name) to
+    the new parent (a span name of the same trace, or a raw id not in the file)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    traces = list(dict.fromkeys(d["context"]["trace_id"] for d in lines))
+    ids = {(traces.index(d["context"]["trace_id"]), d["name"]): d["context"]["span_id"] for d in lines}
+    for d in lines:
+        key = (traces.index(d["context"]["trace_id"]), d["name"])
+        if key in edits:
+            d["parent_id"] = ids.get((key[0], edits[key]), edits[key])
+    path.write_text("".join(json.dumps(d) + "\n" for d in lines))
+    return path
+
+
+def test_a_span_that_does_not_reach_the_root_is_a_row_error_not_a_context(tmp_path):
+    spans = tf.record(five)
+    ids = trace_ids(spans)
+    path = _relink(
+        tf.write_console(spans, tmp_path / "spans.jsonl"),
+        {(1, "retrieve"): "0xdeadbeefdeadbeef", (2, "retrieve"): "generate", (2, "generate"): "retrieve"},
+    )
+    good, bad = load_samples(path)
+    assert [s.id for s in good] == [ids[0], ids[3], ids[4]]  # the rest is read
+    assert [(e.sample_id, e.field) for e in bad] == [(ids[1], "parent_id"), (ids[2], "parent_id")]
+    assert "span 'retrieve'" in bad[0].reason and "its parent deadbeefdeadbeef is not in the source" in bad[0].reason
+    assert "parent ids form a loop" in bad[1].reason

@@ -3,7 +3,8 @@ trace reader shares.
 
 * ``id``: the trace id.
 * ``user_input``: the root span's input (``values.text_of``, role question). The root is
-  the one span without a parent; none or several is an error (a trace cut across files).
+  the one span without a parent; none or several is an error (a trace cut across files), and so
+  is a span whose parents do not lead to the root (a parent missing from the source, a loop).
 * ``retrieved_contexts``: the documents of every retriever span, spans in start order
   (ties: source order), documents in their index order within a span — retrieval order.
   ``retrieved_ids`` when every document has an id; the retriever's scores, aligned with
@@ -75,6 +76,7 @@ def root_of(trace: Trace) -> Span:
         raise TraceProblem(None, "has no spans")
     roots = [s for s in trace.spans if not s.parent_id]
     if len(roots) == 1:
+        _check_tree(trace)
         return roots[0]
     if not roots:
         missing = trace.spans[0].parent_id
@@ -85,6 +87,26 @@ def root_of(trace: Trace) -> Span:
         )
     names = ", ".join(s.label() for s in roots[:3])
     raise TraceProblem("parent_id", f"has {len(roots)} root spans ({names}); one trace needs one root")
+
+
+def _check_tree(trace: Trace) -> None:
+    """Every span must reach the root through its parents. A span whose parent is not in
+    the trace, or a loop of parents, means spans are missing or mislinked: their documents
+    would otherwise be read as this trace's contexts without a word."""
+    by_id = {s.span_id: s for s in trace.spans}
+    for span in trace.spans:
+        seen: set[str] = set()
+        cur = span
+        while cur.parent_id:
+            if cur.span_id in seen:
+                raise TraceProblem("parent_id", "its parent ids form a loop that never reaches the root", cur)
+            seen.add(cur.span_id)
+            parent = by_id.get(cur.parent_id)
+            if parent is None:
+                raise TraceProblem(
+                    "parent_id", f"its parent {cur.parent_id} is not in the source; is the trace cut across files?", cur
+                )
+            cur = parent
 
 
 def _text(span: Span, side: str, role: str) -> tuple[str, dict[str, Any]]:
