@@ -64,7 +64,11 @@ def test_check_gates_lines_and_exit_status():
     assert not ok and "no score in this run" in lines[0]
 
 
-def _write_run(path: Path, values: dict[str, float | None], metric="faithfulness", backend="native") -> Path:
+def _write_run(
+    path: Path, values: dict[str, float | None], metric="faithfulness", backend="native", hashed=True
+) -> Path:
+    """A run folder's scores; ``hashed``: each score carries its sample's content hash,
+    as every run written today does (an older run has none)."""
     path.mkdir(parents=True, exist_ok=True)
     with open(path / "scores.jsonl", "w") as f:
         for sid, v in values.items():
@@ -73,8 +77,20 @@ def _write_run(path: Path, values: dict[str, float | None], metric="faithfulness
                 if v is None
                 else Score.from_raw(metric, backend, sid, v, raw_range=(0, 10))
             )
+            if hashed:
+                s = s.model_copy(update={"sample_hash": f"h-{sid}"})
             f.write(s.model_dump_json() + "\n")
     return path
+
+
+def test_diff_says_when_pairs_rest_on_the_sample_id_alone(tmp_path):
+    old = _write_run(tmp_path / "old", {"x": 5.0, "y": 6.0, "z": 7.0}, hashed=False)
+    new = _write_run(tmp_path / "new", {"x": 5.5, "y": 6.0, "z": 7.0})
+    (r,) = diff_runs(old, new, n_boot=200)
+    assert r["n_paired"] == 3
+    assert "3 pair(s) matched by sample id only" in " ".join(r["notes"])
+    (same,) = diff_runs(new, new, n_boot=200)
+    assert not any("sample id only" in n for n in same["notes"])
 
 
 def test_diff_paired_delta_ci_and_movers(tmp_path):

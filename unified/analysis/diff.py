@@ -95,6 +95,11 @@ def _paired_row(
     paired = [sid for sid in a if sid in b and a[sid] is not None and b[sid] is not None]
     diffs = [b[s] - a[s] for s in paired]  # type: ignore[operator]
     notes: list[str] = [f"{len(changed)} sample(s) changed content between the runs: not paired"] if changed else []
+    if unverified := sum(1 for s in paired if not (a_in[s][1] and b_in[s][1])):
+        notes.append(
+            f"{unverified} pair(s) matched by sample id only: a run without content hashes "
+            "(an older run) cannot show that the sample is the same in both"
+        )
     row: dict[str, Any] = {
         "metric": metric,
         "backend": backend,
