@@ -290,6 +290,7 @@ class JudgeServer:
         reject_json_schema: bool = False,
         fault_message: str | None = None,
         raw_fn: Callable[[dict], str | None] | None = None,
+        batch: Any = None,
     ):
         bad = set(faults) - set(_ALL_KINDS)
         if bad:
@@ -307,6 +308,8 @@ class JudgeServer:
         self.fault_message = fault_message
         # an answer that is no completion or embedding: raw_fn(body) -> a text/html body with HTTP 200
         self.raw_fn = raw_fn
+        # the Batch API endpoints (tests/judge_batch_server.py BatchEndpoints), when given
+        self.batch = batch
         self._port = port
         self._rng = random.Random(seed)
         self._forced: deque[str] = deque()
@@ -431,6 +434,11 @@ class JudgeServer:
         raw = self.raw_fn(body) if self.raw_fn is not None else None
         if raw is not None:
             return web.Response(text=raw, status=200, content_type="text/html")
+        return web.json_response(self.completion(body, fault))
+
+    def completion(self, body: dict, fault: str | None = None) -> dict:
+        """The chat.completion answering ``body`` (the online and the batch answers:
+        tests/judge_batch_server.py calls this too, so both are the same function)."""
         text = _text_of(body)
         rng = random.Random(_seed_for(text, self.seed) + request_seed_offset(body))
         content: str | None = None
@@ -452,22 +460,18 @@ class JudgeServer:
 
         prompt_tokens = max(1, len(text) // 4)
         completion_tokens = max(1, len(content) // 4)
-        return web.json_response(
-            {
-                "id": f"chatcmpl-{hashlib.sha1(text.encode()).hexdigest()[:12]}",
-                "object": "chat.completion",
-                "created": int(time.time()),
-                "model": body.get("model", "loopback"),
-                "choices": [
-                    {"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}
-                ],
-                "usage": {
-                    "prompt_tokens": prompt_tokens,
-                    "completion_tokens": completion_tokens,
-                    "total_tokens": prompt_tokens + completion_tokens,
-                },
-            }
-        )
+        return {
+            "id": f"chatcmpl-{hashlib.sha1(text.encode()).hexdigest()[:12]}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": body.get("model", "loopback"),
+            "choices": [{"index": 0, "finish_reason": finish, "message": {"role": "assistant", "content": content}}],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion_tokens,
+                "total_tokens": prompt_tokens + completion_tokens,
+            },
+        }
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         body, fault = await self._receive(request, "embedding")
@@ -511,6 +515,8 @@ class JudgeServer:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_get("/v1/models", self._models)
+        if self.batch is not None:
+            self.batch.install(self, app)
         self._runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await self._runner.setup()
         await web.SockSite(self._runner, sock).start()

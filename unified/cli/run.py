@@ -257,6 +257,34 @@ FLAGS: tuple[Flag, ...] = (
         min=1,
     ),
     Flag(
+        "batch",
+        ("--batch",),
+        bool,
+        False,
+        "send judge calls as Batch API jobs (OpenAI-compatible judges; half price, answers within "
+        "the provider's 24 h window); the jobs are kept in OUT/batches.jsonl and picked up on resume",
+        _JUDGE,
+        commands=("run", "compare"),
+    ),
+    Flag(
+        "batch_poll",
+        ("--batch-poll",),
+        Optional[float],
+        None,
+        "--batch: the longest wait between two status checks of a job (default 30; checks start at 1 s)",
+        _JUDGE,
+        commands=("run", "compare"),
+    ),
+    Flag(
+        "batch_window",
+        ("--batch-window",),
+        Optional[float],
+        None,
+        "--batch: seconds without a new judge request before the waiting ones go out as one job (default 1)",
+        _JUDGE,
+        commands=("run", "compare"),
+    ),
+    Flag(
         "verbose",
         ("--verbose", "-v"),
         bool,
@@ -297,6 +325,8 @@ _METAVARS = {
     "label": "METRIC=COLUMN",
     "list_sep": "SEP",
     "max_samples": "N",
+    "batch_poll": "SECONDS",
+    "batch_window": "SECONDS",
     "plugins": "MODULES",
     "base_url": "URL",
     "model": "NAME",
@@ -606,26 +636,29 @@ def _price_rows(rows: list[dict[str, Any]], prices: Any, model_a: str | None, mo
     B's price, the rest at judge A's; rows of a backend that calls no LLM cost 0, and a
     row with calls for a model the table has no price for costs ``—`` (unknown). Returns
     the models that had calls and no price."""
+    from unified.judge.prices import batch_price
+
     unpriced: dict[str, None] = {}
     for r in rows:
         share = r.pop("_judge_b", None) or {"input_tokens": 0, "output_tokens": 0}
         if not prices:
             continue
         if not r.get("calls"):
-            r["usd"] = 0.0 if r.get("calls") == 0 else None
+            r["usd"] = r["usd_batch"] = 0.0 if r.get("calls") == 0 else None
             continue
         b_in, b_out = share["input_tokens"], share["output_tokens"]
         parts = [(model_a, r["input_tokens"] - b_in, r["output_tokens"] - b_out), (model_b, b_in, b_out)]
         missing = [m or "?" for m, t_in, t_out in parts if (t_in or t_out) and (prices.get(m) if m else None) is None]
         unpriced.update(dict.fromkeys(missing))
-        r["usd"] = (
-            None
-            if missing
-            else round(
-                sum((t_in * prices[m][0] + t_out * prices[m][1]) / 1e6 for m, t_in, t_out in parts if t_in or t_out), 6
-            )
-        )
+        r["usd"] = None if missing else _usd(parts, lambda m: prices[m])
+        # the same calls through the Batch API (--batch): the batch price (unified.judge.prices)
+        r["usd_batch"] = None if missing else _usd(parts, lambda m: batch_price(prices, m))
     return list(unpriced)
+
+
+def _usd(parts: list[tuple[Any, int, int]], price: Any) -> float:
+    """Σ (tokens_in · in + tokens_out · out) / 1e6 over ``(model, tokens_in, tokens_out)``."""
+    return round(sum((t_in * price(m)[0] + t_out * price(m)[1]) / 1e6 for m, t_in, t_out in parts if t_in or t_out), 6)
 
 
 def _print_rows(rows: list[dict[str, Any]], title: str) -> None:
@@ -742,9 +775,28 @@ def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
         prices=_prices(v),
         executor=v.get("executor") or "local",
         ray_address=v.get("ray_address"),
+        batch=_batch(v),
         run_config={"judges": s.judge_desc, "command": command},
         command=command_line(command, s.file, v),
     )
+
+
+def _batch(v: dict[str, Any]) -> Any:
+    """``--batch`` (with ``--batch-poll`` / ``--batch-window``) as ``RunOptions.batch``."""
+    from unified.cli import common as cli
+
+    given = {k: v.get(k) for k in ("batch_poll", "batch_window") if v.get(k) is not None}
+    if not v.get("batch"):
+        if given:
+            raise cli.UserError(f"--{next(iter(given)).replace('_', '-')} needs --batch")
+        return False
+    settings: dict[str, float] = {}
+    if (poll := given.get("batch_poll")) is not None:
+        settings["poll_max"] = float(poll)
+        settings["poll_first"] = min(1.0, float(poll))
+    if (window := given.get("batch_window")) is not None:
+        settings["window"] = float(window)
+    return settings or True
 
 
 def _prices(v: dict[str, Any]) -> Any:

@@ -100,6 +100,7 @@ class CallRecord:
     latency: float = 0.0
     retries: int = 0
     error: str | None = None
+    batch: bool = False  # answered through a Batch API job: priced at the batch rate
 
 
 @dataclass

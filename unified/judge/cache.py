@@ -73,6 +73,7 @@ from unified.judge.base import (
     record_call,
     repeat_seed,
 )
+from unified.judge.batch import request_key
 from unified.judge.structured import schema_json
 from unified.run.runfolder import CACHE_FILE
 
@@ -402,7 +403,12 @@ class CachedChatJudge(ChatJudge):
                 record_call(CallRecord(kind="chat", backend="", metric="", sample_id="", model=self.model, cached=True))
                 answer = hit[0]
             else:
-                answer = await compute()
+                # the key names this call in a Batch API job (unified.judge.batch)
+                token = request_key.set(key)
+                try:
+                    answer = await compute()
+                finally:
+                    request_key.reset(token)
                 # stored with no await in between, on this (the loop's) thread: the answer
                 # is in the cache before any other task runs, so a process killed at any
                 # point has at most the calls then on the wire (≤ the judge's concurrency)

@@ -26,10 +26,11 @@ from typing import Any
 
 import openai
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from unified.judge import budget
 from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call, repeat_seed
+from unified.judge.batch import BatchMode, JudgeBatchError, current_batch_mode, custom_id_for
 from unified.judge.config import JudgeConfig
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
 
@@ -142,9 +143,24 @@ class OpenAIChatJudge(ChatJudge):
         kwargs.update(params)
         return kwargs
 
-    async def _complete(self, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
-        """One chat completion with retries; returns the content, records the call."""
-        kwargs = self._kwargs(messages, schema, params)
+    def _failed(self, exc: BaseException, start: float, retries: int, batch: bool = False) -> None:
+        record_call(
+            CallRecord(
+                kind="chat",
+                backend="",
+                metric="",
+                sample_id="",
+                model=self.model,
+                cached=False,
+                retries=retries,
+                latency=time.perf_counter() - start,
+                error=one_line(exc, MESSAGE_LIMIT, self._http.secrets),
+                batch=batch,
+            )
+        )
+
+    async def _online(self, messages: Messages, schema: type[BaseModel] | None, kwargs: dict[str, Any]) -> Any:
+        """One chat completion over HTTP with retries: ``(response, retries)``."""
         timeout = budget.call_timeout(self.config, kwargs.get("max_tokens")) or self._http.timeout
         attempts = Attempts()
         start = time.perf_counter()
@@ -172,23 +188,43 @@ class OpenAIChatJudge(ChatJudge):
         except Exception as exc:
             if self._probing:  # llama.cpp's form failed too: the 500 was not about the format
                 self.mode, self._probing = "json_schema", False
-            record_call(
-                CallRecord(
-                    kind="chat",
-                    backend="",
-                    metric="",
-                    sample_id="",
-                    model=self.model,
-                    cached=False,
-                    retries=attempts.retries,
-                    latency=time.perf_counter() - start,
-                    error=one_line(exc, MESSAGE_LIMIT, self._http.secrets),
-                )
-            )
+            self._failed(exc, start, attempts.retries)
             raise
         if schema is not None and self.mode == "json_schema" and holder.get("rf"):
             self._mode_settled = True  # the server accepts json_schema: never probe
         self._probing = False
+        return resp, attempts.retries
+
+    async def _batched(
+        self, mode: BatchMode, messages: Messages, schema: type[BaseModel] | None, kwargs: dict[str, Any]
+    ) -> ChatCompletion:
+        """The same request as one line of a Batch API job (``unified.judge.batch``).
+        ``auto`` structured output cannot probe inside a job: it keeps its first guess."""
+        rf = self._response_format(schema)
+        body = {"model": self.model, "messages": messages, **({"response_format": rf} if rf else {}), **kwargs}
+        start = time.perf_counter()
+        try:
+            raw = await mode.batcher(self._http).submit(custom_id_for(body), body)
+            try:
+                return ChatCompletion.model_validate(raw)
+            except ValidationError as exc:
+                raise JudgeBatchError(
+                    f"{self._what}: a batch output line is not a chat completion ({short_validation_error(exc)})"
+                ) from None
+        except Exception as exc:
+            self._failed(exc, start, 0, batch=True)
+            raise
+
+    async def _complete(self, messages: Messages, schema: type[BaseModel] | None, params: dict[str, Any]) -> str:
+        """One chat completion (online, or in a batch job under ``batch_scope``); returns
+        the content, records the call."""
+        kwargs = self._kwargs(messages, schema, params)
+        start = time.perf_counter()
+        mode = current_batch_mode()
+        if mode is not None:
+            resp, retries = await self._batched(mode, messages, schema, kwargs), 0
+        else:
+            resp, retries = await self._online(messages, schema, kwargs)
 
         choice = resp.choices[0] if resp.choices else None
         content = (choice.message.content if choice and choice.message else None) or ""
@@ -206,7 +242,8 @@ class OpenAIChatJudge(ChatJudge):
             output_tokens=(estimate_tokens(content) if estimated or usage is None else (usage.completion_tokens or 0)),
             tokens_estimated=estimated,
             latency=time.perf_counter() - start,
-            retries=attempts.retries,
+            retries=retries,
+            batch=mode is not None,
         )
         if choice is not None and choice.finish_reason == "length":
             rec.error = "finish_reason=length"

@@ -10,6 +10,13 @@ such call's model has no price the task's cost is ``None`` ("unknown"), never a 
 sum that would pass for the total. Estimated token counts (``Cost.tokens_estimated``)
 make the dollar figure an estimate too.
 
+Batch prices. A call answered through a Batch API job (``CallRecord.batch``) is priced
+at the model's batch price: an explicit ``MODEL@batch=IN/OUT`` entry, else the online
+price times ``BATCH_DISCOUNT`` (0.5)::
+
+    usd_batch = Σ_calls (input_tokens · b_in + output_tokens · b_out) / 1_000_000
+    (b_in, b_out) = prices["MODEL@batch"] or 0.5 · prices["MODEL"]
+
 Sources, merged in this order (later wins): the ``[prices]`` section of a run file and
 ``--price MODEL=IN/OUT`` strings. The table in force for a run is set with
 ``price_scope(table)``; every ``TaskMeter`` created inside picks it up.
@@ -25,6 +32,12 @@ from typing import Any, Iterable, Iterator, Mapping
 
 Prices = dict[str, tuple[float, float]]
 PER_TOKENS = 1_000_000
+#: the Batch API's price relative to the online one. OpenAI: "a 50% cost discount
+#: compared to synchronous APIs" (platform.openai.com/docs/guides/batch, and the batch
+#: column of openai.com/api/pricing); Anthropic's Message Batches and Google's Gemini
+#: batch mode state the same 50 %. A provider with another rate: a MODEL@batch entry.
+BATCH_DISCOUNT = 0.5
+BATCH_SUFFIX = "@batch"
 
 _prices: contextvars.ContextVar[Mapping[str, tuple[float, float]] | None] = contextvars.ContextVar(
     "unified_prices", default=None
@@ -112,11 +125,23 @@ def usd_cost(records: Iterable[Any], prices: Mapping[str, tuple[float, float]] |
     for r in records:
         if not (r.input_tokens or r.output_tokens):
             continue  # a cache hit or a failed call: nothing was billed
-        price = prices.get(r.model)
+        price = batch_price(prices, r.model) if getattr(r, "batch", False) else prices.get(r.model)
         if price is None:
             return None
         total += (r.input_tokens * price[0] + r.output_tokens * price[1]) / PER_TOKENS
     return total
+
+
+def batch_price(prices: Mapping[str, tuple[float, float]] | None, model: str | None) -> tuple[float, float] | None:
+    """``model``'s batch price: its ``MODEL@batch`` entry, else ``BATCH_DISCOUNT`` × its
+    online price; None when the table has neither."""
+    if not prices or model is None:
+        return None
+    explicit = prices.get(model + BATCH_SUFFIX)
+    if explicit is not None:
+        return explicit
+    online = prices.get(model)
+    return None if online is None else (online[0] * BATCH_DISCOUNT, online[1] * BATCH_DISCOUNT)
 
 
 def current_prices() -> Mapping[str, tuple[float, float]] | None:
@@ -134,4 +159,14 @@ def price_scope(prices: Mapping[str, tuple[float, float]] | None) -> Iterator[No
         _prices.reset(token)
 
 
-__all__ = ["PriceError", "Prices", "current_prices", "parse_price", "parse_prices", "price_scope", "usd_cost"]
+__all__ = [
+    "BATCH_DISCOUNT",
+    "PriceError",
+    "batch_price",
+    "Prices",
+    "current_prices",
+    "parse_price",
+    "parse_prices",
+    "price_scope",
+    "usd_cost",
+]

@@ -35,6 +35,9 @@ class RunOptions:
     local Ray for the run; "auto": the running cluster; or an address — see
     ``unified.integrations.ray_executor``). Test–retest: ``repeats`` (N > 1 scores every
     judge-using task N times with seeds 0…N−1 and keeps their mean; ``unified.run.repeats``).
+    Batch: ``batch`` (True, or a dict of ``unified.judge.batch.BatchSettings`` fields such as
+    ``{"poll_max": 10}``) sends uncached judge calls as Batch API jobs at the batch price;
+    every task is in flight at once and the jobs are recorded in the folder's ``batches.jsonl``.
     """
 
     backends: Sequence[Any] = ("native",)
@@ -66,6 +69,7 @@ class RunOptions:
     ray_address: str | None = None
     jury: str | None = None
     calibration: str | Path | None = None  # calibration.json: adds Score.calibrated (unified.analysis.calibrated)
+    batch: Any = False  # True / {setting: value}: judge calls through the Batch API (unified.judge.batch)
     repeats: int = 1  # test–retest: judge-using tasks scored this many times (unified.run.repeats)
     run_config: dict[str, Any] = field(default_factory=dict)
     command: list[str] | None = None

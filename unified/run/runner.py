@@ -208,6 +208,7 @@ class _Run:
         self.book = RepeatBook(self.out, {})
         self.calibration: Any = None
         self.snapshot: Path | None = None  # the copy of an input the run itself writes
+        self.batch: Any = None  # BatchSettings of a --batch run
 
     # ------------------------------------------------------------ setup
     def snapshot_input(self) -> None:
@@ -247,7 +248,28 @@ class _Run:
             self.say(f"warning: {w}")
         if not self.plan.pairs:
             raise ValueError(self.plan.nothing_to_run())
+        self.batch = self._batch_settings()
         self.executor = self._executor()  # an unknown executor is refused before the folder is touched
+
+    def _batch_settings(self) -> Any:
+        """``--batch``: its settings, refused before the folder is touched when the run
+        cannot use a Batch API (``unified.judge.batch``); None for an online run."""
+        from unified.judge.batch import batch_refusal, batch_settings
+
+        settings = batch_settings(self.opts.batch)
+        if settings is None:
+            return None
+        if self.opts.executor not in (None, "local"):
+            raise ValueError(
+                "--batch runs on the local executor (this process sends and polls the jobs); drop --executor"
+            )
+        why = batch_refusal(self.judges)
+        if why is not None:
+            raise ValueError(why)
+        if not any(p.needs_judge for p in self.plan.pairs):
+            self.say("note: --batch: no metric of this run calls an LLM judge; nothing to batch")
+            return None
+        return settings
 
     def prepare_folder(self) -> None:
         """Refuse a folder that is not ours, lock, start over or repair, refuse a changed
@@ -487,7 +509,8 @@ class _Run:
 
             prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
             with price_scope(prices):
-                await self.executor.run(self.groups(), self.done)
+                async with self._batch_scope():
+                    await self.executor.run(self.groups(), self.done)
         finally:
             ticker.cancel()
             self.progress.stop()
@@ -509,10 +532,19 @@ class _Run:
             self.say("note: no --calibration this time: the calibrated values of earlier runs are removed")
             self.folder.map_lines(uncalibrated)
 
+    def _batch_scope(self) -> Any:
+        """Batch mode for the tasks of this run (``--batch``), else nothing."""
+        if self.batch is None:
+            return contextlib.nullcontext()
+        from unified.judge.batch import batch_scope
+
+        return batch_scope(self.batch, self.out, self.say)
+
     def _executor(self) -> Any:
         ex = self.opts.executor
         if ex in (None, "local"):
-            return LocalExecutor(self.opts.concurrency)
+            # --batch: every task in flight at once, so each step of every sample joins one job
+            return LocalExecutor(max(self.opts.concurrency, self.batch.max_requests if self.batch else 0))
         if isinstance(ex, str):
             ex = named_executor(ex, address=self.opts.ray_address)
         if hasattr(ex, "bind"):  # an executor that scores elsewhere rebuilds the run's backends there
@@ -595,7 +627,10 @@ class _Run:
         return {
             "metrics": [r.name for r in self.refs],
             "backends": [b.name for b in self.backends],
-            "groups_in_flight": self.opts.concurrency,
+            "groups_in_flight": self.executor.concurrency
+            if isinstance(self.executor, LocalExecutor)
+            else self.opts.concurrency,
+            "batch": self.batch is not None,
             "max_samples": self.opts.max_samples,
             "executor": ex if isinstance(ex, str) or ex is None else type(ex).__name__,
             "source": str(self.samples) if isinstance(self.samples, (str, Path)) else type(self.samples).__name__,

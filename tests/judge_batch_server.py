@@ -1,0 +1,228 @@
+"""The Batch API of the loopback judge server (``JudgeServer(batch=BatchEndpoints(...))``)
+— plumbing and fault tests only, never evidence of judgment quality.
+
+Endpoints (the subset of OpenAI's that ``unified.judge.batch`` calls):
+``POST /v1/files`` (multipart, purpose ``batch``), ``GET /v1/files/{id}/content``,
+``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/batches`` (list, newest
+first), ``POST /v1/batches/{id}/cancel``.
+
+A job is ``in_progress`` for ``delay`` seconds after it was created, then ends as
+``outcome``: ``completed`` (every line answered), ``cancelled`` / ``expired`` (the first
+``partial`` share of its lines answered, the rest in the error file with code
+``batch_cancelled`` / ``batch_expired``, as OpenAI does) or ``failed`` (no line
+answered; ``errors`` says why). ``fail_ids(custom_id) -> bool`` sends chosen lines to
+the error file with HTTP 500 inside a completed job.
+
+Every answer line is ``JudgeServer.completion(body)``: the same function that answers
+``POST /v1/chat/completions``, so a batch run and an online run see the same answers.
+Counters: ``submitted[custom_id]`` (how many jobs held it), ``answered[custom_id]``
+(how many answers were made for it: paid calls), ``jobs``, ``uploads``, ``polls``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from aiohttp import web
+
+OUTCOMES = ("completed", "cancelled", "expired", "failed")
+
+
+@dataclass
+class _Job:
+    id: str
+    input_file_id: str
+    created_at: float
+    lines: list[dict]
+    status: str = "in_progress"
+    output_file_id: str | None = None
+    error_file_id: str | None = None
+    completed: int = 0
+    failed: int = 0
+    metadata: dict = field(default_factory=dict)
+
+
+class BatchEndpoints:
+    def __init__(
+        self,
+        delay: float = 0.0,
+        outcome: str = "completed",
+        partial: float = 0.5,
+        fail_ids: Callable[[str], bool] | None = None,
+    ):
+        if outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
+        self.delay, self.outcome, self.partial, self.fail_ids = delay, outcome, partial, fail_ids
+        self.files: dict[str, bytes] = {}
+        self.jobs: dict[str, _Job] = {}
+        self.submitted: Counter[str] = Counter()
+        self.answered: Counter[str] = Counter()
+        self.uploads = 0
+        self.polls = 0
+        self.auth_headers: set[str] = set()
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self.server: Any = None
+
+    def install(self, server: Any, app: web.Application) -> None:
+        self.server = server
+        app.router.add_post("/v1/files", self._upload)
+        app.router.add_get("/v1/files/{id}/content", self._content)
+        app.router.add_post("/v1/batches", self._create)
+        app.router.add_get("/v1/batches", self._list)
+        app.router.add_get("/v1/batches/{id}", self._retrieve)
+        app.router.add_post("/v1/batches/{id}/cancel", self._cancel)
+
+    def _new_id(self, prefix: str) -> str:
+        return f"{prefix}_{next(self._ids)}"
+
+    def _seen(self, request: web.Request) -> None:
+        with self._lock:
+            self.auth_headers.add(request.headers.get("Authorization", ""))
+
+    # ------------------------------------------------------------ files
+    async def _upload(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        form = await request.post()
+        part = form.get("file")
+        if form.get("purpose") != "batch" or part is None or not hasattr(part, "file"):
+            return web.json_response({"error": {"message": "need purpose=batch and a file"}}, status=400)
+        data = part.file.read()
+        fid = self._new_id("file")
+        with self._lock:
+            self.files[fid] = data
+            self.uploads += 1
+        return web.json_response(
+            {
+                "id": fid,
+                "object": "file",
+                "bytes": len(data),
+                "created_at": int(time.time()),
+                "filename": part.filename or "batch.jsonl",
+                "purpose": "batch",
+                "status": "processed",
+            }
+        )
+
+    async def _content(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        data = self.files.get(request.match_info["id"])
+        if data is None:
+            return web.json_response({"error": {"message": "no such file"}}, status=404)
+        return web.Response(body=data, content_type="application/octet-stream")
+
+    # ------------------------------------------------------------ jobs
+    async def _create(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        req = await request.json()
+        data = self.files.get(req.get("input_file_id", ""))
+        if data is None or req.get("endpoint") != "/v1/chat/completions":
+            return web.json_response({"error": {"message": "bad input_file_id or endpoint"}}, status=400)
+        lines = [json.loads(raw) for raw in data.decode().splitlines() if raw.strip()]
+        job = _Job(self._new_id("batch"), req["input_file_id"], time.time(), lines, metadata=req.get("metadata") or {})
+        with self._lock:
+            self.jobs[job.id] = job
+            self.submitted.update(line["custom_id"] for line in lines)
+        return web.json_response(self._view(job))
+
+    async def _retrieve(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        job = self.jobs.get(request.match_info["id"])
+        if job is None:
+            return web.json_response({"error": {"message": "no such batch"}}, status=404)
+        with self._lock:
+            self.polls += 1
+        self._advance(job)
+        return web.json_response(self._view(job))
+
+    async def _list(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        data = [self._view(j) for j in sorted(self.jobs.values(), key=lambda j: j.created_at, reverse=True)]
+        return web.json_response(
+            {
+                "object": "list",
+                "data": data,
+                "has_more": False,
+                "first_id": data[0]["id"] if data else None,
+                "last_id": data[-1]["id"] if data else None,
+            }
+        )
+
+    async def _cancel(self, request: web.Request) -> web.Response:
+        self._seen(request)
+        job = self.jobs.get(request.match_info["id"])
+        if job is None:
+            return web.json_response({"error": {"message": "no such batch"}}, status=404)
+        if job.status == "in_progress":
+            self._finish(job, "cancelled")
+        return web.json_response(self._view(job))
+
+    def _advance(self, job: _Job) -> None:
+        if job.status == "in_progress" and time.time() - job.created_at >= self.delay:
+            self._finish(job, self.outcome)
+
+    def _finish(self, job: _Job, outcome: str) -> None:
+        """Answer the lines the outcome allows; write the output and error files."""
+        n_ok = {"completed": len(job.lines), "failed": 0}.get(outcome, int(len(job.lines) * self.partial))
+        out, err = [], []
+        for i, line in enumerate(job.lines):
+            cid = line["custom_id"]
+            if i >= n_ok:
+                code = {"failed": "batch_failed"}.get(outcome, f"batch_{outcome}")
+                err.append(
+                    {
+                        "id": f"req_{i}",
+                        "custom_id": cid,
+                        "response": None,
+                        "error": {"code": code, "message": f"request {outcome}"},
+                    }
+                )
+            elif self.fail_ids is not None and self.fail_ids(cid):
+                body = {"error": {"message": "internal error (loopback batch)", "type": "server_error"}}
+                err.append(
+                    {"id": f"req_{i}", "custom_id": cid, "response": {"status_code": 500, "body": body}, "error": None}
+                )
+            else:
+                with self._lock:
+                    self.answered[cid] += 1
+                body = self.server.completion(line["body"])
+                out.append(
+                    {"id": f"req_{i}", "custom_id": cid, "response": {"status_code": 200, "body": body}, "error": None}
+                )
+        job.completed, job.failed = len(out), len(err)
+        if out:
+            job.output_file_id = self._new_id("file")
+            self.files[job.output_file_id] = "".join(json.dumps(r) + "\n" for r in out).encode()
+        if err:
+            job.error_file_id = self._new_id("file")
+            self.files[job.error_file_id] = "".join(json.dumps(r) + "\n" for r in err).encode()
+        job.status = outcome
+
+    def _view(self, job: _Job) -> dict:
+        done = job.status != "in_progress"
+        return {
+            "id": job.id,
+            "object": "batch",
+            "endpoint": "/v1/chat/completions",
+            "input_file_id": job.input_file_id,
+            "completion_window": "24h",
+            "created_at": int(job.created_at),
+            "status": job.status,
+            "output_file_id": job.output_file_id,
+            "error_file_id": job.error_file_id,
+            "metadata": job.metadata,
+            "errors": {"object": "list", "data": [{"code": "loopback", "message": "job failed"}]}
+            if job.status == "failed"
+            else None,
+            "request_counts": {
+                "total": len(job.lines),
+                "completed": job.completed if done else 0,
+                "failed": job.failed if done else 0,
+            },
+        }

@@ -1,0 +1,442 @@
+"""Batch mode: judge calls through an OpenAI-compatible Batch API, at the batch price.
+
+Inside ``batch_scope(mode)`` every uncached chat request of an HTTP judge
+(``OpenAIChatJudge``) becomes one line of a batch instead of a request of its own::
+
+    custom_id = sha256(request_key + ":" + sha256(canonical_json(body)))
+
+``request_key`` is the judge-cache key of the call being answered (``CachedChatJudge``
+sets it; without a cache: the body's hash and its occurrence in the task), so the same
+command recomputes the same ids, and a repair request (same key, other body) has an
+id of its own.
+
+When the requests go out. Every task runs as an asyncio task and all of a run's tasks
+are in flight at once in batch mode, so the first step of every sample asks within a
+short burst. A request waits in ``pending``; once no new request has arrived for
+``window`` seconds (or ``max_requests`` are pending) the pending requests are sent as
+ONE job: ``POST /v1/files`` (purpose ``batch``, JSONL of ``{custom_id, method, url,
+body}``), then ``POST /v1/batches``. A multi-step metric's next step starts when the
+previous job's answers come back, so it forms the next job: one job per step over
+all samples.
+
+Polling. ``GET /v1/batches/{id}`` after ``poll_first`` seconds, then every
+``interval · 1.5`` up to ``poll_max`` (defaults 1 s → 30 s); a line is said when the
+counts or the state change (``batch b_12: 140/200 done, 2 failed, in_progress, 3m``).
+In a final state the output and error files are read (``GET /v1/files/{id}/content``):
+each request gets its answer, or a ``JudgeBatchError`` naming the job and the reason
+(an error line; no line: the job was cancelled, expired or failed first). That error
+is the task's error; ``--retry-errors`` sends such requests again in a new job.
+
+Exactly once. ``batches.jsonl`` in the run folder (``unified.judge.batch_ledger``) holds
+every upload and job before the next POST goes out. A request already in a recorded
+job is never sent again: the job is polled (or its output read again) instead. An
+upload without a job line (killed between the POSTs) is first looked up among the
+endpoint's jobs (``GET /v1/batches``, by input file id).
+
+Every Batch API call goes through the endpoint's retries, circuit breaker and scrubbed
+errors (``HttpEndpoint.call``); no per-request timeout applies to the wait for a job
+(a provider's window is 24 h).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, AsyncIterator, Callable
+
+from unified.judge.base import JudgeError, current_meter
+from unified.judge.batch_ledger import BATCHES_FILE, FINAL_STATES, BatchLedger
+from unified.judge.resilience import MESSAGE_LIMIT, Attempts
+from unified.redact import endpoint_of, one_line
+
+#: the chat endpoint a batch line targets (the path the Batch API expects)
+CHAT_URL = "/v1/chat/completions"
+#: OpenAI's limit on the requests of one job (platform.openai.com/docs/guides/batch)
+MAX_REQUESTS = 50_000
+
+
+class JudgeBatchError(JudgeError):
+    """A request the batch job did not answer usably; ``--retry-errors`` sends it again."""
+
+
+@dataclass
+class BatchSettings:
+    """How batch mode waits: ``window`` idle seconds before pending requests are sent,
+    ``max_requests`` per job, polling from ``poll_first`` growing ×1.5 to ``poll_max``
+    seconds, and ``say_every`` seconds between progress lines when nothing changed."""
+
+    window: float = 1.0
+    max_requests: int = MAX_REQUESTS
+    poll_first: float = 1.0
+    poll_max: float = 30.0
+    completion_window: str = "24h"
+    say_every: float = 60.0
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.max_requests <= MAX_REQUESTS:
+            raise ValueError(f"batch max_requests must be 1 to {MAX_REQUESTS}, got {self.max_requests}")
+        if self.window < 0 or self.poll_first <= 0 or self.poll_max < self.poll_first:
+            raise ValueError(
+                f"batch timing: window >= 0 and 0 < poll_first <= poll_max, got window={self.window}, "
+                f"poll_first={self.poll_first}, poll_max={self.poll_max}"
+            )
+
+
+@dataclass
+class BatchMode:
+    """The batch mode of one run: settings, the folder's ledger, where lines go, and one
+    ``Batcher`` per HTTP endpoint (two judges may be two providers)."""
+
+    settings: BatchSettings
+    ledger: BatchLedger
+    say: Callable[[str], None] = lambda line: None
+    batchers: dict[int, "Batcher"] = field(default_factory=dict)
+
+    def batcher(self, http: Any) -> "Batcher":
+        b = self.batchers.get(id(http))
+        if b is None:
+            b = self.batchers[id(http)] = Batcher(self, http)
+        return b
+
+    async def aclose(self) -> None:
+        for b in self.batchers.values():
+            await b.aclose()
+
+
+def batch_settings(value: Any) -> BatchSettings | None:
+    """``RunOptions.batch`` -> settings: False/None -> None (online), True -> defaults, a
+    dict -> those fields (an unknown one is a ValueError naming the known ones)."""
+    if value is None or value is False:
+        return None
+    if value is True:
+        return BatchSettings()
+    if isinstance(value, BatchSettings):
+        return value
+    if isinstance(value, dict):
+        known = set(BatchSettings.__dataclass_fields__)
+        unknown = sorted(set(value) - known)
+        if unknown:
+            raise ValueError(f"batch: unknown setting(s) {unknown}; known: {sorted(known)}")
+        return BatchSettings(**value)
+    raise ValueError(f"batch must be True, False or a dict of settings, got {type(value).__name__}")
+
+
+def batch_refusal(judges: Any) -> str | None:
+    """Why this bundle's chat judges cannot answer in batch jobs, or None. Only an
+    OpenAI-compatible HTTP judge has a Batch API; an in-process ``.gguf`` model (or any
+    other kind) is refused rather than silently run online at the online price."""
+    for label, judge in (("judge", judges.chat), ("judge 2", judges.chat2)):
+        if judge is None:
+            continue
+        kind = judge.describe().get("kind")
+        if kind != "openai":
+            what = "an in-process .gguf model" if kind == "gguf" else f"a {kind} judge"
+            return (
+                f"--batch needs an OpenAI-compatible HTTP judge with a Batch API; the {label} "
+                f"({judge.model}) is {what}: drop --batch or pass --base-url"
+            )
+    return None
+
+
+_mode: contextvars.ContextVar[BatchMode | None] = contextvars.ContextVar("unified_batch_mode", default=None)
+#: the judge-cache key of the call being computed (set by ``CachedChatJudge``)
+request_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("unified_request_key", default=None)
+
+
+def current_batch_mode() -> BatchMode | None:
+    return _mode.get()
+
+
+@contextlib.asynccontextmanager
+async def batch_scope(
+    settings: BatchSettings, folder: str | Path | None, say: Callable[[str], None] = lambda line: None
+) -> AsyncIterator[BatchMode]:
+    """Batch mode for every task started inside; ``folder``: the run folder whose
+    ``batches.jsonl`` records the jobs (None: memory only)."""
+    mode = BatchMode(settings, BatchLedger(Path(folder) / BATCHES_FILE if folder is not None else None), say)
+    if mode.ledger.skipped_lines:
+        say(f"note: {mode.ledger.skipped_lines} unreadable line(s) in {BATCHES_FILE} skipped (a torn write)")
+    token = _mode.set(mode)
+    try:
+        yield mode
+    finally:
+        _mode.reset(token)
+        await mode.aclose()
+
+
+def custom_id_for(body: dict[str, Any]) -> str:
+    """The batch ``custom_id`` of a request body (module docstring): keyed by the cache key
+    of the call in progress, else by the body and its occurrence in the running task."""
+    body_hash = hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+    key = request_key.get()
+    if key is None:
+        key = f"{body_hash}:{current_meter().next_occurrence('batch:' + body_hash)}"
+    return hashlib.sha256(f"{key}:{body_hash}".encode()).hexdigest()
+
+
+def _elapsed(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s}s" if s < 60 else (f"{s // 60}m" if s < 3600 else f"{s // 3600}h{(s % 3600) // 60:02d}m")
+
+
+def progress_line(batch: Any) -> str:
+    """``batch b_12: 140/200 done, 2 failed, in_progress, 3m`` for a ``Batch``."""
+    rc = batch.request_counts
+    done, failed, total = (rc.completed, rc.failed, rc.total) if rc is not None else (0, 0, 0)
+    age = _elapsed(time.time() - batch.created_at) if batch.created_at else "?"
+    return f"batch {batch.id}: {done}/{total} done, {failed} failed, {batch.status}, {age}"
+
+
+async def _read(client: Any, file_id: str) -> Any:
+    return await client.files.content(file_id)
+
+
+def _line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
+    """(chat completion body, None) for a good output line, else (None, why)."""
+    resp = line.get("response") or {}
+    err = line.get("error")
+    status = resp.get("status_code")
+    if not err and status == 200 and isinstance(resp.get("body"), dict):
+        return resp["body"], None
+    body_err = (resp.get("body") or {}).get("error") if isinstance(resp.get("body"), dict) else None
+    detail = err or body_err or {}
+    if isinstance(detail, dict):
+        detail = ": ".join(str(detail[k]) for k in ("code", "message") if detail.get(k)) or "no detail"
+    return None, f"HTTP {status}: {detail}" if status else str(detail)
+
+
+class Batcher:
+    """Pending requests → jobs → answers, for one HTTP endpoint (module docstring)."""
+
+    def __init__(self, mode: BatchMode, http: Any):
+        self.mode, self.http = mode, http
+        self.settings = mode.settings
+        self.endpoint = endpoint_of(http.config.base_url) or "default"
+        self._futures: dict[str, asyncio.Future] = {}
+        self._pending: dict[str, dict[str, Any]] = {}
+        self._members: dict[str, set[str]] = {}  # batch_id -> custom ids awaiting it
+        self._results: dict[str, tuple[str, dict[str, dict]]] = {}  # batch_id -> (status, lines)
+        self._tasks: dict[str, asyncio.Task] = {}  # pollers by batch id, adoption by file id
+        self._flusher: asyncio.Task | None = None
+        self._last_add = 0.0
+        self.jobs_created = 0
+
+    # ------------------------------------------------------------ the caller's side
+    async def submit(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        """The chat completion body answering ``body`` (raises ``JudgeBatchError``)."""
+        fut = self._futures.get(custom_id)
+        if fut is None:
+            fut = self._futures[custom_id] = asyncio.get_running_loop().create_future()
+            await self._place(custom_id, body)
+        return await asyncio.shield(fut)
+
+    async def _place(self, custom_id: str, body: dict[str, Any]) -> None:
+        """Into a recorded job (resume) or into ``pending`` for the next one."""
+        found = self.mode.ledger.find(self.endpoint, custom_id)
+        batch_id = found[1] if found else None
+        if found is not None and batch_id is None:
+            batch_id = await self._adopt(found[0])
+        if batch_id is not None:
+            self._attach(custom_id, batch_id)
+            return
+        self._pending[custom_id] = body
+        self._last_add = time.monotonic()
+        if len(self._pending) >= self.settings.max_requests:
+            self._spawn(f"flush-{custom_id}", self._flush())
+        elif self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_when_idle())
+
+    def _resolve(self, custom_id: str, batch_id: str) -> None:
+        fut = self._futures.pop(custom_id, None)
+        if fut is None or fut.done():
+            return
+        status, lines = self._results[batch_id]
+        line = lines.get(custom_id)
+        if line is None:
+            missing = (
+                "no answer in its output" if status == "completed" else f"the job ended {status} before answering it"
+            )
+            fut.set_exception(JudgeBatchError(f"batch {batch_id}: {missing}"))
+            return
+        body, why = _line_outcome(line)
+        if body is None:
+            msg = f"batch {batch_id}: request failed ({why})"
+            fut.set_exception(JudgeBatchError(one_line(msg, MESSAGE_LIMIT, self.http.secrets)))
+        else:
+            fut.set_result(body)
+
+    def _fail(self, custom_ids: list[str], exc: BaseException) -> None:
+        for cid in custom_ids:
+            fut = self._futures.pop(cid, None)
+            if fut is not None and not fut.done():
+                fut.set_exception(JudgeBatchError(one_line(exc, MESSAGE_LIMIT, self.http.secrets)))
+
+    def _attach(self, custom_id: str, batch_id: str) -> None:
+        if batch_id in self._results:
+            self._resolve(custom_id, batch_id)
+            return
+        self._members.setdefault(batch_id, set()).add(custom_id)
+        if batch_id not in self._tasks:
+            self._spawn(batch_id, self._poll(batch_id))
+
+    def _spawn(self, name: str, coro: Any) -> None:
+        self._tasks[name] = asyncio.create_task(coro)
+
+    # ------------------------------------------------------------ Batch API calls
+    async def _api(self, what: str, request: Callable[[Any], Any]) -> Any:
+        """One Batch API call with the endpoint's retries, breaker and scrubbed errors."""
+
+        async def once() -> Any:
+            return await self.http.send(lambda: request(self.http.client()))
+
+        return await self.http.call(once, f"batch API ({what}) at {self.http.url}", Attempts())
+
+    async def _adopt(self, file_id: str) -> str | None:
+        """The job made from an upload whose ``batch`` line is missing, or None."""
+
+        async def look() -> str | None:
+            async def scan(client: Any) -> str | None:
+                async for job in client.batches.list(limit=100):
+                    if job.input_file_id == file_id:
+                        return str(job.id)
+                return None
+
+            found = await self._api("list jobs", scan)
+            if found is not None:
+                ids = sorted(self.mode.ledger.custom_ids_of_file(file_id))
+                self.mode.ledger.created(found, file_id, self.endpoint, len(ids))
+                self.mode.say(f"batch {found}: found the job of upload {file_id} (its record was cut off); polling it")
+            return found
+
+        task = self._tasks.get(file_id)
+        if task is None:
+            task = self._tasks[file_id] = asyncio.create_task(look())
+        return await asyncio.shield(task)
+
+    async def _flush_when_idle(self) -> None:
+        while self._pending:
+            wait = self._last_add + self.settings.window - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+                continue
+            await self._flush()
+
+    async def _flush(self) -> None:
+        """Send up to ``max_requests`` pending requests as one job."""
+        take = list(self._pending.items())[: self.settings.max_requests]
+        for cid, _ in take:
+            self._pending.pop(cid, None)
+        if not take:
+            return
+        ids = [cid for cid, _ in take]
+        try:
+            batch_id = await self._create(take)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._fail(ids, exc)
+            return
+        for cid in ids:
+            self._attach(cid, batch_id)
+
+    async def _create(self, take: list[tuple[str, dict[str, Any]]]) -> str:
+        data = "".join(
+            json.dumps({"custom_id": cid, "method": "POST", "url": CHAT_URL, "body": body}, separators=(",", ":"))
+            + "\n"
+            for cid, body in take
+        ).encode("utf-8")
+        ids = [cid for cid, _ in take]
+        up = await self._api(
+            "upload", lambda c: c.files.create(file=("batch.jsonl", data, "application/jsonl"), purpose="batch")
+        )
+        self.mode.ledger.uploaded(str(up.id), self.endpoint, ids)  # on disk before the job is asked for
+        job = await self._api(
+            "create job",
+            lambda c: c.batches.create(
+                input_file_id=up.id,
+                endpoint=CHAT_URL,
+                completion_window=self.settings.completion_window,
+                metadata={"source": "unified-rag-eval"},
+            ),
+        )
+        self.mode.ledger.created(str(job.id), str(up.id), self.endpoint, len(ids))
+        self.jobs_created += 1
+        self.mode.say(f"batch {job.id}: {len(ids)} request(s) sent")
+        return str(job.id)
+
+    # ------------------------------------------------------------ polling
+    async def _poll(self, batch_id: str) -> None:
+        try:
+            job = await self._wait(batch_id)
+            lines = await self._read_files(job)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            self._tasks.pop(batch_id, None)  # a later request may try this job again
+            self._fail(sorted(self._members.pop(batch_id, set())), exc)
+            return
+        self._results[batch_id] = (job.status, lines)
+        if self.mode.ledger.ended_status(batch_id) is None:
+            failed = sorted(c for c in self.mode.ledger.custom_ids_of(batch_id) if _line_outcome(lines.get(c, {}))[1])
+            counts = job.request_counts.model_dump() if job.request_counts is not None else {}
+            self.mode.ledger.ended(batch_id, job.status, counts, failed)
+        for cid in sorted(self._members.pop(batch_id, set())):
+            self._resolve(cid, batch_id)
+
+    async def _wait(self, batch_id: str) -> Any:
+        """Poll until the job is in a final state (progress lines on change)."""
+        interval, said, last_said = self.settings.poll_first, "", 0.0
+        while True:
+            job = await self._api("poll job", lambda c: c.batches.retrieve(batch_id))
+            line = progress_line(job)
+            now = time.monotonic()
+            core = line.rsplit(",", 1)[0]  # the age alone changing is no news
+            if core != said or now - last_said >= self.settings.say_every:
+                self.mode.say(line)
+                said, last_said = core, now
+            if job.status in FINAL_STATES:
+                return job
+            await asyncio.sleep(interval)
+            interval = min(interval * 1.5, self.settings.poll_max)
+
+    async def _read_files(self, job: Any) -> dict[str, dict]:
+        """custom_id -> its line, from the output file then the error file."""
+        lines: dict[str, dict] = {}
+        for file_id in (job.output_file_id, job.error_file_id):
+            if not file_id:
+                continue
+            content = await self._api("read results", partial(_read, file_id=file_id))
+            for raw in content.text.splitlines():
+                if raw.strip():
+                    rec = json.loads(raw)
+                    lines.setdefault(str(rec.get("custom_id")), rec)
+        return lines
+
+    async def aclose(self) -> None:
+        tasks = [t for t in (*self._tasks.values(), self._flusher) if t is not None and not t.done()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+__all__ = [
+    "BatchMode",
+    "BatchSettings",
+    "Batcher",
+    "JudgeBatchError",
+    "MAX_REQUESTS",
+    "batch_refusal",
+    "batch_scope",
+    "batch_settings",
+    "custom_id_for",
+    "current_batch_mode",
+    "progress_line",
+    "request_key",
+]

@@ -1,0 +1,140 @@
+"""``batches.jsonl``: what a run folder knows about the Batch API jobs it started.
+
+One JSON object per line, appended, flushed and fsynced before the next step is taken,
+so a process killed at any moment leaves a record of every job it may have paid for:
+
+- ``{"event": "upload", "file_id", "endpoint", "custom_ids": [...], "time"}`` — written
+  after ``POST /v1/files`` answered and **before** ``POST /v1/batches`` is sent;
+- ``{"event": "batch", "batch_id", "file_id", "endpoint", "requests", "time"}`` — the
+  job was created;
+- ``{"event": "end", "batch_id", "status", "counts", "failed": [...], "time"}`` — the
+  job reached a final state and its files were read; ``failed`` are the custom ids that
+  got no usable answer (an error line, or no line at all).
+
+Resume rule (``find``): a request whose custom id appears in an upload of the same
+endpoint belongs to the *latest* such upload, unless that upload's job ended without a
+usable answer for it (its id is in the job's ``failed`` list). Its answer is then
+fetched from that job — polled while it runs, read again from its output file once it
+has ended — and never sent again. An upload with no ``batch`` line (killed between the
+two POSTs) is looked up by its input file id among the endpoint's jobs before anything
+is resubmitted (``unified.judge.batch``).
+
+What is never written: keys, URLs with credentials, request bodies. ``endpoint`` is the
+judge's URL without userinfo or query (``unified.redact.endpoint_of``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+BATCHES_FILE = "batches.jsonl"
+#: states after which a job changes no more (OpenAI's ``Batch.status``)
+FINAL_STATES = frozenset({"completed", "failed", "expired", "cancelled"})
+
+
+@dataclass
+class _Upload:
+    file_id: str
+    endpoint: str
+    custom_ids: list[str] = field(default_factory=list)
+    batch_id: str | None = None
+
+
+@dataclass
+class _End:
+    status: str
+    failed: set[str] = field(default_factory=set)
+
+
+class BatchLedger:
+    """The ``batches.jsonl`` of one run folder (``path``); ``None`` path: kept in memory
+    only (a run without a folder has nothing to resume)."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = Path(path) if path is not None else None
+        self._uploads: dict[str, _Upload] = {}  # file_id -> upload
+        self._latest: dict[tuple[str, str], str] = {}  # (endpoint, custom_id) -> file_id
+        self._ends: dict[str, _End] = {}  # batch_id -> how it ended
+        self.skipped_lines = 0
+        if self.path is not None and self.path.exists():
+            self._load()
+
+    def _load(self) -> None:
+        assert self.path is not None
+        with self.path.open("r", encoding="utf-8", errors="replace") as fh:
+            for line in fh:
+                try:
+                    self._apply(json.loads(line))
+                except (ValueError, KeyError, TypeError):
+                    self.skipped_lines += 1  # a torn last line after a kill -9
+
+    def _apply(self, rec: dict[str, Any]) -> None:
+        event = rec["event"]
+        if event == "upload":
+            self._uploads[rec["file_id"]] = _Upload(rec["file_id"], rec["endpoint"], list(rec["custom_ids"]))
+            for cid in rec["custom_ids"]:
+                self._latest[(rec["endpoint"], cid)] = rec["file_id"]
+        elif event == "batch":
+            self._uploads.setdefault(rec["file_id"], _Upload(rec["file_id"], rec["endpoint"])).batch_id = rec[
+                "batch_id"
+            ]
+        elif event == "end":
+            self._ends[rec["batch_id"]] = _End(rec["status"], set(rec.get("failed") or ()))
+
+    def _append(self, rec: dict[str, Any]) -> None:
+        self._apply(rec)
+        if self.path is None:
+            return
+        line = json.dumps({**rec, "time": round(time.time(), 3)}, separators=(",", ":")) + "\n"
+        # O_APPEND + fsync: the record is on disk before the next POST is sent
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    # ------------------------------------------------------------ writing
+    def uploaded(self, file_id: str, endpoint: str, custom_ids: list[str]) -> None:
+        self._append({"event": "upload", "file_id": file_id, "endpoint": endpoint, "custom_ids": custom_ids})
+
+    def created(self, batch_id: str, file_id: str, endpoint: str, requests: int) -> None:
+        self._append(
+            {"event": "batch", "batch_id": batch_id, "file_id": file_id, "endpoint": endpoint, "requests": requests}
+        )
+
+    def ended(self, batch_id: str, status: str, counts: dict[str, int], failed: list[str]) -> None:
+        self._append({"event": "end", "batch_id": batch_id, "status": status, "counts": counts, "failed": failed})
+
+    # ------------------------------------------------------------ reading
+    def find(self, endpoint: str, custom_id: str) -> tuple[str, str | None] | None:
+        """``(file_id, batch_id or None)`` of the upload that holds this request's answer
+        (or will), or None when it must be sent (never sent, or its job failed it)."""
+        file_id = self._latest.get((endpoint, custom_id))
+        if file_id is None:
+            return None
+        up = self._uploads[file_id]
+        end = self._ends.get(up.batch_id) if up.batch_id else None
+        if end is not None and custom_id in end.failed:
+            return None
+        return file_id, up.batch_id
+
+    def ended_status(self, batch_id: str) -> str | None:
+        end = self._ends.get(batch_id)
+        return end.status if end else None
+
+    def custom_ids_of_file(self, file_id: str) -> set[str]:
+        up = self._uploads.get(file_id)
+        return set(up.custom_ids) if up else set()
+
+    def custom_ids_of(self, batch_id: str) -> set[str]:
+        """Every custom id of the uploads sent as ``batch_id`` (for the ``failed`` list)."""
+        return {cid for up in self._uploads.values() if up.batch_id == batch_id for cid in up.custom_ids}
+
+
+__all__ = ["BATCHES_FILE", "FINAL_STATES", "BatchLedger"]
