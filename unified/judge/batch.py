@@ -260,14 +260,12 @@ class Batcher:
         status, lines = self._results[batch_id]
         line = lines.get(custom_id)
         if line is None:
-            missing = (
-                "no answer in its output" if status == "completed" else f"the job ended {status} before answering it"
-            )
-            fut.set_exception(JudgeBatchError(f"batch {batch_id}: {missing}"))
+            missing = "completed without a line for" if status == "completed" else f"ended {status} without answering"
+            fut.set_exception(JudgeBatchError(f"batch {batch_id} {missing} this request"))
             return
         body, why = _line_outcome(line)
         if body is None:
-            msg = f"batch {batch_id}: request failed ({why})"
+            msg = f"batch {batch_id} ({status}): request failed ({why})"
             fut.set_exception(JudgeBatchError(one_line(msg, MESSAGE_LIMIT, self.http.secrets)))
         else:
             fut.set_result(body)

@@ -1,0 +1,262 @@
+"""Batch mode (``--batch``, ``evaluate(batch=...)``; unified.judge.batch) against the
+loopback server's Batch API (tests/judge_batch_server.py) with the real openai client:
+plumbing only — the answers are synthetic, so these tests check that a batch run gets
+the same answers as an online run, pays each call once across a kill -9, and turns an
+unanswered request into a task error that --retry-errors redoes; never judgment quality."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from judge_batch_server import BatchEndpoints
+from judge_server import JudgeServer, binary_answer_fn
+from support import cli_env
+
+from unified.judge import JudgeConfig
+from unified.judge.base import CallRecord
+from unified.judge.batch import BatchSettings, batch_settings, progress_line
+from unified.judge.batch_ledger import BatchLedger
+from unified.judge.prices import batch_price, parse_prices, usd_cost
+from unified.run.runner import evaluate
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
+CLI = Path(sys.executable).parent / "unified-eval"
+KEY = "sk-batch-secret-0123456789abcdef"
+FAST = {"window": 0.2, "poll_first": 0.05, "poll_max": 0.2}
+
+
+def _values(report) -> list[tuple]:
+    return sorted((s.backend, s.metric, s.sample_id, s.value, bool(s.error)) for s in report.iter_scores())
+
+
+def _run(srv, out, *, batch, cache, backends=("native",), metrics="faithfulness", n=4, **kw):
+    return evaluate(
+        str(DATA),
+        metrics,
+        list(backends),
+        judge=JudgeConfig(base_url=srv.base_url, model="fake", max_retries=1),
+        out=out,
+        batch=batch,
+        cache=cache,
+        max_samples=n,
+        progress=False,
+        **kw,
+    )
+
+
+def test_batch_values_equal_online_values_and_enter_the_cache(tmp_path, monkeypatch):
+    """Native faithfulness (extraction → verification, two judges): one job per step over
+    all samples, no online chat call, the same values as an online run on the same
+    judge; a rerun on the same cache asks nothing."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    be = BatchEndpoints(delay=0.2)
+    with JudgeServer(batch=be) as srv:
+        batch = _run(srv, tmp_path / "b", batch=FAST, cache=tmp_path / "b.sqlite")
+        assert srv.chat_count == 0  # nothing went online
+        assert len(be.jobs) == 2, [len(j.lines) for j in be.jobs.values()]  # one job per step
+        assert be.submitted and max(be.submitted.values()) == 1 and max(be.answered.values()) == 1
+        online = _run(srv, tmp_path / "o", batch=False, cache=tmp_path / "o.sqlite")
+        assert srv.chat_count == sum(be.answered.values())  # the same requests, asked online
+        # a rerun into a new folder on the batch run's cache (same judge): every answer is cached
+        calls, jobs = srv.request_count, len(be.jobs)
+        again = _run(srv, tmp_path / "b2", batch=FAST, cache=tmp_path / "b.sqlite")
+        assert srv.request_count == calls and len(be.jobs) == jobs
+    assert _values(batch) == _values(online) == _values(again)
+    assert not any(err for *_, err in _values(batch))
+    ledger = (tmp_path / "b" / "batches.jsonl").read_text()
+    assert [json.loads(x)["event"] for x in ledger.splitlines()] == ["upload", "batch", "end"] * 2
+    assert KEY not in ledger and "127.0.0.1" in ledger  # the endpoint, never the key
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", ["ragas", "deepeval"])
+def test_framework_batch_values_equal_online_values(backend, tmp_path, monkeypatch):
+    """RAGAS and DeepEval chains through batch jobs: the same values as online."""
+    pytest.importorskip(backend)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    metrics = "faithfulness,context_recall"
+    be = BatchEndpoints(delay=0.1)
+    with JudgeServer(batch=be, answer_fn=binary_answer_fn(max_items=3)) as srv:
+        batch = _run(
+            srv, tmp_path / "b", batch=FAST, cache=tmp_path / "b.sqlite", backends=(backend,), metrics=metrics, n=3
+        )
+        assert srv.chat_count == 0 and be.jobs
+        online = _run(
+            srv, tmp_path / "o", batch=False, cache=tmp_path / "o.sqlite", backends=(backend,), metrics=metrics, n=3
+        )
+    assert _values(batch) == _values(online)
+    assert any(v is not None for *_, v, _e in _values(batch))
+
+
+@pytest.mark.parametrize("outcome", ["cancelled", "expired", "error-lines"])
+def test_unanswered_requests_are_task_errors_that_retry_errors_redoes(outcome, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    if outcome == "error-lines":
+        be = BatchEndpoints(fail_ids=lambda cid: int(cid, 16) % 3 == 0)
+    else:
+        be = BatchEndpoints(outcome=outcome, partial=0.5)
+    out, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    with JudgeServer(batch=be) as srv:
+        first = _run(srv, out, batch=FAST, cache=cache)
+        errors = [s.error for s in first.iter_scores() if s.error]
+        assert errors, "an unanswered request must fail its task"
+        want = "(completed): request failed (HTTP 500" if outcome == "error-lines" else f"({outcome}): request failed"
+        assert all("batch batch_" in e for e in errors) and any(want in e for e in errors), errors
+        assert all(s.value is None for s in first.iter_scores() if s.error)  # never a silent value
+        answered_before = dict(be.answered)
+        be.outcome, be.fail_ids = "completed", None
+        second = _run(srv, out, batch=FAST, cache=cache, retry_errors=True)
+        assert srv.chat_count == 0
+    assert not [s.error for s in second.iter_scores() if s.error]
+    assert len(list(second.iter_scores())) == len(list(first.iter_scores()))
+    # what a job answered was never asked again (it came from the cache)
+    assert all(be.answered[c] == 1 for c in answered_before), be.answered
+
+
+def _wait_for(pred, timeout: float, what: str) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_kill_9_while_a_job_runs_then_the_same_command_pays_each_call_once(tmp_path):
+    """The CLI is killed (SIGKILL) while its first job is in flight; the same command
+    finds the job in batches.jsonl and polls it: every request submitted and answered
+    once, no online call, the run completes, and the key is nowhere in the folder or
+    the output."""
+    out = tmp_path / "run"
+    env = {**cli_env(), "OPENAI_API_KEY": KEY}
+    be = BatchEndpoints(delay=3.0)
+    with JudgeServer(batch=be) as srv:
+        cmd = [str(CLI), "run", str(DATA), "-m", "faithfulness", "--base-url", srv.base_url, "--model", "fake"]
+        cmd += ["--max-samples", "4", "--out", str(out), "--cache", str(tmp_path / "c.sqlite")]
+        cmd += ["--batch", "--batch-poll", "0.2", "--batch-window", "0.2"]
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            ledger = out / "batches.jsonl"
+            _wait_for(lambda: ledger.exists() and '"event":"batch"' in ledger.read_text(), 120, "the first job")
+            assert be.polls == 0 or all(j.status == "in_progress" for j in be.jobs.values())
+            os.kill(proc.pid, signal.SIGKILL)
+        finally:
+            proc.wait(30)
+        first_out, first_err = proc.communicate()
+        assert proc.returncode == -signal.SIGKILL
+        assert len(be.jobs) == 1 and not any(be.answered.values())
+        job_id = next(iter(be.jobs))
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+        assert r.returncode == 0, r.stderr[-3000:]
+        assert f"batch {job_id}:" in r.stderr  # the same job was polled, not sent again
+        assert srv.chat_count == 0
+        assert len(be.jobs) == 2  # the killed step's job, then the verification step's
+        assert max(be.submitted.values()) == 1 and set(be.answered) == set(be.submitted)
+        assert max(be.answered.values()) == 1
+    for text in (first_out, first_err, r.stdout, r.stderr):
+        assert KEY not in text
+    for f in out.rglob("*"):
+        if f.is_file():
+            assert KEY.encode() not in f.read_bytes(), f
+    assert f"Bearer {KEY}" in be.auth_headers  # the key was really sent, to the server only
+    scores = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    assert len(scores) == 4 and all(s["value"] is not None for s in scores)
+
+
+def test_an_upload_whose_job_line_was_cut_off_is_found_by_its_input_file(tmp_path, monkeypatch):
+    """Killed between POST /v1/batches and writing its line: the ledger has the upload
+    only. The rerun finds the job by its input file id (GET /v1/batches) and polls it."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    out, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    be = BatchEndpoints()
+    with JudgeServer(batch=be) as srv:
+        _run(srv, out, batch=FAST, cache=tmp_path / "first.sqlite", n=2)
+        lines = (out / "batches.jsonl").read_text().splitlines()
+        # keep the first upload, drop its job line and everything after it
+        (out / "batches.jsonl").write_text(lines[0] + "\n")
+        jobs_before = len(be.jobs)
+        again = _run(srv, out, batch=FAST, cache=cache, n=2, fresh=True)
+        assert not [s.error for s in again.iter_scores() if s.error]
+        first_job = next(iter(be.jobs))
+        assert be.jobs[first_job].input_file_id == json.loads(lines[0])["file_id"]
+        # the extraction step was found, not resubmitted; only verification went out again
+        assert len(be.jobs) == jobs_before + 1
+        assert max(be.submitted.values()) <= 2 and srv.chat_count == 0
+    assert '"event":"batch"' in (out / "batches.jsonl").read_text().splitlines()[1]
+
+
+def test_a_gguf_judge_refuses_batch_with_one_line(tmp_path):
+    with pytest.raises(ValueError, match=r"--batch needs an OpenAI-compatible HTTP judge.*in-process \.gguf"):
+        evaluate(
+            str(DATA),
+            "faithfulness",
+            ["native"],
+            judge=JudgeConfig(model=str(tmp_path / "m.gguf")),
+            out=tmp_path / "run",
+            batch=True,
+            progress=False,
+        )
+    assert not (tmp_path / "run").exists()  # refused before the folder was touched
+
+
+def test_batch_settings_and_cli_flags_are_checked(tmp_path):
+    assert batch_settings(True) == BatchSettings()
+    assert batch_settings({"poll_max": 5}).poll_max == 5
+    with pytest.raises(ValueError, match="unknown setting"):
+        batch_settings({"pol_max": 5})
+    with pytest.raises(ValueError, match="poll_first <= poll_max"):
+        BatchSettings(poll_first=10, poll_max=1)
+    r = subprocess.run(
+        [str(CLI), "run", str(DATA), "-m", "mrr", "--batch-poll", "3", "--out", str(tmp_path / "x")],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert r.returncode == 2 and "--batch-poll needs --batch" in r.stderr
+
+
+def test_batch_calls_are_priced_at_the_batch_rate():
+    prices = parse_prices(["fake=1/4", "other=1/4", "other@batch=0.2/0.8"])
+    assert batch_price(prices, "fake") == (0.5, 2.0) and batch_price(prices, "other") == (0.2, 0.8)
+
+    def rec(model: str, batch: bool) -> CallRecord:
+        return CallRecord(
+            "chat", "", "", "", model, False, input_tokens=1_000_000, output_tokens=1_000_000, batch=batch
+        )
+
+    assert usd_cost([rec("fake", False)], prices) == pytest.approx(5.0)
+    assert usd_cost([rec("fake", True)], prices) == pytest.approx(2.5)
+    assert usd_cost([rec("other", True)], prices) == pytest.approx(1.0)
+    assert usd_cost([rec("nameless", True)], prices) is None  # unknown, never a partial sum
+
+
+def test_progress_line_and_ledger_resume_rule(tmp_path):
+    from types import SimpleNamespace
+
+    job = SimpleNamespace(
+        id="b_12",
+        status="in_progress",
+        created_at=time.time() - 190,
+        request_counts=SimpleNamespace(completed=140, failed=2, total=200),
+    )
+    assert progress_line(job) == "batch b_12: 140/200 done, 2 failed, in_progress, 3m"
+    ledger = BatchLedger(tmp_path / "batches.jsonl")
+    ledger.uploaded("f1", "http://h/v1", ["a", "b"])
+    ledger.created("b1", "f1", "http://h/v1", 2)
+    ledger.ended("b1", "expired", {"completed": 1, "failed": 1, "total": 2}, ["b"])
+    with (tmp_path / "batches.jsonl").open("a") as fh:
+        fh.write('{"event": "upl')  # a torn last line after a kill -9
+    again = BatchLedger(tmp_path / "batches.jsonl")
+    assert again.skipped_lines == 1
+    assert again.find("http://h/v1", "a") == ("f1", "b1")  # answered: read from the job again
+    assert again.find("http://h/v1", "b") is None  # unanswered: send again
+    assert again.find("http://other/v1", "a") is None  # another endpoint's job is not ours
