@@ -189,8 +189,10 @@ def test_dry_run_prices_the_calls_and_says_what_a_run_would_skip(tmp_path, monke
     assert r.exit_code == 0, r.output
     row = next(line for line in r.output.splitlines() if "faithfulness" in line and "│" in line)
     cells = [c.strip() for c in row.split("│") if c.strip()]
-    tokens_in, tokens_out, usd = int(cells[5]), int(cells[6]), float(cells[-1])
+    tokens_in, tokens_out, usd, usd_batch = int(cells[5]), int(cells[6]), float(cells[-2]), float(cells[-1])
     assert usd == pytest.approx((tokens_in * 0.15 + tokens_out * 0.60) / 1e6, abs=1e-6)
+    # the same calls through the Batch API: OpenAI's 50 % batch discount (unified.judge.prices)
+    assert usd_batch == pytest.approx(usd / 2, abs=1e-6)
 
 
 def _dry_row(output: str, backend: str, metric: str) -> dict[str, str]:
