@@ -153,6 +153,9 @@ class TaskMeter:
 
 
 _current: contextvars.ContextVar[TaskMeter | None] = contextvars.ContextVar("unified_task", default=None)
+#: the judge-cache key of the call being computed (``CachedChatJudge`` sets it): a Batch API
+#: request's ``custom_id`` is derived from it (``unified.judge.batch``)
+request_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("unified_request_key", default=None)
 _listeners: list[Any] = []
 
 

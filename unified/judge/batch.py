@@ -51,7 +51,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from unified.judge.base import JudgeError, current_meter
+from unified.judge.base import JudgeError, current_meter, request_key
 from unified.judge.batch_ledger import BATCHES_FILE, FINAL_STATES, BatchLedger
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts
 from unified.redact import endpoint_of, one_line
@@ -146,8 +146,6 @@ def batch_refusal(judges: Any) -> str | None:
 
 
 _mode: contextvars.ContextVar[BatchMode | None] = contextvars.ContextVar("unified_batch_mode", default=None)
-#: the judge-cache key of the call being computed (set by ``CachedChatJudge``)
-request_key: contextvars.ContextVar[str | None] = contextvars.ContextVar("unified_request_key", default=None)
 
 
 def current_batch_mode() -> BatchMode | None:

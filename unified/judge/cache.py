@@ -72,8 +72,8 @@ from unified.judge.base import (
     current_meter,
     record_call,
     repeat_seed,
+    request_key,
 )
-from unified.judge.batch import request_key
 from unified.judge.structured import schema_json
 from unified.run.runfolder import CACHE_FILE
 
