@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
 CLI = Path(sys.executable).parent / "unified-eval"
 KEY = "sk-batch-secret-0123456789abcdef"
+PRICES = {"fake": (1.0, 4.0)}
 FAST = {"window": 0.2, "poll_first": 0.05, "poll_max": 0.2}
 
 
@@ -59,12 +60,15 @@ def test_batch_values_equal_online_values_and_enter_the_cache(tmp_path, monkeypa
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     be = BatchEndpoints(delay=0.2)
     with JudgeServer(batch=be) as srv:
-        batch = _run(srv, tmp_path / "b", batch=FAST, cache=tmp_path / "b.sqlite")
+        batch = _run(srv, tmp_path / "b", batch=FAST, cache=tmp_path / "b.sqlite", prices=PRICES)
         assert srv.chat_count == 0  # nothing went online
         assert len(be.jobs) == 2, [len(j.lines) for j in be.jobs.values()]  # one job per step
         assert be.submitted and max(be.submitted.values()) == 1 and max(be.answered.values()) == 1
-        online = _run(srv, tmp_path / "o", batch=False, cache=tmp_path / "o.sqlite")
+        online = _run(srv, tmp_path / "o", batch=False, cache=tmp_path / "o.sqlite", prices=PRICES)
         assert srv.chat_count == sum(be.answered.values())  # the same requests, asked online
+        # the same tokens, at the batch price (half of OpenAI's online price)
+        usd = [sum(s.cost.usd for s in r.iter_scores()) for r in (batch, online)]
+        assert usd[0] == pytest.approx(usd[1] / 2) and usd[0] > 0
         # a rerun into a new folder on the batch run's cache (same judge): every answer is cached
         calls, jobs = srv.request_count, len(be.jobs)
         again = _run(srv, tmp_path / "b2", batch=FAST, cache=tmp_path / "b.sqlite")
