@@ -211,6 +211,12 @@ def test_a_gguf_judge_refuses_batch_with_one_line(tmp_path):
     assert not (tmp_path / "run").exists()  # refused before the folder was touched
 
 
+def test_batch_on_ray_is_refused_before_the_folder_is_touched(tmp_path, judge_server):
+    with pytest.raises(ValueError, match="--batch runs on the local executor"):
+        _run(judge_server, tmp_path / "run", batch=True, cache=False, executor="ray")
+    assert not (tmp_path / "run").exists()
+
+
 def test_batch_settings_and_cli_flags_are_checked(tmp_path):
     assert batch_settings(True) == BatchSettings()
     assert batch_settings({"poll_max": 5}).poll_max == 5

@@ -232,7 +232,13 @@ class Batcher:
         fut = self._futures.get(custom_id)
         if fut is None:
             fut = self._futures[custom_id] = asyncio.get_running_loop().create_future()
-            await self._place(custom_id, body)
+            try:
+                await self._place(custom_id, body)
+            except asyncio.CancelledError:
+                self._fail([custom_id], JudgeBatchError("cancelled before it was placed in a job"))
+                raise
+            except Exception as exc:  # the job lookup failed: this request (and its sharers) fail
+                self._fail([custom_id], exc)
         return await asyncio.shield(fut)
 
     async def _place(self, custom_id: str, body: dict[str, Any]) -> None:
