@@ -103,7 +103,8 @@ class Progress:
                 self.embedding_calls[b] += 1
             else:
                 self.calls[b] += 1
-        if rec.kind == "chat" and not rec.cached and not rec.error:
+        # a batch call's latency is its job's wait, not generation time: kept out of tok/s
+        if rec.kind == "chat" and not rec.cached and not rec.error and not rec.batch:
             self.gen_tokens += rec.output_tokens
             self.gen_seconds += rec.latency
 
@@ -151,6 +152,13 @@ class Progress:
             # "text": the next line overwrites this one in Jupyter's output
             end="\r" if self.mode == "text" and not final else "\n",
         )
+
+    def note(self, text: str) -> None:
+        """A line of news (a batch job's counts): above the bar when one is shown."""
+        if self._bar is not None:
+            self._bar.console.print(text, highlight=False, markup=False)
+        else:
+            print(text, file=self._stream, flush=True)
 
     def stop(self) -> None:
         remove_listener(self.on_call)

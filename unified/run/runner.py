@@ -538,7 +538,13 @@ class _Run:
             return contextlib.nullcontext()
         from unified.judge.batch import batch_scope
 
-        return batch_scope(self.batch, self.out, self.say)
+        return batch_scope(self.batch, self.out, self._batch_news)
+
+    def _batch_news(self, line: str) -> None:
+        """A batch job's counts or state: above the progress bar when one is shown."""
+        if self.opts.quiet:
+            return
+        (self.progress.note if self.progress is not None and self.progress.mode else self.say)(line)
 
     def _executor(self) -> Any:
         ex = self.opts.executor
