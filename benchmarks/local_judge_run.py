@@ -25,7 +25,8 @@ CONFIGS: dict[str, list[str]] = {
 
 @dataclass
 class BackendRun:
-    """One CLI run: wall seconds, exit code, the summary's aggregate and every score."""
+    """One CLI run: wall seconds, exit code, the summary's aggregate, every score and the
+    machine's load when it ended."""
 
     label: str
     wall: float
@@ -33,6 +34,7 @@ class BackendRun:
     aggregate: dict[str, Any]
     scores: list[dict[str, Any]] = field(default_factory=list)
     stderr_tail: str = ""
+    load: float | None = None  # the machine's 1-minute load average when the run ended
 
     @property
     def rows(self) -> int:
@@ -102,4 +104,4 @@ def run_backend(
         if (out / "scores.jsonl").is_file()
         else []
     )
-    return BackendRun(label, wall, proc.returncode, agg, scores, proc.stderr[-2000:])
+    return BackendRun(label, wall, proc.returncode, agg, scores, proc.stderr[-2000:], os.getloadavg()[0])
