@@ -150,6 +150,7 @@ def test_a_run_on_two_nodes_scores_on_both_and_counts_per_node(cluster, server, 
     assert set(by_node) == {head, worker}, (by_node, head, worker)
     assert by_node[head] > 0 and by_node[worker] > 0 and sum(by_node.values()) == TASKS
     assert ex["nodes_lost"] == [] and ex["duplicates_dropped"] == 0
+    print("two nodes:", json.dumps(ex))  # shown with -s (the docs quote it)
 
 
 def test_kill_9_of_the_worker_node_mid_run_then_the_same_command_is_exactly_once(cluster, server, data, tmp_path):
@@ -181,6 +182,7 @@ def test_kill_9_of_the_worker_node_mid_run_then_the_same_command_is_exactly_once
     assert proc.returncode == 0, stderr[-3000:]
     _exactly_once(out)
     ex = _summary(out)["executor"]
+    print(f"killed {len(killed)} processes of the worker node after {before} lines;", stderr.strip(), json.dumps(ex))
     assert ex["nodes_lost"] == [worker_id]
     assert ex["tasks_by_node"].get(worker_id, 0) > 0  # it scored before it died
     assert sum(ex["tasks_by_node"].values()) == TASKS
