@@ -7,12 +7,21 @@ Flow::
                                                               │ score_group, as locally
     on_done(group, scores) ◄── exactly once per group ◄───────┘ batches as they finish
 
+Memory: the driver pulls groups from the runner's reader only when an actor has room, so
+it holds at most ``actors × BLOCKS_PER_ACTOR`` blocks (plus the one being filled) however
+long the input; what grows with the input is the run path's own index (sample id → hash,
+for resume), the same as on the local executor (``benchmarks/ray_memory.py``).
+
 Exactly-once: every group the runner yields goes into exactly one ``Block``. The block
 remembers which of its groups it has delivered (``Block.accept``); a result for a group
 already delivered is dropped and counted (``stats["duplicates_dropped"]``). When the
-actor dies mid-block (killed, OOM, node lost), the driver replaces it and sends only the
-groups not yet delivered; after ``MAX_ATTEMPTS`` deaths on one block its undelivered
-groups end as explicit error lines (resumable with ``--retry-errors``). Ray's own task
+actor dies mid-block (killed, OOM), the driver replaces it and sends only the groups not
+yet delivered; after ``MAX_ATTEMPTS`` deaths on one block its undelivered groups end as
+explicit error lines (resumable with ``--retry-errors``). When the actor's *node* died
+(the cluster says so while the replacement waits for a CPU), the slot is retired and its
+blocks go to the actors left, with a warning on stderr and the node in
+``summary()["nodes_lost"]``; with no actor left the run stops, the rest unscored (a rerun
+scores it). Ray's own task
 retries are off on purpose: Ray replays a streaming generator by *position* ("skip the
 first k items"), and results in completion order differ between attempts, so a replay
 could silently lose one group and repeat another.
