@@ -78,6 +78,8 @@ def child(data: str, executor: str, concurrency: int) -> None:
                 "errors": errors,
                 "hwm_mb": _status("VmHWM"),
                 "rss_mb": _status("VmRSS"),
+                "anon_mb": _status("RssAnon"),  # the driver's own heap
+                "shmem_mb": _status("RssShmem"),  # pages of Ray's shared object store it touched
                 "seconds": seconds,
                 "lines": lines,
             }
@@ -112,7 +114,8 @@ def main() -> int:
                 rows.append((n, executor, got))
                 print(
                     f"{n:>7} samples  {executor:<5}  driver peak RSS {got['hwm_mb']:7.1f} MB  "
-                    f"end RSS {got['rss_mb']:7.1f} MB  {got['seconds']:6.1f} s  "
+                    f"end RSS {got['rss_mb']:7.1f} MB (anon {got['anon_mb']:.1f}, shmem {got['shmem_mb']:.1f})  "
+                    f"{got['seconds']:6.1f} s  "
                     f"{n / got['seconds']:7.0f} samples/s",
                     flush=True,
                 )
