@@ -4,14 +4,15 @@ For each size N (default 20,000 and 200,000 synthetic samples, a JSONL file read
 stream) × 2 deterministic native retrieval metrics (precision@5, ndcg@10; no judge), one
 child process runs ``evaluate(..., executor=RayExecutor(num_actors=2))`` on a local Ray
 of 2 CPUs — and, with ``--local``, the same run on the local executor, to separate what
-the run path itself keeps per sample (the runner's ``sample id -> hash`` index, which
-resume and compaction need) from what the Ray executor keeps.
+the run path itself keeps per sample (the same on both executors) from what the Ray
+executor keeps.
 
 Per run it prints the driver's peak RSS (``VmHWM`` of the driver process only; Ray's own
 processes are not counted), its RSS at the end (``VmRSS``), the seconds and samples/s.
 The Ray executor holds at most ``actors × 2`` blocks of ``block_size`` groups at a time
-(groups are pulled from the reader only when an actor has room), so its share is flat;
-the growth between the sizes is the run path's index, the same on both executors.
+(groups are pulled from the reader only when an actor has room), so its share is flat.
+Measured (docs/scaling.md): Ray adds a constant ~100 MB; both executors grow ~8 KB per
+sample, which is the run path's, not the executor's.
 
     python benchmarks/ray_memory.py [--sizes 20000,200000] [--concurrency 256] [--local]
 """

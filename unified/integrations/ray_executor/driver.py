@@ -9,8 +9,8 @@ Flow::
 
 Memory: the driver pulls groups from the runner's reader only when an actor has room, so
 it holds at most ``actors × BLOCKS_PER_ACTOR`` blocks (plus the one being filled) however
-long the input; what grows with the input is the run path's own index (sample id → hash,
-for resume), the same as on the local executor (``benchmarks/ray_memory.py``).
+long the input. What grows with the input is the run path's own per-sample memory, the
+same as on the local executor (``benchmarks/ray_memory.py``: ~8 KB a sample on both).
 
 Exactly-once: every group the runner yields goes into exactly one ``Block``. The block
 remembers which of its groups it has delivered (``Block.accept``); a result for a group
