@@ -594,6 +594,8 @@ class _Run:
             degraded,
         )
         summary["unserved_metrics"] = self.plan.unserved(self.refs)
+        if callable(getattr(self.executor, "summary", None)):  # where the tasks ran (Ray: per node)
+            summary["executor"] = self.executor.summary()
         if self.book.pairs:
             summary["repeats"] = retest_summary(report.iter_scores(), self.book.pairs)
         self.summary = summary

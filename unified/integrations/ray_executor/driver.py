@@ -7,12 +7,21 @@ Flow::
                                                               │ score_group, as locally
     on_done(group, scores) ◄── exactly once per group ◄───────┘ batches as they finish
 
+Memory: the driver pulls groups from the runner's reader only when an actor has room, so
+it holds at most ``actors × BLOCKS_PER_ACTOR`` blocks (plus the one being filled) however
+long the input. What grows with the input is the run path's own per-sample memory, the
+same as on the local executor (``benchmarks/ray_memory.py``: ~8 KB a sample on both).
+
 Exactly-once: every group the runner yields goes into exactly one ``Block``. The block
 remembers which of its groups it has delivered (``Block.accept``); a result for a group
 already delivered is dropped and counted (``stats["duplicates_dropped"]``). When the
-actor dies mid-block (killed, OOM, node lost), the driver replaces it and sends only the
-groups not yet delivered; after ``MAX_ATTEMPTS`` deaths on one block its undelivered
-groups end as explicit error lines (resumable with ``--retry-errors``). Ray's own task
+actor dies mid-block (killed, OOM), the driver replaces it and sends only the groups not
+yet delivered; after ``MAX_ATTEMPTS`` deaths on one block its undelivered groups end as
+explicit error lines (resumable with ``--retry-errors``). When the actor's *node* died
+(the cluster says so while the replacement waits for a CPU), the slot is retired and its
+blocks go to the actors left, with a warning on stderr and the node in
+``summary()["nodes_lost"]``; with no actor left the run stops, the rest unscored (a rerun
+scores it). Ray's own task
 retries are off on purpose: Ray replays a streaming generator by *position* ("skip the
 first k items"), and results in completion order differ between attempts, so a replay
 could silently lose one group and repeat another.
@@ -45,6 +54,7 @@ INSTALL_HINT = "executor='ray' needs Ray: pip install 'unified-rag-eval[ray]'"
 MAX_ATTEMPTS = 3
 BLOCKS_PER_ACTOR = 2
 READY_TIMEOUT_S = 300.0
+NODE_POLL_S = 1.0  # how often a replacement's wait asks whether the dead actor's node is gone
 CONNECT_TIMEOUT_S = 10.0  # a cluster address must answer within this (or $UNIFIED_RAY_CONNECT_TIMEOUT)
 # an HTTP/2 client preface and an empty SETTINGS frame: any gRPC server (Ray's GCS, its client
 # server) answers with a SETTINGS frame at once; a dead address refuses, a wrong one stays silent
@@ -202,6 +212,8 @@ class Pool:
         self.info: list[dict[str, Any]] = [{} for _ in range(n)]
         self.load = [0] * n
         self.replaced = 0
+        self.retired: set[int] = set()  # slots whose node died (no actor any more)
+        self.lost_nodes: set[str] = set()
         self._freed = asyncio.Event()
         self._locks = [asyncio.Lock() for _ in range(n)]
 
@@ -227,35 +239,95 @@ class Pool:
         self.info[i] = info
 
     async def acquire(self) -> int:
-        """The least-loaded actor with room for one more block (waits until there is one)."""
-        while min(self.load) >= self.depth:
+        """The least-loaded live actor with room for one more block (waits until there is
+        one); a ``RayExecutorError`` when every slot's node is gone."""
+        while True:
+            live = [j for j in range(self.n) if j not in self.retired]
+            if not live:
+                raise RayExecutorError(
+                    "every Ray node that ran the run's actors died: the tasks not scored are left "
+                    "for the next run (rerun the same command once the cluster is back)"
+                )
+            i = min(live, key=self.load.__getitem__)
+            if self.load[i] < self.depth:
+                self.load[i] += 1
+                return i
             self._freed.clear()
             await self._freed.wait()
-        i = self.load.index(min(self.load))
-        self.load[i] += 1
-        return i
 
     def release(self, i: int) -> None:
         self.load[i] -= 1
         self._freed.set()
 
-    async def replace(self, i: int, dead: Any) -> None:
-        """A fresh actor in slot ``i`` (once, however many blocks saw ``dead`` die)."""
+    def node_of(self, i: int) -> str:
+        """The Ray node id of slot ``i``'s actor ("unknown" before it reported)."""
+        return str(self.info[i].get("node_id") or "unknown")
+
+    async def node_alive(self, node_id: str) -> bool:
+        """What the cluster's GCS says of ``node_id`` now (``ray.nodes()``, a blocking call:
+        in a thread). An id the GCS does not list is dead; an unanswered question, alive."""
+        try:
+            nodes = await asyncio.wait_for(asyncio.to_thread(self.ray.nodes), NODE_POLL_S * 10)
+        except Exception:
+            return True
+        return any(n.get("NodeID") == node_id and n.get("Alive") for n in nodes)
+
+    async def replace(self, i: int, dead: Any) -> bool:
+        """A fresh actor in slot ``i`` (once, however many blocks saw ``dead`` die): True.
+        False when the slot is retired: its node died and no replacement could be placed
+        before the cluster said so (the slot's blocks go to the other actors)."""
         async with self._locks[i]:
+            if i in self.retired:
+                return False
             if self.actors[i] is not dead:
-                return
+                return True
             with contextlib.suppress(Exception):
                 self.ray.kill(dead)
             handle = self._cls.remote(self.recipe, i, self.n)
             self.actors[i] = handle
             self.replaced += 1
-            await self._check(i, handle)
+            if await self._ready_unless_node_lost(i, handle):
+                return True
+            self.retired.add(i)
+            self.lost_nodes.add(self.node_of(i))
+            self._freed.set()  # waiters re-choose among the live slots (or learn there are none)
+            return False
+
+    async def _ready_unless_node_lost(self, i: int, handle: Any) -> bool:
+        """Wait for ``handle`` to be ready, asking every ``NODE_POLL_S`` whether the node of
+        the actor it replaces is still alive. False (and ``handle`` killed) when that node
+        died before the replacement was placed: on a cluster that lost a node the new actor
+        may never find a free CPU, and waiting ``READY_TIMEOUT_S`` for it would stall the run."""
+        node = self.info[i].get("node_id")
+        ready = asyncio.create_task(self._check(i, handle))
+        try:
+            while True:
+                done, _ = await asyncio.wait({ready}, timeout=NODE_POLL_S)
+                if done and (ready.exception() is None or not node or await self.node_alive(node)):
+                    ready.result()  # ready, or an error of an actor whose node lives: raised as before
+                    return True
+                if not done and (not node or await self.node_alive(node)):
+                    continue
+                ready.cancel()
+                with contextlib.suppress(BaseException):
+                    await ready
+                with contextlib.suppress(Exception):
+                    self.ray.kill(handle)
+                return False
+        except BaseException:
+            ready.cancel()
+            raise
 
     async def cpu_ms(self) -> int | None:
         """CPU milliseconds the live actors used since they were ready (None when one cannot say)."""
         try:
-            got = await asyncio.wait_for(asyncio.gather(*(_awaitable(a.cpu_seconds.remote()) for a in self.actors)), 10)
+            live = [i for i in range(self.n) if i not in self.retired]
+            got = await asyncio.wait_for(
+                asyncio.gather(*(_awaitable(self.actors[i].cpu_seconds.remote()) for i in live)), 10
+            )
         except Exception:
+            return None
+        if self.retired:  # the CPU of the actors on a lost node is unknown
             return None
         return round(sum(g - info.get("cpu_seconds", 0.0) for g, info in zip(got, self.info)) * 1000)
 
@@ -326,6 +398,8 @@ class RayExecutor:
                 "resent_groups": 0,
                 "duplicates_dropped": 0,
                 "failed_groups": 0,
+                "tasks_by_node": {},
+                "nodes_lost": [],
             }
             started = time.perf_counter()
             await self.pool.start()
@@ -379,7 +453,8 @@ class RayExecutor:
             raise
 
     async def _score(self, i: int, block: Block, on_done: OnDone) -> None:
-        """Deliver every group of ``block`` once, resending what a dying actor left undone."""
+        """Deliver every group of ``block`` once, resending what a dying actor left undone
+        (to its replacement, or, when its node died, to another actor)."""
         assert self.pool is not None
         try:
             while True:
@@ -389,7 +464,7 @@ class RayExecutor:
                 if block.attempts:
                     self.stats["resent_groups"] += len(pending)
                 actor = self.pool.actors[i]
-                error = await self._stream(actor, pending, block, on_done)
+                error = await self._stream(i, actor, pending, block, on_done)
                 if error is None and not block.pending():
                     return
                 block.attempts += 1
@@ -403,16 +478,39 @@ class RayExecutor:
                     return
                 if error is not None:
                     self.stats["deaths"] += 1
-                    await self.pool.replace(i, actor)
+                    if not await self.pool.replace(i, actor):
+                        self._node_lost(i)
+                        self.pool.release(i)
+                        i = -1  # holds no slot while it waits for one
+                        i = await self.pool.acquire()
         finally:
             self.stats["duplicates_dropped"] += block.duplicates
             block.duplicates = 0
-            self.pool.release(i)
+            if i >= 0:
+                self.pool.release(i)
 
-    async def _stream(self, actor: Any, pending: list[WireGroup], block: Block, on_done: OnDone) -> str | None:
+    def _node_lost(self, i: int) -> None:
+        """Say once per node, on stderr and in the stats, that a node died mid-run."""
+        assert self.pool is not None
+        node = self.pool.node_of(i)
+        if node in self.stats["nodes_lost"]:
+            return
+        self.stats["nodes_lost"].append(node)
+        live = self.pool.n - len(self.pool.retired)
+        print(
+            f"warning: ray: node {node} ({self.pool.info[i].get('node', '?')}) died mid-run; its unfinished "
+            f"tasks are scored again on the {live} actor(s) left (each task still written once)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    async def _stream(self, i: int, actor: Any, pending: list[WireGroup], block: Block, on_done: OnDone) -> str | None:
         """Consume one attempt's result stream; None when it ended, else why it broke."""
         from ray.exceptions import RayError
 
+        assert self.pool is not None
+        by_node = self.stats["tasks_by_node"]
+        node = self.pool.node_of(i)
         try:
             async for ref in actor.score_block.remote(pending):
                 batch, records = await ref
@@ -421,9 +519,22 @@ class RayExecutor:
                 for idx, scores in batch:
                     if block.accept(idx):
                         on_done(block.groups[idx], scores)
+                        by_node[node] = by_node.get(node, 0) + len(scores)
         except RayError as e:
             return _first_line(e)
         return None
+
+    def summary(self) -> dict[str, Any]:
+        """What ``summary.json`` records of this executor (key ``executor``): the actors,
+        the tasks each Ray node scored in this invocation (``tasks_by_node``, by node id),
+        the nodes lost mid-run, deaths, resends and duplicates dropped."""
+        keys = ("actors", "tasks_by_node", "nodes_lost", "deaths", "replaced", "resent_groups")
+        more = ("duplicates_dropped", "failed_groups", "blocks")
+        out: dict[str, Any] = {"name": "ray"}
+        out.update({k: self.stats[k] for k in keys + more if k in self.stats})
+        if self.pool is not None:
+            out["nodes"] = {self.pool.node_of(i): self.pool.info[i].get("node") for i in range(self.pool.n)}
+        return out
 
 
 def _first_line(e: BaseException) -> str:

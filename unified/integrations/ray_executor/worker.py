@@ -114,6 +114,7 @@ class ScoringWorker:
             "error": self.error,
             "pid": os.getpid(),
             "node": _node(),
+            "node_id": _node_id(),
             "limits": limits,
             "cpu_seconds": time.process_time(),
         }
@@ -171,6 +172,16 @@ def _config(judge: Any) -> Any:
             return cfg
         judge = getattr(judge, "inner", None)
     return None
+
+
+def _node_id() -> str | None:
+    """The Ray node id of this actor's node (hex), as ``ray.nodes()`` names it."""
+    try:
+        import ray
+
+        return str(ray.get_runtime_context().get_node_id())
+    except Exception:
+        return None
 
 
 def _node() -> str:
