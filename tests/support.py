@@ -29,3 +29,12 @@ def import_in_clean_env(module: str, names: list[str], extra: str = "") -> dict:
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr[-2000:]
     return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def as_read(d: dict) -> dict:
+    """A parsed JSONL line as the project's readers see it: a score line (it has a metric,
+    a backend and a sample id) with the fields it leaves at their default filled in
+    (``unified.scores.full_line``); any other line as it is."""
+    from unified.scores import full_line
+
+    return full_line(d) if all(k in d for k in ("metric", "backend", "sample_id")) else d

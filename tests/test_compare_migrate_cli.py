@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import as_read
 from typer.testing import CliRunner
 
 from unified.cli.app import app
@@ -24,7 +25,8 @@ def invoke(*args):
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    """A JSONL file\'s lines; score lines in the full shape every reader sees (full_line)."""
+    return [as_read(json.loads(x)) for x in path.read_text().splitlines() if x.strip()]
 
 
 def test_compare_with_a_jury_writes_jury_lines_and_translations(tmp_path, judge_server):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 from judge_server import JudgeServer
-from support import cli_env
+from support import as_read, cli_env
 from typer.testing import CliRunner
 
 from unified.cli import app
@@ -51,7 +51,8 @@ def ir_rows(n: int = 3) -> list[dict]:
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    """A JSONL file\'s lines; score lines in the full shape every reader sees (full_line)."""
+    return [as_read(json.loads(x)) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
 
 
 def run_cli(*args, timeout: float = 120, fsize: int | None = None, env: dict | None = None):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from judge_server import JudgeServer
-from support import cli_env
+from support import as_read, cli_env
 from typer.testing import CliRunner
 
 from unified.cli.app import app
@@ -35,7 +35,8 @@ def invoke(*args):
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    """A JSONL file\'s lines; score lines in the full shape every reader sees (full_line)."""
+    return [as_read(json.loads(x)) for x in path.read_text().splitlines() if x.strip()]
 
 
 def keys(path: Path) -> list[tuple]:

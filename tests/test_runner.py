@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
+from support import as_read
 
 from unified.adapters import Backend
 from unified.data.io import RowError
@@ -84,7 +85,8 @@ def make_samples(n: int, start: int = 0) -> list[Sample]:
 
 
 def lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    """A JSONL file\'s lines; score lines in the full shape every reader sees (full_line)."""
+    return [as_read(json.loads(x)) for x in path.read_text().splitlines() if x.strip()]
 
 
 def triples(path: Path) -> list[tuple[str, str, str]]:

@@ -160,6 +160,36 @@ class Score(BaseModel):
         )
 
 
+def score_line(score: Score) -> str:
+    """The line ``scores.jsonl`` stores for ``score``: its JSON with every field still at
+    its default left out (no ``"error": null``, no all-zero ``cost``, no ``"row_error":
+    false``). The key (``metric``, ``backend``, ``sample_id``) has no default and is on
+    every line; so are ``raw``, the fingerprints and the row when set. A
+    deterministic score line is about half as long this way (``docs/scale.md``);
+    ``full_line`` gives a reader the full shape back, and ``Score.model_validate`` reads
+    either form. ``value`` is on every line, null on a failure's (the one field a reader
+    of the file by hand always looks for)."""
+    line = score.model_dump_json(exclude_defaults=True)
+    return line if score.value is not None else '{"value":null,' + line[1:]
+
+
+_LINE_DEFAULTS: dict[str, Any] = {}
+
+
+def full_line(line: Mapping[str, Any]) -> dict[str, Any]:
+    """``line`` with every Score field it leaves out (``score_line``) at its default, as a
+    line written in full (by this version before lines were short, or by ``Report``'s own
+    exports) reads: every reader sees one shape, and a DataFrame has every column."""
+    if not _LINE_DEFAULTS:
+        _LINE_DEFAULTS.update(Score(metric="", backend="", sample_id="").model_dump(mode="json"))
+    out = {**_LINE_DEFAULTS, **line}
+    if "cost" not in line:  # mutable defaults: one fresh copy per line, never shared
+        out["cost"] = dict(_LINE_DEFAULTS["cost"])
+    if "details" not in line:
+        out["details"] = {}
+    return out
+
+
 def degraded_reason(line: Mapping[str, Any]) -> str | None:
     """Why a score line's value is degraded (came from fewer judges than asked), or None
     when it is not: a failed line is an error, not a degraded value."""

@@ -24,7 +24,16 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from unified.run.runfolder import iter_lines
-from unified.scores import Aggregate, Cost, RunningAggregates, Score, degraded_reason, invalid_line, line_problem
+from unified.scores import (
+    Aggregate,
+    Cost,
+    RunningAggregates,
+    Score,
+    degraded_reason,
+    full_line,
+    invalid_line,
+    line_problem,
+)
 
 COST_FIELDS = tuple(Cost.model_fields)
 
@@ -189,6 +198,7 @@ def _parse(raw: bytes) -> dict[str, Any] | None:
     ok = isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("metric", "backend", "sample_id"))
     if not ok:
         return None
+    d = full_line(d)  # a short line (``score_line``) reads as a full one
     problem = line_problem(d)  # a value that breaks the 0–10 rule is a failed task, not a score
     return d if problem is None else invalid_line(d, problem)
 

@@ -69,7 +69,7 @@ from unified.run.runfolder import (  # noqa: F401
 from unified.run.runplan import RunPlan, plan_run
 from unified.run.runsummary import RunCounts, build_summary, failure_groups, print_failures, print_table
 from unified.sample import Sample
-from unified.scores import Score
+from unified.scores import Score, score_line
 
 __all__ = [
     "RunConfigChanged",
@@ -332,13 +332,13 @@ class _Run:
     def emit(self, scores: list[Score], backend: str) -> None:
         assert self.log is not None
         for s in scores:
-            if s.error:  # defence in depth: no error text leaves with a credential in it
-                s = s.model_copy(update={"error": scrub(s.error)})
             # the input position, so content-hash ids join back to the user's rows; a row
             # error is emitted while its row is read, a sample's scores later (by id)
             row, index = self.where if s.row_error else self.where_of.get(s.sample_id, (None, None))
-            s = s.model_copy(update={"row": row, "input_index": index})
-            self.log.write(s.model_dump_json())
+            update: dict[str, Any] = {"row": row, "input_index": index}
+            if s.error:  # defence in depth: no error text leaves with a credential in it
+                update["error"] = scrub(s.error)
+            self.log.write(score_line(s.model_copy(update=update)))
         self.counts.tasks_run += len(scores)
         failed = sum(1 for s in scores if not s.ok)
         self.counts.tasks_failed += failed
@@ -624,7 +624,7 @@ class _Run:
         from unified.report import Report
 
         members = (s for s in Report.from_dir(self.out).iter_scores() if s.backend != JURY)
-        lines = [s.model_dump_json() for s in jury_scores(members, method)]
+        lines = [score_line(s) for s in jury_scores(members, method)]
         self.folder.replace_backend_lines(JURY, lines)
         self.jury_method = method
 
