@@ -107,6 +107,10 @@ class Report:
             d["id"] = str(d.get("id"))
             yield d
 
+    def samples_given(self) -> Any:
+        """The samples this Report was given in memory (None: it reads its folder's)."""
+        return self._samples_in
+
     def samples(self, ids: Iterable[str] | None = None) -> dict[str, dict[str, Any]]:
         """Sample id -> the sample as a dict; only ``ids`` when given."""
         want = None if ids is None else set(ids)
@@ -228,7 +232,16 @@ class Report:
     def summary(self, stable: bool = False) -> list[Aggregate]:
         """One Aggregate per (metric, backend) (``RunningAggregates`` over the last line of
         each task), in the order the run first wrote them — the runner's order — or, with
-        ``stable=True``, in the page's order (metrics as asked, then registry order)."""
+        ``stable=True``, in the page's order (metrics as asked, then registry order).
+
+        A finished folder answers from its ``index.json`` while ``scores.jsonl`` is the file
+        the index describes (``unified.run.runindex``): no line is read."""
+        if self._model is None and self._scores is None and self.run_dir is not None:
+            from unified.run.runindex import stored_aggregates
+
+            stored = stored_aggregates(self.run_dir, self.run_dir / SCORES_FILE, stable)
+            if stored is not None:
+                return [Aggregate.model_validate(a) for a in stored]
         return self.model().aggregates(stable=stable)
 
     def error_list(self, limit: int = 50) -> list[dict[str, Any]]:
@@ -245,6 +258,13 @@ class Report:
         from unified.analysis.errorgroups import group_errors
 
         return group_errors(self.model().failed())
+
+    def degraded_groups(self) -> list[dict[str, Any]]:
+        """Degraded tasks (a value from fewer judges than asked) grouped by cause, as
+        ``error_groups`` groups failures."""
+        from unified.analysis.errorgroups import group_errors
+
+        return group_errors(self.model().degraded())
 
     def to_jsonl(self, path: str | Path) -> Path:
         p = Path(path)

@@ -7,12 +7,14 @@ for the drill-down's ids, and the few score lines the page shows in full, by pos
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from unified.analysis.errorgroups import group_errors
 from unified.report import analysis
 from unified.report.model import RunModel
+from unified.run.runfolder import SAMPLES_FILE
 from unified.scores import Aggregate
 
 if TYPE_CHECKING:
@@ -66,8 +68,10 @@ def _pick_samples(
     first: list[str] = []
     found: dict[str, dict[str, Any]] = {}
     n = 0
-    for d in report.iter_samples():
+    for d in _samples_for_page(report, want, max_drilldown):
         n += 1
+        if d is None:  # a sample past the first ones and not wanted: counted, never parsed
+            continue
         if len(first) < max_drilldown:
             first.append(d["id"])
             found[d["id"]] = d
@@ -78,6 +82,35 @@ def _pick_samples(
         first = list(ids)[:max_drilldown]
         n = len(ids)
     return list(dict.fromkeys(wanted + first)), found, n
+
+
+def _samples_for_page(report: "Report", want: set[str], max_drilldown: int) -> Iterator[dict[str, Any] | None]:
+    """Every sample in run order: parsed while the drill-down fills, then only the lines
+    that can be a wanted sample (its JSON-encoded id appears in the line) — None for the
+    rest, so a million-sample folder costs one byte search per line, not one parse."""
+    path = report.run_dir / SAMPLES_FILE if report.run_dir is not None and report.samples_given() is None else None
+    if path is None or not path.exists():
+        yield from report.iter_samples()
+        return
+    # the id as JSON escapes it, and as it is (a writer escaping otherwise still matches)
+    needles = [json.dumps(i, ensure_ascii=False).encode()[1:-1] for i in want] + [
+        i.encode(errors="surrogatepass") for i in want
+    ]
+    parsed = 0
+    with open(path, "rb") as f:
+        for raw in f:
+            if not raw.strip():
+                continue
+            if parsed >= max_drilldown and not any(x in raw for x in needles):
+                yield None
+                continue
+            try:
+                d = json.loads(raw)
+            except ValueError:
+                continue  # a torn last line (a killed run): not a sample
+            if isinstance(d, dict) and "id" in d:
+                parsed += 1
+                yield d
 
 
 def build_view(report: "Report", max_drilldown: int = 200) -> View:

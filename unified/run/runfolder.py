@@ -11,6 +11,8 @@ A run folder holds::
     migration.json      what flips between two backends (migrate)
     repeats.jsonl       with --repeats: each repeat of a task until all are in (then folded)
     run.json            the manifest: each task configuration by hash, every invocation
+    index.json          what a finished run proves: a rerun with nothing to do reads no
+                        row and no line (unified.run.runindex)
     .lock               held (flock) by the one process writing the folder
 
 Invariants, and where each is kept:
@@ -35,6 +37,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,7 +57,9 @@ REPEATS_FILE = "repeats.jsonl"  # test–retest repeats not yet folded (unified.
 MANIFEST_FILE = "run.json"
 LOCK_FILE = ".lock"
 CACHE_FILE = "judge_cache.sqlite"
+INDEX_FILE = "index.json"  # what a finished run proves (unified.run.runindex)
 FSYNC_EVERY_S = 1.0
+_SET_CALIBRATED = re.compile(rb'"calibrated"\s*:\s*(?!null)')
 
 Key = tuple[bool, str]  # (row_error, sample_id): row errors live in a namespace of their own
 
@@ -297,6 +302,7 @@ class RunFolder:
             self.crosscheck,
             self.repeats,
             self.manifest_path,
+            self.path / INDEX_FILE,
         ):
             try:
                 p.unlink(missing_ok=True)
@@ -313,6 +319,14 @@ class RunFolder:
     def read_manifest(self) -> dict[str, Any]:
         try:
             data = json.loads(self.manifest_path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return data if isinstance(data, dict) else {}
+
+    def read_summary(self) -> dict[str, Any]:
+        """``summary.json``, or {} when it is absent or unreadable."""
+        try:
+            data = json.loads(self.summary.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return {}
         return data if isinstance(data, dict) else {}
@@ -376,6 +390,24 @@ class RunFolder:
             slot = res.done.setdefault(key, {})
             slot[shash] = slot.get(shash, 0) | (1 << bit)
         return res
+
+    def any_calibrated(self) -> bool:
+        """True when a score line carries a calibrated value. Only lines that name the
+        field with a non-null value are parsed (a short line leaves it out when unset, an
+        old full line writes ``"calibrated": null``), so a 1M-line file costs a byte search."""
+        if not self.scores.exists():
+            return False
+        with open(self.scores, "rb") as f:
+            for raw in f:
+                if b'"calibrated"' not in raw or not _SET_CALIBRATED.search(raw):
+                    continue
+                try:
+                    d = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(d, dict) and d.get("calibrated") is not None:
+                    return True
+        return False
 
     def replace_backend_lines(self, backend: str, lines: list[str]) -> int:
         """Drop every line of ``backend`` and append ``lines`` (a derived backend such as

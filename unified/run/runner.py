@@ -66,8 +66,17 @@ from unified.run.runfolder import (  # noqa: F401
     repair_jsonl,
     write_json,
 )
+from unified.run.runindex import (
+    INDEX_FILE,
+    proves_unchanged,
+    read_index,
+    remove_index,
+    run_key,
+    stat_now,
+    write_index,
+)
 from unified.run.runplan import RunPlan, plan_run
-from unified.run.runsummary import RunCounts, build_summary, failure_groups, print_failures, print_table
+from unified.run.runsummary import RunCounts, build_summary, print_failures, print_table
 from unified.sample import Sample
 from unified.scores import Score, score_line
 
@@ -209,6 +218,8 @@ class _Run:
         self.calibration: Any = None
         self.snapshot: Path | None = None  # the copy of an input the run itself writes
         self.batch: Any = None  # BatchSettings of a --batch run
+        self.unchanged = False  # the index proves the folder holds every task already (runindex)
+        self.input_stat: list[int] | None = None  # the input file's stat when reading began
 
     # ------------------------------------------------------------ setup
     def snapshot_input(self) -> None:
@@ -277,6 +288,12 @@ class _Run:
         if not self.opts.fresh:
             self.folder.refuse_foreign()  # before the lock: nothing is added to a user's folder
         self.folder.lock()
+        if self._unchanged():
+            self.unchanged = True
+            return
+        remove_index(self.out)  # before anything changes: no index vouches for a half-written folder
+        src = self._input_file()
+        self.input_stat = stat_now(src) if src is not None else None
         if self.opts.fresh or not self.opts.resume:
             self.folder.clear()
         manifest = self.folder.read_manifest()
@@ -297,6 +314,73 @@ class _Run:
                 "version wrote them): their tasks are scored again"
             )
         self._write_manifest(manifest, running=True)
+
+    # ------------------------------------------------------------ the index (runindex)
+    def _input_file(self) -> Path | None:
+        """The input as a file read in place (the index can vouch only for that)."""
+        if self.snapshot is not None or not isinstance(self.samples, (str, Path)):
+            return None
+        p = Path(self.samples)
+        return p if p.is_file() else None
+
+    def _index_key(self) -> str:
+        o = self.opts
+        read = {"mapping": dict(o.mapping or {}), "fmt": o.fmt, "layout": o.layout, "labels": o.labels}
+        return run_key(self.plan.hashes, {**read, "list_sep": o.list_sep, "jury": o.jury, "repeats": o.repeats})
+
+    def _unchanged(self) -> bool:
+        """True when ``index.json`` proves this run has nothing to do (runindex's rules)."""
+        o, src = self.opts, self._input_file()
+        if src is None or self.temp_out or o.fresh or not o.resume or o.calibration is not None:
+            return False
+        if o.max_samples is not None:
+            return False
+        index = read_index(self.out)
+        if not index or (o.write_report and not (index.get("report") and self.folder.report.exists())):
+            return False
+        summary = self.folder.read_summary()
+        if not summary or (o.retry_errors and (summary.get("n_errors") or summary.get("n_degraded"))):
+            return False
+        return proves_unchanged(index, self._index_key(), src, self.folder.scores)
+
+    def _write_index(self, report: "Report") -> None:
+        """After a complete run over a file read in place: ``index.json``, last."""
+        src = self._input_file()
+        if (
+            src is None
+            or self.temp_out
+            or self.interrupted
+            or not self.complete
+            or self.calibration is not None
+            or self.input_stat is None
+            or stat_now(src) != self.input_stat  # the input changed while it was read
+        ):
+            return
+        aggs = {
+            "written": [a.model_dump() for a in report.summary()],
+            "stable": [a.model_dump() for a in report.summary(stable=True)],
+        }
+        write_index(self.out, self._index_key(), src, self.folder.scores, aggs, self.opts.write_report)
+
+    def finish_unchanged(self) -> "Report":
+        """The no-op path: the stored summary, said again; only the manifest records the
+        invocation. Nothing else in the folder is read or written."""
+        from unified.report import Report
+
+        manifest = self.folder.read_manifest()
+        self._write_manifest(manifest, running=False)
+        summary = self.folder.read_summary()
+        self.summary, self.complete = summary, True
+        with contextlib.suppress(TypeError):
+            self.counts = RunCounts(**summary.get("counts", {}))
+        if self.opts.show_summary and not self.opts.quiet:
+            self.say(
+                f"nothing to do: {self.out} already holds every task of this input and configuration "
+                f"(the input and {SCORES_FILE} are unchanged since the run that wrote {INDEX_FILE}); "
+                "the table below is that run's"
+            )
+        self._say_end(summary, summary.get("error_groups", []), summary.get("degraded_groups", []))
+        return Report.from_dir(self.out)
 
     def _write_manifest(self, manifest: dict[str, Any], running: bool) -> None:
         from unified.redact import redact_argv, redact_config
@@ -526,9 +610,8 @@ class _Run:
             self.folder.map_lines(self.calibration.apply)
             return
         from unified.analysis.calibrated import uncalibrated
-        from unified.run.runfolder import iter_lines
 
-        if any(d.get("calibrated") is not None for d in iter_lines(self.folder.scores)):
+        if self.folder.any_calibrated():
             self.say("note: no --calibration this time: the calibrated values of earlier runs are removed")
             self.folder.map_lines(uncalibrated)
 
@@ -578,7 +661,7 @@ class _Run:
         self._calibrate()
         report = Report.from_dir(self.out)
         aggregates = self._as_asked(report.summary())
-        groups, degraded = failure_groups(report.iter_score_dicts())
+        groups, degraded = report.error_groups(), report.degraded_groups()  # from the one pass
         self.counts.score_lines = sum(a.count for a in aggregates)
         timings = self._timings(manifest)
         self._write_manifest(manifest, running=False)
@@ -603,6 +686,7 @@ class _Run:
             write_json(self.folder.summary, summary)
             if self.opts.write_report:
                 report.write_html(self.folder.report)
+        self._write_index(report)
         self._say_end(summary, groups, degraded)
         return report
 
@@ -790,6 +874,8 @@ async def _run_once(run: _Run) -> "Report":
     run.snapshot_input()
     run.setup()
     run.prepare_folder()
+    if run.unchanged:
+        return run.finish_unchanged()
     if not run.interrupted:
         run.streaming = True
         try:

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import sys
 from dataclasses import asdict, dataclass
-from typing import Any, Iterable, Mapping, TextIO
+from typing import Any, Mapping, TextIO
 
-from unified.analysis.errorgroups import group_errors
 from unified.redact import one_line, redact_config
-from unified.scores import degraded_reason
 
 
 @dataclass
@@ -32,26 +30,6 @@ class RunCounts:
     tasks_skipped_done: int = 0
     score_lines: int = 0
     lines_dropped: int = 0
-
-
-def failure_groups(score_dicts: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(failed tasks grouped by cause, degraded tasks grouped by cause), in one pass.
-
-    A *degraded* score has a value, but from fewer judges than were asked (native's dual
-    judge with one judge down): not what the run was configured to compute, so it is said
-    out loud and counts as a failed task for the exit code, with its cause (the judge
-    that failed, ``details.degraded_reason``) grouped like an error's."""
-    degraded: list[dict[str, Any]] = []
-
-    def errors() -> Iterable[Mapping[str, Any]]:
-        for d in score_dicts:
-            why = degraded_reason(d)
-            if why is not None:
-                degraded.append({**d, "error": why})
-            yield d
-
-    groups = group_errors(errors())
-    return groups, group_errors(degraded)
 
 
 def build_summary(
