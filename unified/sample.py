@@ -485,6 +485,8 @@ def _id_of(item: Any) -> str | None:
 
 
 def _as_str_list(field: str, value: Any, source: str) -> list[str]:
+    if type(value) is list and all(type(item) is str for item in value):
+        return list(value)  # the common case, at C speed
     if isinstance(value, str):
         raise SampleError(
             field, f"expected a list of strings, got a single string in '{source}'; wrap it in a list: [\"...\"]"

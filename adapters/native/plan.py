@@ -54,6 +54,9 @@ def precheck(
     return None
 
 
+_NO_COST = Cost()
+
+
 class SamplePlan:
     """Scores one sample on a list of metrics, sharing judge calls between them."""
 
@@ -87,16 +90,24 @@ class SamplePlan:
 
     async def run(self) -> list[Score]:
         todo = [i for i, r in enumerate(self.results) if r is None]
-        done = await asyncio.gather(*(self._score_one(i) for i in todo))
+        if len(todo) > 1 and not self._all_computed(todo):
+            done = await asyncio.gather(*(self._score_one(i) for i in todo))
+        else:  # nothing to overlap: no task per metric (a 100k-sample retrieval run makes 200k)
+            done = [await self._score_one(i) for i in todo]
         for i, got in zip(todo, done):
             self.results[i] = got
         out: list[Score] = []
         for i, s in enumerate(self.results):
             assert s is not None
-            if self.costs[i] != Cost():
+            if self.costs[i] != _NO_COST:
                 s = s.model_copy(update={"cost": s.cost.add(self.costs[i])})
             out.append(s)
         return out
+
+    def _all_computed(self, todo: list[int]) -> bool:
+        """True when every metric in ``todo`` is a built-in deterministic one (retrieval
+        formulas): computed, never awaited on a judge or a user's function."""
+        return all(self.refs[i].spec.kind == "deterministic" and not self.refs[i].spec.custom for i in todo)
 
     async def _score_one(self, i: int) -> Score:
         ref, entry = self.refs[i], self.entries[i]

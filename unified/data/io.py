@@ -317,6 +317,7 @@ class _Ids:
         # NFC form -> (id as written, row); ids equal only after normalisation, as pairs
         self._nfc: dict[str, tuple[str, int]] = {}
         self.nfc_pairs: list[tuple[str, int, str, int]] = []
+        self.last: tuple[Sample, str] | None = None  # the last sample given an id, and its content hash
 
     def _note_nfc(self, sid: str, row: int) -> None:
         """Two ids that differ only in their Unicode normalisation (``café`` composed and
@@ -349,6 +350,12 @@ class _Ids:
         """(sample with its final id, or a RowError; whether the id was suffixed).
         ``fresh``: built by this reader just now, so its validation-time hash holds."""
         h = s._hash_at_validation if fresh and s._hash_at_validation else s.content_hash()
+        result, renamed = self._assign(s, h, row, soft_key)
+        # a renamed copy keeps the content (an id and metadata are no part of the hash)
+        self.last = (result, h) if isinstance(result, Sample) else None
+        return result, renamed
+
+    def _assign(self, s: Sample, h: str, row: int, soft_key: str | None) -> tuple[Sample | RowError, bool]:
         first = self.used.get(s.id)
         if first is None:
             self.used[s.id] = (h, row)
@@ -434,6 +441,12 @@ class SampleReader(Iterator[Any]):
         ]
         nfc = self._ids.nfc_note()
         return list(self._notes) + ([nfc] if nfc else []) + missing + unmapped
+
+    def content_hash(self, sample: Sample) -> str:
+        """``sample.content_hash()``, without hashing again the sample this reader has
+        just handed out (it hashed it once, when it checked its id)."""
+        last = self._ids.last
+        return last[1] if last is not None and last[0] is sample else sample.content_hash()
 
     def __iter__(self) -> "SampleReader":
         return self

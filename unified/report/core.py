@@ -15,7 +15,15 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from unified.data.files import atomic_path, write_text
 from unified.report import frameworks
-from unified.report.model import FileSource, MemorySource, RunModel, ScoreSource, build_model, iter_jsonl
+from unified.report.model import (
+    FileSource,
+    MemorySource,
+    RunModel,
+    ScoreSource,
+    build_model,
+    iter_jsonl,
+    order_model,
+)
 from unified.run.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
 from unified.scores import Aggregate, Score
 
@@ -25,6 +33,11 @@ def _run_folder(path: str | os.PathLike[str]) -> Path:
     if not (p / SCORES_FILE).exists():
         raise FileNotFoundError(f"{p} is not a run folder: it has no {SCORES_FILE}")
     return p
+
+
+def _same_lines(old: Any, new: Any) -> bool:
+    """Two ``Report._stamp`` values of a folder whose scores file is unchanged."""
+    return isinstance(old, tuple) and isinstance(new, tuple) and old[:2] == new[:2]
 
 
 class Report:
@@ -71,6 +84,9 @@ class Report:
     def model(self) -> RunModel:
         """The report model (one pass over the score lines; cached until the file changes)."""
         stamp = self._stamp()
+        if self._model is not None and self._model[0] != stamp and _same_lines(self._model[0], stamp):
+            # only summary.json changed (the run's end writes it): reorder, read no line again
+            self._model = (stamp, order_model(self._model[1], self.run_summary()))
         if self._model is None or self._model[0] != stamp:
             self._model = (stamp, build_model(self.source(), self.run_summary()))
         return self._model[1]

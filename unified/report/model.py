@@ -36,6 +36,7 @@ from unified.scores import (
 )
 
 COST_FIELDS = tuple(Cost.model_fields)
+_NO_COST = tuple(Cost().model_dump().values())  # a task that cost nothing: adds nothing to a sum
 
 
 @dataclass(slots=True)
@@ -76,6 +77,7 @@ class RunModel:
     unreadable: int = 0
     summary: dict[str, Any] = field(default_factory=dict)
     written: dict[tuple[str, str], None] = field(default_factory=dict)  # (metric, backend) as first written
+    seen: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # metrics, backends as first read
 
     def iter_tasks(self) -> Iterator[tuple[str, str, str, Task, bool]]:
         """(metric, backend, sample_id, task, is_row_error) for every task, in order."""
@@ -97,7 +99,8 @@ class RunModel:
         the runner counts them."""
         acc = RunningAggregates()
         for m, b, _sid, t, _row in self.iter_tasks():
-            acc.add_value(m, b, t.value if t.ok else None, t.passed, t.cost_model())
+            # a zero cost (every deterministic task) is the sum's identity: no Cost is built
+            acc.add_value(m, b, t.value if t.ok else None, t.passed, None if t.cost == _NO_COST else t.cost_model())
         pairs = [(m, b) for m in self.metrics for b in self.backends] if stable else list(self.written)
         order = {p: i for i, p in enumerate(pairs)}
         return sorted(acc.results(), key=lambda a: order.get((a.metric, a.backend), len(order)))
@@ -219,8 +222,7 @@ def task_of(d: dict[str, Any], pos: int) -> Task:
     """The light record of one score line."""
     cost = d.get("cost")
     cost = cost if isinstance(cost, dict) else {}
-    default = Cost()
-    values = tuple(cost.get(k, getattr(default, k)) for k in COST_FIELDS)
+    values = tuple(cost.get(k, v) for k, v in zip(COST_FIELDS, _NO_COST))
     error = d.get("error")
     return Task(
         value=_number(d.get("value")),
@@ -258,6 +260,16 @@ def build_model(
         model.superseded += key in slot
         slot[key] = task_of(d, pos)
     model.unreadable = getattr(source, "unreadable", 0)
+    model.seen = (seen_metrics, seen_backends)
+    return order_model(model, model.summary, requested)
+
+
+def order_model(model: RunModel, summary: dict[str, Any], requested: Sequence[str] | None = None) -> RunModel:
+    """Set the model's metric and backend order from ``summary``'s config (as asked, then
+    the one stable order); a summary written after the lines were read reorders the model
+    without reading them again."""
+    model.summary = summary or {}
+    seen_metrics, seen_backends = model.seen
     config = model.summary.get("config")
     config = config if isinstance(config, dict) else {}
     asked = list(requested or config.get("metrics") or [])

@@ -46,7 +46,7 @@ from unified.judge.base import Judges
 from unified.metrics import MetricRef, parse_metric, parse_metrics
 from unified.redact import scrub
 from unified.run.executor import LocalExecutor, Pair, TaskGroup, named_executor
-from unified.run.fingerprint import sample_hash, text_hash
+from unified.run.fingerprint import text_hash
 from unified.run.options import RunOptions
 from unified.run.progress import Progress
 from unified.run.repeats import RepeatBook, folded_tasks, retest_lines, retest_summary, seed_of
@@ -469,7 +469,7 @@ class _Run:
                 self._row_error(item)
                 continue
             self.where_of[item.id] = self.where
-            yield from self._sample_groups(item)
+            yield from self._sample_groups(item, self.reader.content_hash(item))
         self.complete = o.max_samples is None or self.counts.rows_read < o.max_samples
 
     def _row_error(self, err: Any) -> None:
@@ -505,11 +505,12 @@ class _Run:
         for backend, scores in by_backend.items():
             self.emit(scores, backend)
 
-    def _sample_groups(self, sample: Sample) -> Iterator[TaskGroup]:
+    def _sample_groups(self, sample: Sample, h: str) -> Iterator[TaskGroup]:
+        """``h``: the sample's fingerprint (``fingerprint.sample_hash``, as the reader
+        computed it)."""
         from unified.adapters import missing_field_error
 
         key: Key = (False, sample.id)
-        h = sample_hash(sample)
         self.seen[key] = h
         self.counts.rows_scored += 1
         done = self.scan.mask(key, h)
