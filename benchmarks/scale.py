@@ -1,17 +1,28 @@
-"""Scale benchmark: does a big run stream, and what does it cost in time and memory?
+"""Scale benchmark: does a big run stream, and what does it cost in time, memory and disk?
 
-Part 1: 100,000 synthetic samples (a JSONL file, read as a stream) × 2 deterministic
-native retrieval metrics (precision@5, ndcg@10) — no judge.
-Part 2: 2,000 synthetic samples × 2 native LLM metrics (faithfulness, context_relevancy)
-against the loopback judge server (tests/judge_server.py, started in this process unless
---base-url names one).
+Part 1 (deterministic): --n-det synthetic samples (100,000; a JSONL file read as a
+stream) × 2 native retrieval metrics (precision@5, ndcg@10), no judge — a fresh run,
+then the same command again into the finished folder (the no-op rerun). Each run is
+its own process: wall seconds, CPU seconds (user + sys: what the run itself used, the
+honest figure on a shared, loaded machine), peak RSS of that process, bytes per score
+line, and the size of report.html.
+Part 2 (--big N, off by default): a folder of N samples × 2 metrics (N = 500,000 makes
+1M tasks) is built, then the same command is timed again: the no-op rerun of a
+million-task folder, and the size of its report.html.
+Part 3 (LLM): --n-llm samples (2,000) × 2 native LLM metrics (faithfulness,
+context_relevancy) against the loopback judge server (tests/judge_server.py, started in
+this process unless --base-url names one). --n-llm 0 skips it.
 
-Prints samples/s for each part and the peak RSS of the process
-(``resource.getrusage(RUSAGE_SELF).ru_maxrss``, KiB on Linux) and exits 1 if the peak
-is at or above --max-rss-mb (500 by default). No embedding metric is used: loading the
-local embedding model alone takes about 600 MB.
+--against TREE runs parts 1 and 2 with the code of another checkout as well (e.g.
+``--against /work/main``: today's main), on the same data, in the same session, and
+prints both side by side. The load average and whether the local model is running
+(``pgrep -f local_judge``) are printed with the figures: timings on a loaded machine are
+not calm-machine timings.
 
-    python benchmarks/scale.py [--n-det 100000] [--n-llm 2000] [--out DIR]
+Exits 1 if a run's peak RSS is at or above --max-rss-mb (500 by default). No embedding
+metric is used: loading the local embedding model alone takes about 600 MB.
+
+    python benchmarks/scale.py [--n-det 100000] [--big 500000] [--n-llm 0] [--against /work/main] [--out DIR]
 """
 
 from __future__ import annotations
@@ -21,6 +32,7 @@ import json
 import os
 import random
 import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -71,51 +83,114 @@ def write_synthetic(path: Path, n: int, seed: int) -> None:
             )
 
 
+# one run in its own process, with the code of ``tree``: the figures are that process's own
+_WORKER = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, {tree!r})
+t0 = time.perf_counter()
+from unified.run.runner import evaluate
+import unified.adapters
+imported = time.perf_counter() - t0
+c0, t1 = time.process_time(), time.perf_counter()
+rep = evaluate({data!r}, "precision@5,ndcg@10", ["native"], out={out!r}, resume={resume!r},
+               concurrency=32, progress=False, quiet=True)
+aggs = rep.summary()  # what the CLI asks next (its table and gates)
+print(json.dumps({{"wall": time.perf_counter() - t1, "cpu": time.process_time() - c0,
+                  "import_s": imported, "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "means": {{a.metric: round(a.mean or 0, 6) for a in aggs}},
+                  "code": os.path.dirname(os.path.dirname(__import__("unified").__file__))}}))
+"""
+
+
+def run_worker(tree: Path, data: Path, out: Path, resume: bool) -> dict:
+    code = _WORKER.format(tree=str(tree), data=str(data), out=str(out), resume=resume)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tree))
+    if r.returncode != 0:
+        raise SystemExit(f"benchmark run failed ({tree}):\n{r.stderr[-3000:]}")
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert Path(res["code"]).resolve() == tree.resolve(), f"ran {res['code']}, not {tree}"
+    return res
+
+
+def folder_figures(out: Path) -> dict:
+    scores = out / "scores.jsonl"
+    n = sum(1 for _ in open(scores, "rb"))
+    size = scores.stat().st_size
+    report = out / "report.html"
+    return {
+        "score_lines": n,
+        "bytes_per_line": round(size / n, 1) if n else None,
+        "scores_mb": round(size / 1e6, 1),
+        "report_kb": round(report.stat().st_size / 1e3, 1) if report.exists() else None,
+    }
+
+
+def machine() -> str:
+    busy = subprocess.run(["pgrep", "-f", "local_judge"], capture_output=True, text=True).stdout.split()
+    load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    return f"load average {load}; local model {'RUNNING (pids ' + ' '.join(busy) + ')' if busy else 'not running'}"
+
+
+def det_part(trees: dict[str, Path], data: Path, work: Path, n: int, tag: str) -> dict:
+    """A fresh run and the no-op rerun of ``data`` with each tree's code."""
+    out: dict = {}
+    for name, tree in trees.items():
+        folder = work / f"run_{tag}_{name}"
+        first = run_worker(tree, data, folder, resume=False)
+        again = run_worker(tree, data, folder, resume=True)
+        assert again["means"] == first["means"], f"{name}: the rerun changed the means"
+        out[name] = {"first": first, "rerun": again, **folder_figures(folder)}
+        print(
+            f"[{tag} {name}] {n} samples × 2 metrics: first run {first['wall']:.1f}s wall, "
+            f"{first['cpu']:.1f}s CPU, peak RSS {first['rss_mb']:.0f} MB ({n / first['wall']:.0f} samples/s); "
+            f"no-op rerun {again['wall']:.2f}s wall, {again['cpu']:.2f}s CPU; "
+            f"{out[name]['bytes_per_line']} B/score line; report.html {out[name]['report_kb']} kB  ({machine()})",
+            flush=True,
+        )
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n-det", type=int, default=100_000)
+    ap.add_argument("--big", type=int, default=0, help="samples of the million-task folder (0: skip)")
     ap.add_argument("--n-llm", type=int, default=2_000)
+    ap.add_argument("--against", type=Path, default=None, help="another checkout to measure the same way")
     ap.add_argument("--out", type=Path, default=None, help="folder for the data and runs (default: a temp dir)")
     ap.add_argument("--base-url", default=None, help="an already running judge server (default: loopback)")
     ap.add_argument("--concurrency", type=int, default=32)
     ap.add_argument("--max-rss-mb", type=float, default=500.0)
     args = ap.parse_args(argv)
 
-    from unified.judge import JudgeConfig, build_judges
-    from unified.run.runner import evaluate
-
     work = args.out or Path(tempfile.mkdtemp(prefix="unified-scale-"))
     work.mkdir(parents=True, exist_ok=True)
+    trees = {"this": ROOT}
+    if args.against is not None:
+        trees = {"against": args.against.resolve(), **trees}
+    print(f"machine: {machine()}; trees: " + ", ".join(f"{k}={v}" for k, v in trees.items()), flush=True)
     results: dict[str, dict] = {}
+    if args.n_det:
+        data = work / "det.jsonl"
+        write_synthetic(data, args.n_det, seed=1)
+        results["deterministic"] = det_part(trees, data, work, args.n_det, "det")
+    if args.big:
+        data = work / "big.jsonl"
+        write_synthetic(data, args.big, seed=3)
+        results["big"] = det_part(trees, data, work, args.big, "big")
+    if args.n_llm:
+        results["llm"] = llm_part(args, work)
+    peaks = [r["first"]["rss_mb"] for part in ("deterministic", "big") for r in results.get(part, {}).values()]
+    peak = max(peaks + [peak_rss_mb()])
+    (work / "scale_results.json").write_text(json.dumps(results, indent=2))
+    verdict = "OK" if peak < args.max_rss_mb else "FAIL"
+    print(f"{verdict}: peak RSS {peak:.0f} MB (limit {args.max_rss_mb:.0f} MB); results in {work}/scale_results.json")
+    return 0 if verdict == "OK" else 1
 
-    data = work / "det.jsonl"
-    write_synthetic(data, args.n_det, seed=1)
-    t = time.perf_counter()
-    rep = evaluate(
-        data,
-        "precision@5,ndcg@10",
-        ["native"],
-        out=work / "run_det",
-        resume=False,
-        concurrency=args.concurrency,
-        progress=False,
-        quiet=True,
-    )
-    dt = time.perf_counter() - t
-    n_lines = sum(1 for _ in open(work / "run_det" / "scores.jsonl"))
-    results["deterministic"] = {
-        "samples": args.n_det,
-        "scores": n_lines,
-        "seconds": round(dt, 1),
-        "samples_per_s": round(args.n_det / dt, 1),
-        "peak_rss_mb": round(peak_rss_mb(), 1),
-        "means": {a.metric: round(a.mean or 0, 3) for a in rep.summary()},
-    }
-    print(
-        f"deterministic: {args.n_det} samples × 2 metrics in {dt:.1f}s = {args.n_det / dt:.0f} samples/s; "
-        f"peak RSS so far {peak_rss_mb():.0f} MB",
-        flush=True,
-    )
+
+def llm_part(args: argparse.Namespace, work: Path) -> dict:
+    """Part 3: native LLM metrics against the loopback judge (in this process)."""
+    from unified.judge import JudgeConfig, build_judges
+    from unified.run.runner import evaluate
 
     server = None
     base_url = args.base_url
@@ -135,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         os.environ.setdefault("OPENAI_API_KEY", "sk-loopback-not-a-key")
         t = time.perf_counter()
-        rep = evaluate(
+        evaluate(
             data_llm,
             "faithfulness,context_relevancy",
             ["native"],
@@ -149,31 +224,23 @@ def main(argv: list[str] | None = None) -> int:
         dt = time.perf_counter() - t
         summary = json.loads((out_llm / "summary.json").read_text())
         calls = summary["timings"]["judge_calls"]
-        results["llm"] = {
-            "samples": args.n_llm,
-            "seconds": round(dt, 1),
-            "samples_per_s": round(args.n_llm / dt, 1),
-            "judge_calls": calls,
-            "calls_per_s": round(calls / dt, 1),
-            "errors": summary["n_errors"],
-            "peak_rss_mb": round(peak_rss_mb(), 1),
-        }
         print(
             f"llm: {args.n_llm} samples × 2 metrics in {dt:.1f}s = {args.n_llm / dt:.1f} samples/s, "
             f"{calls} judge calls ({calls / dt:.0f}/s), {summary['n_errors']} errors; "
             f"peak RSS so far {peak_rss_mb():.0f} MB",
             flush=True,
         )
+        return {
+            "samples": args.n_llm,
+            "seconds": round(dt, 1),
+            "samples_per_s": round(args.n_llm / dt, 1),
+            "judge_calls": calls,
+            "errors": summary["n_errors"],
+            "peak_rss_mb": round(peak_rss_mb(), 1),
+        }
     finally:
         if server is not None:
             server.stop()
-
-    peak = peak_rss_mb()
-    results["peak_rss_mb"] = round(peak, 1)
-    (work / "scale_results.json").write_text(json.dumps(results, indent=2))
-    verdict = "OK" if peak < args.max_rss_mb else "FAIL"
-    print(f"{verdict}: peak RSS {peak:.0f} MB (limit {args.max_rss_mb:.0f} MB); results in {work}/scale_results.json")
-    return 0 if verdict == "OK" else 1
 
 
 if __name__ == "__main__":

@@ -1,0 +1,212 @@
+"""Million-task folders (issue 25 part 2): short score lines every reader still reads,
+old folders still load, and a finished folder proves itself (``index.json``) so the same
+command again reads no row and rewrites nothing — and never vouches for a changed input
+or a changed ``scores.jsonl``.
+
+Real runs into real folders; the index is checked by what a rerun does (reads, writes,
+rescored tasks), not by looking at its fields alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from support import as_read
+
+import unified.data.io as io_module
+from unified.analysis.diff import diff_runs
+from unified.report import Report
+from unified.report.model import FileSource
+from unified.run.runner import evaluate
+from unified.scores import Score, full_line, score_line
+
+OLD = Path(__file__).parent / "fixtures" / "run_folder_v0_3"  # written by main at 0.3.0: full lines
+METRICS = "precision@3,mrr"
+
+
+def rows(n: int, start: int = 0) -> list[dict]:
+    return [
+        {
+            "id": f"s{i}",
+            "user_input": f"question {i}?",
+            "retrieved_ids": ["a", "b", "c"],
+            "relevant_ids": ["a"] if i % 2 else ["c"],
+        }
+        for i in range(start, start + n)
+    ]
+
+
+def write(path: Path, items: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in items))
+    return path
+
+
+def run(data: Path, out: Path, metrics: str = METRICS, **kw):
+    return evaluate(data, metrics, ["native"], out=out, quiet=True, progress=False, **kw)
+
+
+def files(out: Path) -> dict[str, tuple[int, bytes]]:
+    """mtime and bytes of everything a run writes except the manifest."""
+    names = ("scores.jsonl", "samples.jsonl", "summary.json", "report.html", "index.json")
+    return {n: ((out / n).stat().st_mtime_ns, (out / n).read_bytes()) for n in names}
+
+
+def invocations(out: Path) -> int:
+    return len(json.loads((out / "run.json").read_text())["invocations"])
+
+
+# ---------------------------------------------------------------- short lines
+
+
+def test_a_deterministic_line_leaves_defaults_out_and_reads_back_whole(tmp_path):
+    run(write(tmp_path / "in.jsonl", rows(3)), tmp_path / "out")
+    raw = [json.loads(x) for x in (tmp_path / "out" / "scores.jsonl").read_text().splitlines()]
+    for d in raw:
+        for gone in ("error", "degraded", "cost", "row_error", "calibrated", "input_index", "higher_is_better"):
+            assert gone not in d, (gone, d)
+        for kept in ("metric", "backend", "sample_id", "value", "raw", "sample_hash", "config_hash", "row"):
+            assert kept in d, (kept, d)
+    full = [Score.model_validate(d).model_dump_json() for d in raw]
+    short = [len(json.dumps(d, separators=(",", ":"))) for d in raw]
+    assert sum(short) < 0.7 * sum(len(x) for x in full)  # the full form of the same scores
+    df = Report(tmp_path / "out").to_pandas()
+    assert {"error", "degraded", "cost_calls", "cost_usd", "row_error", "higher_is_better"} <= set(df.columns)
+    assert df["error"].isna().all() and (df["cost_calls"] == 0).all() and df["higher_is_better"].all()
+
+
+def test_a_failed_line_keeps_value_null_and_its_error():
+    s = Score.failure("mrr", "native", "x", "judge down", threshold=5.0)
+    d = json.loads(score_line(s))
+    assert d["value"] is None and d["error"] == "judge down"
+    assert Score.model_validate(full_line(d)) == s
+
+
+# ---------------------------------------------------------------- old folders
+
+
+def test_a_folder_written_by_main_still_loads_diffs_and_resumes(tmp_path):
+    old = tmp_path / "old"
+    shutil.copytree(OLD, old)
+    before = {(d["sample_id"], d["metric"]): d for d in map(json.loads, (OLD / "scores.jsonl").open())}
+    rep = Report(old)
+    got = {(a.metric, a.backend): (a.count, a.scored, a.errors, a.mean) for a in rep.summary()}
+    assert got[("precision@3", "native")][:3] == (4, 2, 2)
+    assert got[("mrr", "native")] == (4, 2, 2, pytest.approx(7.5))
+    assert len(rep.error_groups()) == 2
+    # the same input into the old folder: nothing is scored again, every value is kept
+    data = tmp_path / "in.jsonl"
+    shutil.copy(OLD / "in.jsonl", data)
+    again = run(data, old)
+    after = {(d["sample_id"], d["metric"]): d for d in map(json.loads, (old / "scores.jsonl").open())}
+    assert {k: d["value"] for k, d in after.items()} == {k: d["value"] for k, d in before.items()}
+    assert json.loads((old / "summary.json").read_text())["counts"]["tasks_run"] == 0
+    assert [(a.count, a.mean) for a in again.summary()] == [(a.count, a.mean) for a in rep.summary()]
+    # a new folder of the same input diffs against the old one: same values, Δ 0
+    run(data, tmp_path / "new")
+    for r in diff_runs(OLD, tmp_path / "new", n_boot=200):
+        assert r["n_paired"] == 2 and r["changed"] == 0 and r["delta"] == pytest.approx(0.0), r
+
+
+# ---------------------------------------------------------------- the no-op rerun
+
+
+def test_the_same_command_again_reads_nothing_and_rewrites_nothing(tmp_path, monkeypatch):
+    data, out = write(tmp_path / "in.jsonl", rows(6)), tmp_path / "out"
+    first = run(data, out)
+    means = [(a.metric, a.mean) for a in first.summary()]
+    assert (out / "index.json").exists()
+    before = files(out)
+    with monkeypatch.context() as m:
+        m.setattr(io_module, "read_samples", lambda *a, **k: (_ for _ in ()).throw(AssertionError("read")))
+        m.setattr(FileSource, "lines", lambda self: (_ for _ in ()).throw(AssertionError("lines read")))
+        again = run(data, out)
+        assert [(a.metric, a.mean) for a in again.summary()] == means  # from the index: no line read
+    assert files(out) == before
+    assert invocations(out) == 2
+
+
+def _first_run(tmp_path: Path, n: int = 4) -> tuple[Path, Path]:
+    data, out = write(tmp_path / "in.jsonl", rows(n)), tmp_path / "out"
+    run(data, out)
+    return data, out
+
+
+def test_an_input_copied_or_touched_with_the_same_bytes_is_still_a_no_op(tmp_path, monkeypatch):
+    data, out = _first_run(tmp_path)
+    copy = tmp_path / "copy.jsonl"
+    shutil.copy(data, copy)
+    os.replace(copy, data)  # same bytes, another inode and ctime: proven by content
+    before = files(out)
+    monkeypatch.setattr(io_module, "read_samples", lambda *a, **k: (_ for _ in ()).throw(AssertionError("read")))
+    run(data, out)
+    assert files(out) == before
+
+
+def test_a_changed_input_is_read_and_only_its_new_row_scored(tmp_path):
+    data, out = _first_run(tmp_path)
+    write(data, rows(4) + rows(1, start=4))
+    run(data, out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["tasks_run"] == 2 and summary["counts"]["tasks_skipped_done"] == 8
+    assert sum(1 for _ in (out / "scores.jsonl").open()) == 10
+
+
+def test_a_hand_edited_score_line_is_not_vouched_for(tmp_path):
+    data, out = _first_run(tmp_path)
+    lines = (out / "scores.jsonl").read_text().splitlines()
+    d = json.loads(lines[0])
+    d["value"] = 11  # breaks the 0–10 rule: the next run must score the task again
+    lines[0] = json.dumps(d)
+    (out / "scores.jsonl").write_text("\n".join(lines) + "\n")
+    rep = Report(out)
+    assert sum(a.errors for a in rep.summary()) == 1  # the index does not answer for this file
+    run(data, out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["tasks_run"] == 1 and summary["n_errors"] == 0
+    fixed = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]
+    assert all(0 <= x["value"] <= 10 for x in fixed) and len(fixed) == 8
+
+
+def test_another_metric_is_not_a_no_op(tmp_path):
+    data, out = _first_run(tmp_path)
+    run(data, out, metrics=METRICS + ",ndcg@3")
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["tasks_run"] == 4 and summary["counts"]["tasks_skipped_done"] == 8
+
+
+def test_retry_errors_with_failures_on_record_runs_again(tmp_path):
+    data, out = tmp_path / "in.jsonl", tmp_path / "out"
+    write(data, rows(2) + [{"id": "noref", "user_input": "q?", "retrieved_ids": ["a"]}])
+    run(data, out)
+    assert json.loads((out / "summary.json").read_text())["n_errors"] == 2
+    run(data, out, retry_errors=True)
+    assert json.loads((out / "summary.json").read_text())["counts"]["tasks_run"] == 2
+
+
+def test_no_index_vouches_for_a_folder_while_a_run_writes_it(tmp_path):
+    """The normal path removes index.json before it changes the folder: a kill -9 in the
+    middle leaves no index behind (checked from inside the scoring)."""
+    from adapters.native import NativeBackend
+
+    data, out = _first_run(tmp_path)
+    seen: list[bool] = []
+
+    class Watching(NativeBackend):
+        async def score(self, sample, metrics):
+            seen.append((out / "index.json").exists())
+            return await super().score(sample, metrics)
+
+    write(data, rows(4) + rows(2, start=4))
+    evaluate(data, METRICS, [Watching(None)], out=out, quiet=True, progress=False)
+    assert seen == [False, False]
+    assert (out / "index.json").exists()  # written again, last, once the run is whole
+
+
+def test_an_interrupted_or_cut_run_writes_no_index(tmp_path):
+    data = write(tmp_path / "in.jsonl", rows(5))
+    run(data, tmp_path / "cut", max_samples=3)
+    assert not (tmp_path / "cut" / "index.json").exists()
