@@ -821,7 +821,9 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     from unified.run.runfolder import MIGRATION_FILE
 
     extra = "".join(f", {name}" for name in (CROSSCHECK_FILE, MIGRATION_FILE) if (s.out / name).exists())
-    if not v.get("quiet"):  # -q: nothing but errors and gate results
+    if not v.get("quiet") and not (
+        getattr(report, "unchanged", False) and command == "run"
+    ):  # -q: errors and gates only
         cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
     summary = report.summary()
     written = report.run_summary()

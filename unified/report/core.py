@@ -58,6 +58,9 @@ class Report:
         self._scores = list(scores) if scores is not None else None
         self._samples_in = samples
         self._model: tuple[Any, RunModel] | None = None
+        # True when the run that returned this Report had nothing to do and wrote nothing
+        # (unified.run.runindex: the folder proved it holds every task already)
+        self.unchanged = False
 
     @classmethod
     def from_dir(cls, path: str | Path) -> "Report":
@@ -259,6 +262,28 @@ class Report:
             if stored is not None:
                 return [Aggregate.model_validate(a) for a in stored]
         return self.model().aggregates(stable=stable)
+
+    def stored_view(self) -> tuple[int, int, int, int, list[str], list[str]] | None:
+        """(samples, tasks, failed, degraded, metrics, backends) from ``index.json`` and
+        ``summary.json`` when the index still describes ``scores.jsonl`` and the lines have
+        not been read yet; None otherwise."""
+        if self._model is not None or self._scores is not None or self.run_dir is None:
+            return None
+        from unified.run.runindex import stored_aggregates
+
+        stored = stored_aggregates(self.run_dir, self.run_dir / SCORES_FILE, True)
+        written = self.run_summary()
+        if stored is None or not written:
+            return None
+        aggs = [Aggregate.model_validate(a) for a in stored]
+        return (
+            int((written.get("counts") or {}).get("rows_scored") or 0),
+            sum(a.count for a in aggs),
+            sum(a.errors for a in aggs),
+            int(written.get("n_degraded") or 0),
+            list(dict.fromkeys(a.metric for a in aggs)),
+            list(dict.fromkeys(a.backend for a in aggs)),
+        )
 
     def error_list(self, limit: int = 50) -> list[dict[str, Any]]:
         """The first ``limit`` failed tasks: sample id, metric, backend, error."""

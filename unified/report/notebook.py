@@ -23,15 +23,24 @@ def _counts(report: "Report") -> tuple[int, int, int, int]:
 
 def report_repr(report: "Report") -> str:
     """``Report(run_dir='runs/x', samples=28, metrics=3 × backends=2, scores=168, errors=4)``
-    (and ``degraded=N`` when some values came from fewer judges than asked)."""
-    m = report.model()
-    samples, tasks, failed, degraded = _counts(report)
+    (and ``degraded=N`` when some values came from fewer judges than asked).
+
+    A finished folder whose ``index.json`` still describes its scores is described from
+    the stored aggregates and summary without reading a line: asyncio reprs a finished
+    task's result (the Report ``evaluate`` returns) while it restores its signal handler."""
     where = f"run_dir={str(report.run_dir)!r}" if report.run_dir is not None else "in memory"
+    stored = report.stored_view()
+    if stored is not None:
+        samples, tasks, failed, degraded, metrics, backends = stored
+    else:
+        m = report.model()
+        samples, tasks, failed, degraded = _counts(report)
+        metrics, backends = m.metrics, m.backends
     return (
-        f"Report({where}, samples={samples}, metrics={len(m.metrics)} × backends={len(m.backends)}, "
+        f"Report({where}, samples={samples}, metrics={len(metrics)} × backends={len(backends)}, "
         f"scores={tasks}, errors={failed}{f', degraded={degraded}' if degraded else ''}; "
-        f"metrics: {', '.join(m.metrics) or '—'}; "
-        f"backends: {', '.join(m.backends) or '—'})"
+        f"metrics: {', '.join(metrics) or '—'}; "
+        f"backends: {', '.join(backends) or '—'})"
     )
 
 

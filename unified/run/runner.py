@@ -380,7 +380,9 @@ class _Run:
                 "the table below is that run's"
             )
         self._say_end(summary, summary.get("error_groups", []), summary.get("degraded_groups", []))
-        return Report.from_dir(self.out)
+        report = Report.from_dir(self.out)
+        report.unchanged = True
+        return report
 
     def _write_manifest(self, manifest: dict[str, Any], running: bool) -> None:
         from unified.redact import redact_argv, redact_config
