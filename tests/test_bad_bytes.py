@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 import pytest
+from support import as_read
 from typer.testing import CliRunner
 
 from unified.cli.app import app
@@ -44,7 +45,7 @@ def _run_rejects(tmp_path: Path, path: Path) -> tuple[list[dict], int]:
     out = tmp_path / "run"
     r = runner.invoke(app, ["run", str(path), "--metrics", "mrr", "--out", str(out), "-q"])
     assert r.exception is None or isinstance(r.exception, SystemExit), r.output
-    lines = [json.loads(x) for x in (out / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
+    lines = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
     bad = [d for d in lines if d["error"] and d["sample_id"].startswith("row:")]
     (out / "samples.jsonl").read_text(encoding="utf-8")  # written, and valid UTF-8
     return bad, sum(1 for d in lines if d["error"] is None)

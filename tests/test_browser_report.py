@@ -21,6 +21,7 @@ from urllib.parse import quote
 import pytest
 from judge_server import JudgeServer
 from report_runs import ODD_IDS, three_backend_run
+from support import as_read
 
 CHROMIUM = "/usr/bin/chromium"
 ROOT = Path(__file__).resolve().parents[1]
@@ -96,7 +97,7 @@ def expected_odd(scores_file: Path) -> dict[tuple[str, str], str | None]:
     distance to the nearest other backend exceeds the others' spread, and is ≥ 1."""
     vals: dict[tuple[str, str], dict[str, float]] = {}
     for line in scores_file.read_text().splitlines():
-        d = json.loads(line)
+        d = as_read(json.loads(line))
         if d["value"] is not None:
             vals.setdefault((d["metric"], d["sample_id"]), {})[d["backend"]] = d["value"]
     out = {}

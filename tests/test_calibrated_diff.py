@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scipy.stats as ss
 from judge_server import JudgeServer
+from support import as_read
 from typer.testing import CliRunner
 
 from unified.analysis.calibrated import Calibration, CalibrationError
@@ -89,7 +90,7 @@ def runs(tmp_path_factory):
 
 
 def _lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()]
+    return [as_read(json.loads(x)) for x in path.read_text().splitlines() if x.strip()]
 
 
 def test_calibrate_fits_a_map_and_prints_its_cross_validated_error(runs):

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import as_read
 from typer.testing import CliRunner
 
 from unified.adapters import Backend, registered_backend
@@ -189,7 +190,7 @@ def test_run_with_loopback_judge_uses_the_shared_cache_and_resume(tmp_path, judg
     assert r.exit_code == 0, r.output
     cold = judge_server.chat_count
     assert cold > 0 and default_cache_path().exists() and not (out / "judge_cache.sqlite").exists()
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == 6 and sum(d["cost"]["calls"] for d in rows) == cold
     assert invoke(*args).exit_code == 0  # resume: everything done, nothing called
     assert judge_server.chat_count == cold
@@ -230,7 +231,7 @@ def test_plugins_register_custom_metrics_for_run(tmp_path):
     with scratch_registry():  # the plugin's metric must not outlive this test
         r = invoke("run", DATA, "--metrics", "question_length_test", "--plugins", plugin, "--out", out, "--quiet")
     assert r.exit_code == 0, r.output
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]
     first_q = json.loads(DATA.read_text().splitlines()[0])["user_input"]
     assert rows[0]["metric"] == "question_length_test"
     assert rows[0]["raw"] == len(first_q) and rows[0]["value"] == pytest.approx(10 * len(first_q) / 200)

@@ -8,6 +8,7 @@ import json
 from typing import Sequence
 
 import pytest
+from support import as_read
 
 from unified.adapters import get_backend
 from unified.adapters.embedding import texts_for
@@ -81,7 +82,7 @@ def test_run_bills_each_metric_its_own_calls_and_the_bills_add_up(tmp_path):
             quiet=True,
         )
     )
-    lines = [json.loads(x) for x in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
+    lines = [as_read(json.loads(x)) for x in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
     billed = {(x["sample_id"], x["metric"]): x["cost"]["embedding_calls"] for x in lines}
     assert all(x["error"] is None for x in lines)
     # faithfulness embeds the response and context sentences; answer_relevancy the question

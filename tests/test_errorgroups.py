@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from judge_server import JudgeServer
+from support import as_read
 
 from unified.adapters import missing_field_error
 from unified.analysis.errorgroups import cause_of, group_errors
@@ -23,7 +24,7 @@ BAD = ROOT / "examples" / "data" / "bad_rows.jsonl"
 
 
 def _lines(out: Path) -> list[dict]:
-    return [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    return [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]
 
 
 def _dead_port() -> int:

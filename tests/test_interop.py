@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 import pytest
+from support import as_read
 from typer.testing import CliRunner
 
 from unified.cli.app import app
@@ -173,7 +174,7 @@ def test_convert_to_deepeval_then_validate_and_run_keep_ids(tmp_path):
     out = tmp_path / "run"
     r = runner.invoke(app, ["run", str(dst), "--metrics", "mrr,precision@1", "--out", str(out), "-q"])
     assert r.exit_code == 0, r.output
-    scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    scores = [as_read(json.loads(line)) for line in (out / "scores.jsonl").read_text().splitlines()]
     assert sorted((d["sample_id"], d["metric"], d["value"]) for d in scores) == [
         ("q-1", "mrr", 10.0),
         ("q-1", "precision@1", 10.0),

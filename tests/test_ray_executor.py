@@ -25,6 +25,7 @@ import pytest
 pytest.importorskip("ray", reason="the ray extra is not installed: pip install 'unified-rag-eval[ray]'")
 
 from judge_server import JudgeServer
+from support import as_read
 
 from unified.integrations.ray_executor import RayExecutor, connect
 from unified.judge import JudgeConfig, OpenAIChatJudge, build_judges
@@ -214,7 +215,7 @@ def test_cli_ray_run_killed_with_9_then_resumed_on_ray_is_exactly_once(server, r
     )
     assert res.returncode == 0, res.stderr[-3000:]
     assert "Traceback" not in res.stderr
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
     _exactly_once(rows)
     assert _values(rows) == reference["values"]
     # answers that reached the shared cache are not paid again: at most the calls in flight

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from report_runs import DATA, two_backend_run
+from support import as_read
 
 from unified.report import Report, render_html
 from unified.report.analysis import odd_one_out, pairs
@@ -27,7 +28,8 @@ def run(tmp_path_factory) -> Report:
 
 
 def _lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines()]
+    """Score lines in the full shape every reader sees (``full_line``)."""
+    return [as_read(json.loads(x)) for x in path.read_text().splitlines()]
 
 
 def test_a_folder_read_after_kill_never_double_counts(run, tmp_path):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from judge_server import JudgeServer
-from support import cli_env
+from support import as_read, cli_env
 
 from unified.run.repeats import fold, repeat_line, repeat_of, seed_of
 from unified.run.runfolder import RunConfigChanged
@@ -77,7 +77,7 @@ def test_a_repeat_line_carries_its_repeat_and_seed():
 
 
 def _lines(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    return [as_read(json.loads(x)) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
 
 
 @pytest.fixture(scope="module")
@@ -228,7 +228,7 @@ def _lines_safe(path: Path) -> list[dict]:
     out = []
     for x in path.read_text().splitlines() if path.exists() else []:
         try:
-            out.append(json.loads(x))
+            out.append(as_read(json.loads(x)))
         except ValueError:
             pass  # a torn line at the moment we peek
     return out

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 from judge_server import JudgeServer
-from support import cli_env
+from support import as_read, cli_env
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
@@ -58,7 +58,7 @@ def _score_lines(path: Path) -> list[dict]:
     out = []
     for line in path.read_text().splitlines():
         try:
-            out.append(json.loads(line))
+            out.append(as_read(json.loads(line)))
         except ValueError:
             pass  # a torn line at the moment we peek
     return out
@@ -110,7 +110,7 @@ def test_kill_9_then_resume_is_exactly_once_and_not_rebilled(server, cold, tmp_p
 
     res = subprocess.run(_cmd(out, server.base_url), env=cli_env(), capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
     keys = [(d["sample_id"], d["metric"], d["backend"]) for d in rows]
     assert len(keys) == len(set(keys)) == cold["n"]
     assert {(d["sample_id"], d["metric"]): d["value"] for d in rows} == cold["values"]
@@ -136,7 +136,7 @@ def test_ctrl_c_stops_cleanly_and_resume_completes(server, cold, tmp_path):
     line = next(x for x in err.splitlines() if x.startswith("interrupted: "))
     n_done = int(line.split()[1])
     assert f"of {cold['n']} scored; resume with: unified-eval run" in line and f"--out {out}" in line
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == n_done == len({(d["sample_id"], d["metric"]) for d in rows})
     res = subprocess.run(_cmd(out, server.base_url), env=cli_env(), capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr

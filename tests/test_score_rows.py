@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 import pytest
+from support import as_read
 
 from unified import evaluate
 
@@ -30,7 +31,7 @@ def test_a_dataframes_index_and_row_are_on_every_score(tmp_path):
     assert list(scores["row"]) == [1, 2, 3]
     joined = df.join(scores.set_index("input_index")["value"])  # the user's join, by their index
     assert list(joined["value"]) == [10.0, 5.0, 0.0]
-    lines = [json.loads(x) for x in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
+    lines = [as_read(json.loads(x)) for x in (tmp_path / "run" / "scores.jsonl").read_text().splitlines()]
     assert {(d["row"], d["input_index"]) for d in lines} == {(1, "doc-7"), (2, "doc-3"), (3, "doc-9")}
 
 
