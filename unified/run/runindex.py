@@ -14,7 +14,7 @@ A run that ends with its input file read to its end (not interrupted, no
 ``key`` is the sha256 of the canonical JSON of: every (metric, backend) pair's
 configuration hash (``unified.run.fingerprint``), the options that decide how rows
 become samples (``--map``, ``--format``, ``--layout``, ``--label``, ``--list-sep``),
-``--jury`` and ``--repeats``.
+``--jury``, ``--repeats`` and the input file's name (a row error's text names it).
 
 A later run into the folder takes the **no-op path** — no row read, no line scanned,
 nothing rewritten but the manifest's invocation list — only when all of these hold:

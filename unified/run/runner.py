@@ -324,9 +324,13 @@ class _Run:
         return p if p.is_file() else None
 
     def _index_key(self) -> str:
-        o = self.opts
+        o, src = self.opts, self._input_file()
         read = {"mapping": dict(o.mapping or {}), "fmt": o.fmt, "layout": o.layout, "labels": o.labels}
-        return run_key(self.plan.hashes, {**read, "list_sep": o.list_sep, "jury": o.jury, "repeats": o.repeats})
+        # the file's name too: a row error's text names it (``in.jsonl:4: ...``)
+        name = src.name if src is not None else None
+        return run_key(
+            self.plan.hashes, {**read, "list_sep": o.list_sep, "jury": o.jury, "repeats": o.repeats, "name": name}
+        )
 
     def _unchanged(self) -> bool:
         """True when ``index.json`` proves this run has nothing to do (runindex's rules)."""
