@@ -269,7 +269,7 @@ def test_compare_native_ragas_deepeval_against_the_loopback_judge(tmp_path, judg
         out,
         "--quiet",
     )
-    rows = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    rows = [as_read(json.loads(line)) for line in (out / "scores.jsonl").read_text().splitlines()]
     # the fake judge's synthetic answers can be outside what a ragas metric allows (an
     # "attributed: 2"): those tasks are explicit errors, and the exit code says so
     errors = [row["error"] for row in rows if row["error"]]
@@ -423,7 +423,7 @@ def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(
     ]
     down = invoke("run", DATA, "--metrics", "faithfulness", *common[2:])
     assert down.exit_code == 3 and "no task produced a score" in down.output
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]
     assert len(rows) == 3 and all(r["error"] for r in rows)
     # judge back: without --retry-errors the failures count as done (and still fail the run)
     judge_server = JudgeServer(port=port).start()
@@ -433,7 +433,7 @@ def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(
         assert (
             sum(
                 1
-                for r in map(json.loads, (out / "scores.jsonl").read_text().splitlines())
+                for r in map(lambda x: as_read(json.loads(x)), (out / "scores.jsonl").read_text().splitlines())
                 if r["metric"] == "faithfulness" and r["error"]
             )
             == 3
@@ -442,7 +442,7 @@ def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(
     finally:
         judge_server.stop()
     assert r.exit_code == 0, r.output
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]
     keys = [(r["sample_id"], r["metric"], r["backend"]) for r in rows]
     assert len(keys) == len(set(keys)) == 6  # 3 samples × (faithfulness, mrr), once each
     assert all(r["error"] is None for r in rows)

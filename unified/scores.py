@@ -183,8 +183,8 @@ def full_line(line: Mapping[str, Any]) -> dict[str, Any]:
     if not _LINE_DEFAULTS:
         _LINE_DEFAULTS.update(Score(metric="", backend="", sample_id="").model_dump(mode="json"))
     out = {**_LINE_DEFAULTS, **line}
-    if "cost" not in line:  # mutable defaults: one fresh copy per line, never shared
-        out["cost"] = dict(_LINE_DEFAULTS["cost"])
+    cost = line.get("cost")  # left out whole, or only its fields at their default (a fresh dict per line)
+    out["cost"] = {**_LINE_DEFAULTS["cost"], **cost} if isinstance(cost, Mapping) else dict(_LINE_DEFAULTS["cost"])
     if "details" not in line:
         out["details"] = {}
     return out
