@@ -81,7 +81,7 @@ def _lines(out: Path) -> list[dict]:
     rows = []
     for line in path.read_text().splitlines() if path.exists() else []:
         try:
-            rows.append(json.loads(line))
+            rows.append(as_read(json.loads(line)))
         except ValueError:
             pass  # a line being written as we peek
     return rows
