@@ -79,10 +79,15 @@ def task_config(backend: Any, ref: MetricRef, judges: Any) -> dict[str, Any]:
         "k": ref.k,
         "params": {k: v for k, v in ref.params},
     }
+    needs = judge_requirements(backend, ref)
     extra = getattr(backend, "fingerprint_extra", None)
     if callable(extra):
-        cfg["backend_settings"] = extra()
-    needs = judge_requirements(backend, ref)
+        settings = extra()
+        if "chat" not in needs and isinstance(settings, dict) and "prompts" in settings:
+            # a prompt version decides only what a chat judge answers: precision@3 keeps
+            # its scores (and the configuration hash of folders written before it existed)
+            settings = {k: v for k, v in settings.items() if k != "prompts"}
+        cfg["backend_settings"] = settings
     if needs:
         desc = describe_judges(judges)
         if "chat" in needs:
