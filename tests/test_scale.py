@@ -210,3 +210,16 @@ def test_an_interrupted_or_cut_run_writes_no_index(tmp_path):
     data = write(tmp_path / "in.jsonl", rows(5))
     run(data, tmp_path / "cut", max_samples=3)
     assert not (tmp_path / "cut" / "index.json").exists()
+
+
+def test_the_prompt_version_is_part_of_a_judged_pairs_configuration_only():
+    """precision@3 does not depend on a prompt's wording: an old folder's retrieval
+    scores keep their configuration hash (the test above resumes one)."""
+    from adapters.native import NativeBackend
+    from unified.judge.base import Judges
+    from unified.metrics import parse_metric
+    from unified.run.fingerprint import task_config
+
+    nb = NativeBackend(None)
+    assert "prompts" not in task_config(nb, parse_metric("precision@3"), Judges())["backend_settings"]
+    assert "prompts" in task_config(nb, parse_metric("faithfulness"), Judges())["backend_settings"]
