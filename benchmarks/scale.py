@@ -19,7 +19,8 @@ prints both side by side. The load average and whether the local model is runnin
 (``pgrep -f local_judge``) are printed with the figures: timings on a loaded machine are
 not calm-machine timings.
 
-Exits 1 if a run's peak RSS is at or above --max-rss-mb (500 by default). No embedding
+Exits 1 if a part-1 run's peak RSS is at or above --max-rss-mb (500 by default; part 2's
+is printed, not gated). No embedding
 metric is used: loading the local embedding model alone takes about 600 MB.
 
     python benchmarks/scale.py [--n-det 100000] [--big 500000] [--n-llm 0] [--against /work/main] [--out DIR]
@@ -179,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         results["big"] = det_part(trees, data, work, args.big, "big")
     if args.n_llm:
         results["llm"] = llm_part(args, work)
-    peaks = [r["first"]["rss_mb"] for part in ("deterministic", "big") for r in results.get(part, {}).values()]
+    # the limit is the 100k run's (issue 25: ≤ 300 MB); the million-task folder's is reported, not gated
+    peaks = [r["first"]["rss_mb"] for r in results.get("deterministic", {}).values()]
     peak = max(peaks + [peak_rss_mb()])
     (work / "scale_results.json").write_text(json.dumps(results, indent=2))
     verdict = "OK" if peak < args.max_rss_mb else "FAIL"
