@@ -29,6 +29,7 @@ pytest.importorskip("ray", reason="the ray extra is not installed: pip install '
 
 from judge_server import JudgeServer
 from ray_cluster import LocalRayCluster, Node, alive, cmdline
+from support import as_read
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 
@@ -107,14 +108,14 @@ def _lines(out: Path) -> list[dict]:
     rows = []
     for line in path.read_text().splitlines() if path.exists() else []:
         try:
-            rows.append(json.loads(line))
+            rows.append(as_read(json.loads(line)))
         except ValueError:
             pass  # a line being written as we peek
     return rows
 
 
 def _exactly_once(out: Path) -> list[dict]:
-    rows = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
+    rows = [as_read(json.loads(x)) for x in (out / "scores.jsonl").read_text().splitlines()]  # every line parses
     keys = [(d["sample_id"], d["metric"], d["backend"]) for d in rows]
     assert len(keys) == len(set(keys)) == TASKS
     assert [d for d in rows if d.get("error")] == []
