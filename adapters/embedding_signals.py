@@ -45,6 +45,7 @@ text and vectors: no model is loaded here, so the fitting script
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
@@ -138,6 +139,11 @@ class SentenceSignals:
     unsupported_numbers: list[str] = field(default_factory=list)
     unsupported_names: list[str] = field(default_factory=list)
     unsupported_rare: list[str] = field(default_factory=list)
+    #: each word piece's best cosine to a context word piece (token_precision is its mean)
+    token_best: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    idf_unsupported: float = 0.0
+    novel_bigrams: float = 0.0
+    n_words: int = 0
 
     def details(self) -> dict[str, Any]:
         """The sentence's entry in ``Score.details["sentences"]`` (rounded; spans listed)."""
@@ -147,6 +153,8 @@ class SentenceSignals:
             "cosine": round(self.cosine, 4),
             "token_precision": round(self.token_precision, 4),
             "unsupported_share": round(self.unsupported_share, 4),
+            "idf_unsupported": round(self.idf_unsupported, 4),
+            "novel_bigrams": round(self.novel_bigrams, 4),
             "non_answer": self.non_answer,
             "unsupported_numbers": self.unsupported_numbers,
             "unsupported_names": self.unsupported_names,
@@ -162,6 +170,39 @@ class ContextEvidence:
         self.sentences, self.vectors, self.tokens = sentences, vectors, tokens
         self.vocabulary = Vocabulary(list(contexts))
         self.numbers = NumberSet(contexts)
+        self.bigrams = {b for c in contexts for b in bigrams(c)}
+        self.n_words = sum(len(words(c)) for c in contexts)
+        # document frequency of each word over the context sentences, for idf
+        self.df: dict[str, int] = {}
+        for c in sentences:
+            for w in set(words(c)):
+                self.df[w] = self.df.get(w, 0) + 1
+
+    def idf(self, word: str) -> float:
+        """idf(w) = ln((N + 1) / (df(w) + 1)) + 1 over the N context sentences: a word the
+        contexts repeat weighs little, a word they never use weighs most."""
+        return math.log((len(self.sentences) + 1) / (self.df.get(word, 0) + 1)) + 1.0
+
+
+def bigrams(text: str) -> set[tuple[str, str]]:
+    """The distinct pairs of adjacent ``words`` of ``text``."""
+    ws = words(text)
+    return set(zip(ws, ws[1:]))
+
+
+def idf_unsupported(sentence: str, ctx: "ContextEvidence") -> float:
+    """Σ_{w ∈ T, w ∉ V} idf(w) / Σ_{w ∈ T} idf(w) over the sentence's content words T
+    (``ContextEvidence.idf``; V: the contexts' vocabulary); 0 without content words."""
+    terms = content_words(sentence)
+    total = sum(ctx.idf(w) for w in terms)
+    return sum(ctx.idf(w) for w in terms if w not in ctx.vocabulary) / total if total else 0.0
+
+
+def novel_bigrams(sentence: str, ctx: "ContextEvidence") -> float:
+    """The share of the sentence's word bigrams found in no context (0 with none): a
+    re-worded or added relation between words the contexts do contain."""
+    bs = bigrams(sentence)
+    return sum(b not in ctx.bigrams for b in bs) / len(bs) if bs else 0.0
 
 
 def sentence_signals(
@@ -172,10 +213,10 @@ def sentence_signals(
     of the embedding model's vocabulary."""
     sims = ctx.vectors @ vector
     k = int(sims.argmax())
-    tp = (
-        float((tokens @ ctx.tokens.T).max(axis=1).mean())
+    best = (
+        (tokens @ ctx.tokens.T).max(axis=1)
         if (tokens is not None and ctx.tokens is not None and len(tokens) and len(ctx.tokens))
-        else float(sims[k])
+        else np.array([sims[k]])
     )
     share, _ = unsupported_terms(sentence, ctx.vocabulary)
     nums = number_mentions(sentence)
@@ -185,7 +226,7 @@ def sentence_signals(
         sentence=sentence,
         best_match=ctx.sentences[k],
         cosine=float(sims[k]),
-        token_precision=tp,
+        token_precision=float(best.mean()),
         unsupported_share=share,
         non_answer=is_nonanswer(sentence),
         numbers=len(nums),
@@ -194,22 +235,47 @@ def sentence_signals(
         unsupported_numbers=[s for s, parts in nums if not ctx.numbers.supports(parts)],
         unsupported_names=sorted({n for n in names if n not in ctx.vocabulary}),
         unsupported_rare=[w for w in rare if w not in ctx.vocabulary],
+        token_best=best,
+        idf_unsupported=idf_unsupported(sentence, ctx),
+        novel_bigrams=novel_bigrams(sentence, ctx),
+        n_words=len(words(sentence)),
     )
 
+
+#: a word piece whose best context match is below this cosine counts as weak
+WEAK_TOKEN = 0.5
 
 #: The fitted model's inputs, in the order of the coefficients in ``offline_judge.json``.
 FEATURES: tuple[str, ...] = ("token_precision", "unsupported_share", "unsupported_numbers")
 
 
-def response_features(signals: Sequence[SentenceSignals]) -> dict[str, float]:
-    """``FEATURES`` of one response from its sentences' signals (formulas in the module
-    docstring), plus ``answered``, the share of sentences that are not non-answers."""
+def response_features(signals: Sequence[SentenceSignals], context_words: int = 0) -> dict[str, float]:
+    """Every candidate feature of one response from its sentences' signals (formulas in
+    the module docstring; the fitted model reads the ones its JSON names), plus
+    ``answered``, the share of sentences that are not non-answers. ``context_words``:
+    the contexts' word count, for the length ratio."""
     n = max(len(signals), 1)
     numbers = sum(s.numbers for s in signals)
+    names = sum(s.names for s in signals)
     bad = sum(len(s.unsupported_numbers) for s in signals)
+    best = np.concatenate([s.token_best for s in signals]) if signals else np.zeros(0)
+    tp = [s.token_precision for s in signals] or [0.0]
+    share = [s.unsupported_share for s in signals] or [0.0]
+    n_words = sum(s.n_words for s in signals)
     return {
-        "token_precision": sum(s.token_precision for s in signals) / n,
-        "unsupported_share": sum(s.unsupported_share for s in signals) / n,
+        "token_precision": sum(tp) / n,
+        "token_precision_min": min(tp),
+        "weak_tokens": float((best < WEAK_TOKEN).mean()) if len(best) else 0.0,
+        "token_best_p10": float(np.percentile(best, 10)) if len(best) else 0.0,
+        "unsupported_share": sum(share) / n,
+        "unsupported_share_max": max(share),
+        "idf_unsupported": sum(s.idf_unsupported for s in signals) / n,
+        "idf_unsupported_max": max((s.idf_unsupported for s in signals), default=0.0),
+        "novel_bigrams": sum(s.novel_bigrams for s in signals) / n,
+        "novel_bigrams_max": max((s.novel_bigrams for s in signals), default=0.0),
         "unsupported_numbers": bad / numbers if numbers else 0.0,
+        "unsupported_names": sum(len(s.unsupported_names) for s in signals) / names if names else 0.0,
+        "length_ratio": math.log((n_words + 1) / (context_words + 1)),
+        "sentences": float(len(signals)),
         "answered": 1.0 - sum(s.non_answer for s in signals) / n,
     }

@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import pickle
 import random
 import re
 import sys
@@ -129,13 +128,10 @@ def load_sets(data: Path, sources: int | None) -> dict[str, list[dict[str, Any]]
 
 class Vectors:
     """Sentence and word-piece unit vectors of the packaged MiniLM, one forward pass per
-    distinct text, cached in a pickle between runs."""
+    distinct text; ``forget()`` drops them (between sources, to bound memory)."""
 
-    def __init__(self, path: Path | None):
-        self.path = path
+    def __init__(self) -> None:
         self.cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        if path and path.exists():
-            self.cache = pickle.loads(path.read_bytes())
 
     def ensure(self, texts: list[str]) -> None:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
@@ -153,9 +149,8 @@ class Vectors:
                 tok / np.maximum(np.linalg.norm(tok, axis=1, keepdims=True), 1e-12),
             )
 
-    def save(self) -> None:
-        if self.path:
-            self.path.write_bytes(pickle.dumps(self.cache))
+    def forget(self) -> None:
+        self.cache.clear()
 
 
 def rare_words() -> Any:
@@ -164,11 +159,15 @@ def rare_words() -> Any:
     return is_rare_word
 
 
-def features(rows: list[dict[str, Any]], vectors: Vectors) -> np.ndarray:
-    """One row of ``FEATURES`` + ``answered`` per response."""
+def candidates(rows: list[dict[str, Any]], vectors: Vectors) -> list[dict[str, float]]:
+    """Every candidate feature (``response_features``) of each response, computed by the
+    backend's own signal code from the model's vectors."""
     is_rare = rare_words()
-    out = []
+    out, group = [], None
     for n, r in enumerate(rows):
+        if r["group"] != group:
+            vectors.forget()
+            group = r["group"]
         rs = split_sentences(r["response"]) or [r["response"]]
         cs = [x for c in r["contexts"] for x in split_sentences(c)]
         vectors.ensure(rs + cs)
@@ -179,11 +178,15 @@ def features(rows: list[dict[str, Any]], vectors: Vectors) -> np.ndarray:
             np.concatenate([vectors.cache[t][1] for t in cs]),
         )
         sig = [sentence_signals(s, vectors.cache[s][0], vectors.cache[s][1], ctx, is_rare) for s in rs]
-        f = response_features(sig)
-        out.append([f[k] for k in FEATURES] + [f["answered"]])
+        out.append(response_features(sig, ctx.n_words))
         if n % 100 == 99:
             print(f"  {n + 1}/{len(rows)}", file=sys.stderr, flush=True)
-    return np.array(out)
+    return out
+
+
+def matrix(cands: list[dict[str, float]], names: tuple[str, ...]) -> np.ndarray:
+    """The columns ``names`` + ``answered`` (last) of the candidate dicts."""
+    return np.array([[c[k] for k in names] + [c["answered"]] for c in cands])
 
 
 def _weights(y: np.ndarray) -> np.ndarray:
@@ -191,17 +194,17 @@ def _weights(y: np.ndarray) -> np.ndarray:
     return np.where(y == 1, 0.5 / max(int(y.sum()), 1), 0.5 / max(int((1 - y).sum()), 1))
 
 
-def fit(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
+def fit(parts: list[tuple[np.ndarray, np.ndarray]], names: tuple[str, ...]) -> dict[str, Any]:
     """Logistic regression on standardised features; every part (set) weighs the same."""
     from sklearn.linear_model import LogisticRegression
 
-    X = np.vstack([x[:, : len(FEATURES)] for x, _ in parts])
+    X = np.vstack([x[:, : len(names)] for x, _ in parts])
     y = np.concatenate([y for _, y in parts])
     w = np.concatenate([_weights(y) for _, y in parts]) * len(y)
     mu, sd = X.mean(axis=0), X.std(axis=0) + 1e-9
     m = LogisticRegression(C=1.0, max_iter=1000).fit((X - mu) / sd, y, sample_weight=w)
     return {
-        "features": list(FEATURES),
+        "features": list(names),
         "mean": mu.tolist(),
         "scale": sd.tolist(),
         "coef": m.coef_[0].tolist(),
@@ -210,9 +213,10 @@ def fit(parts: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, Any]:
 
 
 def score(model: dict[str, Any], x: np.ndarray) -> np.ndarray:
-    """The backend's value on 0–1: sigmoid(b + Σ w·(x−μ)/σ) · answered."""
-    z = model["intercept"] + ((x[:, : len(FEATURES)] - model["mean"]) / model["scale"]) @ np.array(model["coef"])
-    return 1.0 / (1.0 + np.exp(-z)) * x[:, len(FEATURES)]
+    """The backend's value on 0–1: sigmoid(b + Σ w·(x−μ)/σ) · answered (x's last column)."""
+    k = len(model["features"])
+    z = model["intercept"] + ((x[:, :k] - model["mean"]) / model["scale"]) @ np.array(model["coef"])
+    return 1.0 / (1.0 + np.exp(-z)) * x[:, -1]
 
 
 def _auc(y: np.ndarray, p: np.ndarray) -> float:
@@ -221,18 +225,26 @@ def _auc(y: np.ndarray, p: np.ndarray) -> float:
     return round(float(roc_auc_score(y, p)), 3)
 
 
-def in_domain(k: str, X: dict[str, np.ndarray], Y: dict[str, np.ndarray], G: dict[str, np.ndarray]) -> float:
+Table = dict[str, np.ndarray]
+
+
+def held_out(X: Table, Y: Table, names: tuple[str, ...]) -> dict[str, float]:
+    """AUC on each set of a model fitted on the other two."""
+    return {k: _auc(Y[k], score(fit([(X[o], Y[o]) for o in SETS if o != k], names), X[k])) for k in SETS}
+
+
+def in_domain(k: str, X: Table, Y: Table, G: Table, names: tuple[str, ...]) -> float:
     """Grouped 5-fold AUC on set k, each fold fitted on the other sets + k's other folds."""
     from sklearn.model_selection import GroupKFold
 
     p = np.zeros(len(Y[k]))
     for tr, te in GroupKFold(5).split(X[k], Y[k], G[k]):
-        model = fit([(X[o], Y[o]) for o in SETS if o != k] + [(X[k][tr], Y[k][tr])])
+        model = fit([(X[o], Y[o]) for o in SETS if o != k] + [(X[k][tr], Y[k][tr])], names)
         p[te] = score(model, X[k][te])
     return _auc(Y[k], p)
 
 
-def best_bound(model: dict[str, Any], X: dict[str, np.ndarray], Y: dict[str, np.ndarray]) -> float:
+def best_bound(model: dict[str, Any], X: Table, Y: Table) -> float:
     """The bound on 0–1 maximising the mean over sets of balanced accuracy (0.01 grid)."""
 
     def bacc(t: float) -> float:
@@ -245,41 +257,57 @@ def best_bound(model: dict[str, Any], X: dict[str, np.ndarray], Y: dict[str, np.
     return max(np.round(np.arange(0.05, 0.96, 0.01), 2), key=bacc)
 
 
+def single_feature_table(C: dict[str, list[dict[str, float]]], Y: Table) -> None:
+    """Each candidate's AUC alone, per set (sign as it comes: < 0.5 means "lower is
+    more faithful")."""
+    print(f"{'candidate':22s} " + " ".join(f"{k:>9s}" for k in SETS))
+    for name in C["ares"][0]:
+        aucs = [_auc(Y[k], np.array([c[name] for c in C[k]])) for k in SETS]
+        print(f"{name:22s} " + " ".join(f"{a:9.3f}" for a in aucs))
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="the shared data folder (ares/, labelled/)")
     ap.add_argument("--sources", type=int, default=None, help="RAGTruth sources per file (default: all 150)")
-    ap.add_argument("--vectors", type=Path, default=None, help="pickle cache of the model's vectors")
+    ap.add_argument("--cache", type=Path, default=None, help="JSON cache of every response's candidate features")
+    ap.add_argument("--features", default=",".join(FEATURES), help="the features to fit, comma-separated")
+    ap.add_argument("--candidates", action="store_true", help="print every candidate's AUC alone, then stop")
     ap.add_argument("--out", type=Path, default=ROOT / "adapters/offline_judge.json")
     ap.add_argument("--dry-run", action="store_true", help="print the table, write nothing")
     return ap.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
-    t0 = time.perf_counter()
-    sets = load_sets(args.data, args.sources)
-    vectors = Vectors(args.vectors)
-    X = {k: features(rows, vectors) for k, rows in sets.items()}
-    vectors.save()
-    Y = {k: np.array([r["y"] for r in rows]) for k, rows in sets.items()}
-    G = {k: np.array([r["group"] for r in rows]) for k, rows in sets.items()}
-    held = {k: _auc(Y[k], score(fit([(X[o], Y[o]) for o in SETS if o != k]), X[k])) for k in SETS}
-    ind = {k: in_domain(k, X, Y, G) for k in SETS}
-    model = fit([(X[k], Y[k]) for k in SETS])
+def load_candidates(
+    args: argparse.Namespace, sets: dict[str, list[dict[str, Any]]]
+) -> dict[str, list[dict[str, float]]]:
+    """Every response's candidate features, from ``--cache`` when it holds this data."""
+    key = f"sources={args.sources or 'all'}"
+    if args.cache and args.cache.exists():
+        cached = json.loads(args.cache.read_text(encoding="utf-8"))
+        if cached.get("key") == key:
+            return cached["candidates"]
+    vectors = Vectors()
+    C = {k: candidates(rows, vectors) for k, rows in sets.items()}
+    if args.cache:
+        args.cache.write_text(json.dumps({"key": key, "candidates": C}), encoding="utf-8")
+    return C
+
+
+def report(names: tuple[str, ...], X: Table, Y: Table, G: Table, args: argparse.Namespace, t0: float) -> None:
+    """Print the per-set table and, unless ``--dry-run``, write the shipped model."""
+    held = held_out(X, Y, names)
+    ind = {k: in_domain(k, X, Y, G, names) for k in SETS}
+    model = fit([(X[k], Y[k]) for k in SETS], names)
     model["bound"] = float(best_bound(model, X, Y))
     fitted = {k: _auc(Y[k], score(model, X[k])) for k in SETS}
+    print(f"features: {', '.join(names)}")
     print(f"{'set':10s} {'n':>5s} {'faithful':>8s} {'held-out':>9s} {'in-domain':>10s} {'fitted':>7s}")
     for k in SETS:
         print(f"{k:10s} {len(Y[k]):5d} {int(Y[k].sum()):8d} {held[k]:9.3f} {ind[k]:10.3f} {fitted[k]:7.3f}")
+    coef = {f: round(c, 3) for f, c in zip(names, model["coef"])}
     print(
-        "coefficients:",
-        dict(zip(FEATURES, np.round(model["coef"], 3))),
-        "intercept",
-        round(model["intercept"], 3),
-        "bound",
-        model["bound"],
-        f"({time.perf_counter() - t0:.0f} s)",
+        f"coefficients: {coef} intercept {model['intercept']:.3f} bound {model['bound']} ({time.perf_counter() - t0:.0f} s)"
     )
     if not args.dry_run:
         model["fitted_on"] = {k: {"rows": len(Y[k]), "faithful": int(Y[k].sum())} for k in SETS}
@@ -293,6 +321,21 @@ def main(argv: list[str] | None = None) -> int:
         }
         args.out.write_text(json.dumps(spec, indent=1) + "\n", encoding="utf-8")
         print(f"wrote {args.out}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    sets = load_sets(args.data, args.sources)
+    C = load_candidates(args, sets)
+    Y = {k: np.array([r["y"] for r in rows]) for k, rows in sets.items()}
+    G = {k: np.array([r["group"] for r in rows]) for k, rows in sets.items()}
+    if args.candidates:
+        single_feature_table(C, Y)
+        return 0
+    names = tuple(x.strip() for x in args.features.split(",") if x.strip())
+    X = {k: matrix(C[k], names) for k in SETS}
+    report(names, X, Y, G, args, t0)
     return 0
 
 
