@@ -132,7 +132,6 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
-import threading
 import time
 from typing import Any, Callable, ClassVar, ContextManager
 
@@ -179,8 +178,6 @@ VARIANTS: dict[str, tuple[str, ...]] = {
 }
 #: parameters that only a variant reads: naming one without that variant is an error
 _VARIANT_PARAMS: dict[str, dict[str, str]] = {"faithfulness": {"t": "similarity", "w": "similarity"}}
-
-_bert_lock = threading.Lock()
 
 
 class EmbeddingBackend(Backend):
@@ -614,18 +611,12 @@ def _semantic_similarity(ref: MetricRef, sample: Sample, vec: Callable[[str], np
 
 def token_embeddings(texts: list[str]) -> list[np.ndarray]:
     """L2-normalised contextual token vectors (last layer of MiniLM, i.e. layer 6) of each
-    text, without the [CLS] and [SEP] tokens (as BERTScore does)."""
-    from unified.judge.local import get_sentence_model
+    text, without the [CLS] and [SEP] tokens (as BERTScore does); from the local model's
+    shared pass and cache (``unified.judge.local.encode_both``), so the faithfulness
+    sentences embedded by the local embedder are not encoded a second time."""
+    from unified.judge.local import encode_both
 
-    model = get_sentence_model()
-    with _bert_lock:  # one encode at a time: torch already uses every core
-        outs = model.encode(texts, output_value="token_embeddings", show_progress_bar=False, convert_to_numpy=False)
-    vecs = []
-    for o in outs:
-        a = o.detach().cpu().numpy().astype(float)
-        a = a[1:-1] if len(a) > 2 else a
-        vecs.append(a / np.maximum(np.linalg.norm(a, axis=1, keepdims=True), 1e-12))
-    return vecs
+    return [tok.astype(float) for _, tok in encode_both(texts)]
 
 
 async def _bertscore(ref: MetricRef, sample: Sample) -> Score:

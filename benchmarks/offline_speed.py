@@ -1,13 +1,15 @@
 """Samples per second of the offline ``embedding`` backend on the five core metrics.
 
     python benchmarks/offline_speed.py [--data examples/data/rag_examples.jsonl]
-                                       [--repeats 3] [--metrics faithfulness,...]
+                                       [--rows N] [--repeats 3] [--metrics faithfulness,...]
 
-Scores every sample of ``--data`` with the five core metrics (faithfulness,
-answer_relevancy, context_relevancy, context_recall, context_precision) through
-``EmbeddingBackend.score``, one sample at a time as the runner does, after one warm-up
-pass that loads the model. Each repeat changes every text (a numbered suffix) so nothing
-is served from a cache. Prints samples/s = samples / wall seconds, the median over
+Scores every sample of ``--data`` (the first ``--rows``) with the five core metrics
+(faithfulness, answer_relevancy, context_relevancy, context_recall, context_precision)
+through ``EmbeddingBackend.score``, one sample at a time as the runner does, after one
+warm-up pass that loads the model. Each repeat starts cold: the local model's vector
+cache is emptied and every text changed (a numbered suffix), so nothing is served from an
+earlier pass; a context that several samples of the file retrieve is encoded once per
+pass, as in a real run. Prints samples/s = samples / wall seconds, the median over
 ``--repeats``, and the machine's load average, because on a shared machine the figure
 is only as good as the idle CPU it got.
 """
@@ -27,18 +29,20 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from unified.adapters import get_backend  # noqa: E402
+from unified.judge.local import clear_vector_cache  # noqa: E402
 from unified.metrics import parse_metrics  # noqa: E402
 from unified.sample import Sample  # noqa: E402
 
 CORE = "faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision"
 
 
-def load(path: Path, tag: str) -> list[Sample]:
+def load(path: Path, tag: str, rows: int | None) -> list[Sample]:
     out = []
-    for line in path.read_text(encoding="utf-8").splitlines():
+    for line in path.read_text(encoding="utf-8").splitlines()[:rows]:
         if line.strip():
             rec = json.loads(line)
-            rec.pop("metadata", None)
+            for k in ("metadata", "labels"):
+                rec.pop(k, None)
             rec["response"] = f"{rec.get('response') or ''} ({tag})"
             rec["retrieved_contexts"] = [f"{c} ({tag})" for c in rec.get("retrieved_contexts") or []]
             out.append(Sample.from_record(rec, warn_unknown=False))
@@ -60,13 +64,15 @@ async def one_pass(samples: list[Sample], metrics: str) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=ROOT / "examples/data/rag_examples.jsonl")
+    ap.add_argument("--rows", type=int, default=None, help="the first N rows only")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--metrics", default=CORE)
     args = ap.parse_args(argv)
-    asyncio.run(one_pass(load(args.data, "warm-up"), args.metrics))
+    asyncio.run(one_pass(load(args.data, "warm-up", args.rows), args.metrics))
     rates = []
     for r in range(args.repeats):
-        samples = load(args.data, f"run {r}")
+        clear_vector_cache()
+        samples = load(args.data, f"run {r}", args.rows)
         rates.append(len(samples) / asyncio.run(one_pass(samples, args.metrics)))
     load1, load5, _ = os.getloadavg()
     print(

@@ -2,6 +2,16 @@
 
 Loaded once per process (about 600 MB RSS); ``LocalEmbedder`` runs the batched encode in
 a worker thread so the event loop keeps serving other tasks.
+
+``encode_both`` is the one place the model runs: one forward pass gives a text's sentence
+vector (mean-pooled, L2-normalised, what ``LocalEmbedder`` returns) and its contextual
+word-piece vectors (what BERTScore-style token precision needs), and both are kept in a
+process-wide LRU cache bounded by bytes (``VECTOR_CACHE_BYTES``, 64 MB by default). Why:
+the offline faithfulness needs both for the same sentences, and a retriever returns the
+same context to many questions, so without it every context sentence was encoded twice
+per sample and again for every sample that retrieved it. A text always maps to the same
+vectors (the model is fixed per process), so a cache hit changes no score beyond float
+noise of batch padding (|Δ| ≈ 1e-6).
 """
 
 from __future__ import annotations
@@ -10,7 +20,10 @@ import asyncio
 import os
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, Sequence
+
+import numpy as np
 
 from unified.judge.base import CallRecord, Embedder, JudgeNotConfiguredError, record_call
 
@@ -45,6 +58,58 @@ def get_sentence_model() -> Any:
     return _model
 
 
+#: the byte budget of the process-wide vector cache (``encode_both``)
+VECTOR_CACHE_BYTES = int(os.environ.get("UNIFIED_VECTOR_CACHE_MB", "64")) * 2**20
+_encode_lock = threading.Lock()  # one encode at a time: torch already uses every core
+_vectors: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
+_vector_bytes = 0
+
+
+def _remember(text: str, pair: tuple[np.ndarray, np.ndarray]) -> None:
+    """Keep ``pair`` for ``text``; drop the least recently used until within budget."""
+    global _vector_bytes
+    _vectors[text] = pair
+    _vector_bytes += pair[0].nbytes + pair[1].nbytes
+    while _vector_bytes > VECTOR_CACHE_BYTES and len(_vectors) > 1:
+        _, (s, t) = _vectors.popitem(last=False)
+        _vector_bytes -= s.nbytes + t.nbytes
+
+
+def clear_vector_cache() -> None:
+    """Forget every cached vector (a benchmark's cold start; tests)."""
+    global _vector_bytes
+    with _encode_lock:
+        _vectors.clear()
+        _vector_bytes = 0
+
+
+def _unit(a: np.ndarray) -> np.ndarray:
+    return a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
+
+
+def encode_both(texts: Sequence[str], batch_size: int = 64) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per text: (its unit sentence vector, its unit word-piece vectors without [CLS] and
+    [SEP]), float32, from one forward pass over the texts not cached yet (see the module
+    docstring). Inputs beyond the model's 256 word pieces are truncated."""
+    with _encode_lock:
+        fresh: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        todo = [t for t in dict.fromkeys(texts) if t not in _vectors]
+        if todo:
+            outs = get_sentence_model().encode(todo, output_value=None, batch_size=batch_size, show_progress_bar=False)
+            for t, o in zip(todo, outs):
+                tok = o["token_embeddings"].detach().cpu().numpy().astype(np.float32)
+                sent = o["sentence_embedding"].detach().cpu().numpy().astype(np.float32)
+                fresh[t] = (_unit(sent), _unit(tok[1:-1] if len(tok) > 2 else tok))
+        for t in texts:  # a hit becomes the most recent entry
+            if t in _vectors:
+                _vectors.move_to_end(t)
+        # the batch's own vectors are returned even when the budget evicts some at once
+        out = [fresh[t] if t in fresh else _vectors[t] for t in texts]
+        for t, pair in fresh.items():
+            _remember(t, pair)
+        return out
+
+
 class LocalEmbedder(Embedder):
     """Embeddings from the packaged MiniLM model (384 dimensions, L2-normalised)."""
 
@@ -58,10 +123,7 @@ class LocalEmbedder(Embedder):
         return {"kind": "local", "model": self.model}
 
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
-        vecs = get_sentence_model().encode(
-            list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False
-        )
-        return vecs.tolist()
+        return [s.tolist() for s, _ in encode_both(list(texts), self.batch_size)]
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         start = time.perf_counter()
