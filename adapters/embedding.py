@@ -130,6 +130,7 @@ faithful "18 January 1788" 4.8 and "May 2010" 1.3).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import inspect
 import time
@@ -456,7 +457,8 @@ async def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.
         return _no_context(ref, sample)
     tokens = await asyncio.to_thread(token_embeddings, rs + cs)
     ctx = S.ContextEvidence(sample.retrieved_contexts or [], cs, _stack(cs, vec), np.concatenate(tokens[len(rs) :]))
-    signals = [S.sentence_signals(r, vec(r), tok, ctx, is_rare_word) for r, tok in zip(rs, tokens)]
+    with _one_blas_thread():
+        signals = [S.sentence_signals(r, vec(r), tok, ctx, is_rare_word) for r, tok in zip(rs, tokens)]
     features = S.response_features(signals)
     verdict = J.load("faithfulness").predict(features)
     raw = verdict.probability * features["answered"]
@@ -476,6 +478,27 @@ async def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.
         "sentences": [x.details() for x in signals],
     }
     return _score(ref, sample, raw, reason, details)
+
+
+@functools.lru_cache(maxsize=1)
+def _blas_controller() -> Any:
+    """threadpoolctl's controller (scikit-learn brings it with sentence-transformers), or
+    None when it is not installed."""
+    try:
+        from threadpoolctl import ThreadpoolController
+    except ImportError:
+        return None
+    return ThreadpoolController()
+
+
+def _one_blas_thread() -> ContextManager[Any]:
+    """Run the token-precision products (a few dozen × a few hundred word pieces) on one
+    BLAS thread. Why: such a product takes ~0.7 ms on one thread, and on a loaded 2-core
+    machine OpenBLAS's second thread turned it into ~45 ms of spinning (measured in
+    benchmarks/offline_speed.py: 40 ms per sentence). The limit is process-wide while it
+    lasts; the embedding thread uses torch's pool, not BLAS."""
+    controller = _blas_controller()
+    return controller.limit(limits=1, user_api="blas") if controller is not None else contextlib.nullcontext()
 
 
 def is_rare_word(word: str) -> bool:
@@ -611,12 +634,12 @@ def _semantic_similarity(ref: MetricRef, sample: Sample, vec: Callable[[str], np
 
 def token_embeddings(texts: list[str]) -> list[np.ndarray]:
     """L2-normalised contextual token vectors (last layer of MiniLM, i.e. layer 6) of each
-    text, without the [CLS] and [SEP] tokens (as BERTScore does); from the local model's
+    text (float32), without the [CLS] and [SEP] tokens (as BERTScore does); from the local model's
     shared pass and cache (``unified.judge.local.encode_both``), so the faithfulness
     sentences embedded by the local embedder are not encoded a second time."""
     from unified.judge.local import encode_both
 
-    return [tok.astype(float) for _, tok in encode_both(texts)]
+    return [tok for _, tok in encode_both(texts)]
 
 
 async def _bertscore(ref: MetricRef, sample: Sample) -> Score:

@@ -1,7 +1,8 @@
 """Fit the offline judge's faithfulness model and write ``adapters/offline_judge.json``.
 
-    python benchmarks/fit_offline_judge.py --data /work/shared/data [--sources 50]
-           [--vectors /tmp/vectors.pkl] [--out adapters/offline_judge.json] [--dry-run]
+    python benchmarks/fit_offline_judge.py --data /work/shared/data [--sources N]
+           [--cache /tmp/candidates.json] [--features a,b,c] [--candidates]
+           [--out adapters/offline_judge.json] [--dry-run]
 
 Data (human labels; none of it is in the repository):
 
@@ -16,8 +17,9 @@ Data (human labels; none of it is in the repository):
 
 Signals and features are computed by the backend's own code
 (``unified.adapters.embedding_signals``) from the packaged MiniLM's sentence and
-word-piece vectors, one forward pass per distinct sentence (``--vectors`` caches them
-between runs).
+word-piece vectors, one forward pass per distinct sentence; ``--cache`` keeps every
+response's candidate features between runs (``--candidates`` prints each one's AUC alone,
+``--features`` picks the ones to fit).
 
 The fit: scikit-learn ``LogisticRegression`` (L2, C = 1) on standardised
 ``FEATURES``. Each set weighs the same in the loss, and within a set each class weighs
@@ -39,13 +41,19 @@ non-answer rule (``p · answered``), i.e. of the value the backend reports.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
+import os
 import random
 import re
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+# one BLAS thread: the products here are small, and on a loaded machine a second
+# BLAS thread spends its time spinning, not computing
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
@@ -159,12 +167,22 @@ def rare_words() -> Any:
     return is_rare_word
 
 
-def candidates(rows: list[dict[str, Any]], vectors: Vectors) -> list[dict[str, float]]:
+def _key(r: dict[str, Any]) -> str:
+    """A response's cache key: its source group and a digest of its texts."""
+    text = "\x1f".join([r["response"], *r["contexts"]])
+    return f"{r['group']}:{hashlib.sha256(text.encode()).hexdigest()[:16]}"
+
+
+def candidates(rows: list[dict[str, Any]], vectors: Vectors, cache: "FeatureCache") -> list[dict[str, float]]:
     """Every candidate feature (``response_features``) of each response, computed by the
-    backend's own signal code from the model's vectors."""
+    backend's own signal code from the model's vectors (or taken from ``cache``)."""
     is_rare = rare_words()
     out, group = [], None
     for n, r in enumerate(rows):
+        hit = cache.get(_key(r))
+        if hit is not None:
+            out.append(hit)
+            continue
         if r["group"] != group:
             vectors.forget()
             group = r["group"]
@@ -178,10 +196,37 @@ def candidates(rows: list[dict[str, Any]], vectors: Vectors) -> list[dict[str, f
             np.concatenate([vectors.cache[t][1] for t in cs]),
         )
         sig = [sentence_signals(s, vectors.cache[s][0], vectors.cache[s][1], ctx, is_rare) for s in rs]
-        out.append(response_features(sig, ctx.n_words))
-        if n % 100 == 99:
+        out.append(cache.put(_key(r), response_features(sig, ctx.n_words)))
+        if n % 50 == 49:
+            cache.save()
             print(f"  {n + 1}/{len(rows)}", file=sys.stderr, flush=True)
+    cache.save()
     return out
+
+
+class FeatureCache:
+    """Every computed response's candidate features, by ``_key``, in a JSON file that is
+    rewritten as the work goes (an interrupted run resumes; a subset of sources reuses a
+    larger run's rows). In memory only without a path."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self.rows: dict[str, dict[str, float]] = {}
+        if path and path.exists():
+            self.rows = json.loads(path.read_text(encoding="utf-8"))
+
+    def get(self, key: str) -> dict[str, float] | None:
+        return self.rows.get(key)
+
+    def put(self, key: str, features: dict[str, float]) -> dict[str, float]:
+        self.rows[key] = features
+        return features
+
+    def save(self) -> None:
+        if self.path:
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(self.rows), encoding="utf-8")
+            tmp.replace(self.path)
 
 
 def matrix(cands: list[dict[str, float]], names: tuple[str, ...]) -> np.ndarray:
@@ -270,7 +315,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="the shared data folder (ares/, labelled/)")
     ap.add_argument("--sources", type=int, default=None, help="RAGTruth sources per file (default: all 150)")
-    ap.add_argument("--cache", type=Path, default=None, help="JSON cache of every response's candidate features")
+    ap.add_argument(
+        "--cache", type=Path, default=None, help="JSON cache of the responses' candidate features (resumable)"
+    )
     ap.add_argument("--features", default=",".join(FEATURES), help="the features to fit, comma-separated")
     ap.add_argument("--candidates", action="store_true", help="print every candidate's AUC alone, then stop")
     ap.add_argument("--out", type=Path, default=ROOT / "adapters/offline_judge.json")
@@ -281,17 +328,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def load_candidates(
     args: argparse.Namespace, sets: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[dict[str, float]]]:
-    """Every response's candidate features, from ``--cache`` when it holds this data."""
-    key = f"sources={args.sources or 'all'}"
-    if args.cache and args.cache.exists():
-        cached = json.loads(args.cache.read_text(encoding="utf-8"))
-        if cached.get("key") == key:
-            return cached["candidates"]
-    vectors = Vectors()
-    C = {k: candidates(rows, vectors) for k, rows in sets.items()}
-    if args.cache:
-        args.cache.write_text(json.dumps({"key": key, "candidates": C}), encoding="utf-8")
-    return C
+    """Every response's candidate features, computed or from ``--cache``."""
+    vectors, cache = Vectors(), FeatureCache(args.cache)
+    return {k: candidates(rows, vectors, cache) for k, rows in sets.items()}
 
 
 def report(names: tuple[str, ...], X: Table, Y: Table, G: Table, args: argparse.Namespace, t0: float) -> None:
