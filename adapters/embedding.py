@@ -451,6 +451,17 @@ async def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.
     spans, the probability, each feature's contribution and the confidence in details."""
     if _variant(ref) == "similarity":
         return _faithfulness_similarity(ref, sample, vec)
+    label = S.bare_label(sample.response)
+    if label is not None:
+        return Score.failure(
+            ref.name,
+            BACKEND,
+            sample.id,
+            f"faithfulness abstains: the response {label!r} is a bare verdict label, not a statement the "
+            "contexts could support word by word; judge such rows with an LLM backend (native, ragas, deepeval)",
+            threshold=_threshold(ref),
+            details={"abstained": True},
+        )
     rs = _sents(sample.response)
     cs = [x for c in _contexts(sample) for x in c]
     if not cs:

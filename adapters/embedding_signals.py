@@ -242,6 +242,36 @@ def sentence_signals(
     )
 
 
+#: answers that are a verdict, not a statement: FEVER's labels, yes/no, true/false
+_LABELS = {
+    "supports",
+    "supported",
+    "refutes",
+    "refuted",
+    "not enough info",
+    "nei",
+    "yes",
+    "no",
+    "true",
+    "false",
+    "correct",
+    "incorrect",
+    "unknown",
+    "entailment",
+    "contradiction",
+    "neutral",
+}
+
+
+def bare_label(response: str | None) -> str | None:
+    """The response when it is only a verdict label ("SUPPORTS", "Yes.", "false"), else
+    None. Such an answer makes no statement whose words the contexts could support: the
+    lexical and token signals see one word and rank it by chance (ARES's FEVER rows: AUC
+    0.08 with the fitted model), so the offline judge abstains on it."""
+    text = " ".join(words(response)).strip()
+    return (response or "").strip() if text in _LABELS else None
+
+
 #: a word piece whose best context match is below this cosine counts as weak
 WEAK_TOKEN = 0.5
 

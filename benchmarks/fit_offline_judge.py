@@ -44,6 +44,7 @@ import argparse
 import hashlib
 import json
 import os
+import pickle
 import random
 import re
 import sys
@@ -51,9 +52,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-# one BLAS thread: the products here are small, and on a loaded machine a second
-# BLAS thread spends its time spinning, not computing
+# one BLAS and one torch thread: the products here are small, and on a loaded machine a
+# second thread spends its time spinning at barriers, not computing (measured: MiniLM took
+# ~60 ms of CPU per sentence with two threads at load average 14)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import numpy as np
 
@@ -66,6 +69,7 @@ from unified.adapters.embedding_signals import (  # noqa: E402
     response_features,
     sentence_signals,
 )
+from unified.judge.local import encode_both  # noqa: E402
 from unified.text import split_sentences  # noqa: E402
 
 SETS = ("ares", "summary", "data2txt")
@@ -134,31 +138,35 @@ def load_sets(data: Path, sources: int | None) -> dict[str, list[dict[str, Any]]
     }
 
 
+def trim(text: str, pair: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """A preloaded pair with its word-piece vectors cut to the text's own pieces: an
+    earlier version of this script kept the batch padding (``encode_both`` explains)."""
+    from unified.judge.local import get_sentence_model
+
+    ids = get_sentence_model().tokenizer(text, truncation=True, max_length=256)["input_ids"]
+    n = max(len(ids) - 2, 1) if len(ids) > 2 else len(ids)
+    return pair[0], pair[1][:n]
+
+
 class Vectors:
     """Sentence and word-piece unit vectors of the packaged MiniLM, one forward pass per
     distinct text; ``forget()`` drops them (between sources, to bound memory)."""
 
-    def __init__(self) -> None:
+    def __init__(self, preload: Path | None = None) -> None:
         self.cache: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self.kept: frozenset[str] = frozenset()
+        if preload:  # {text: (sentence vector, word-piece vectors)} written by an earlier run
+            self.cache = {t: trim(t, v) for t, v in pickle.loads(preload.read_bytes()).items()}
+            self.kept = frozenset(self.cache)
 
     def ensure(self, texts: list[str]) -> None:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        if not todo:
-            return
-        from unified.judge.local import get_sentence_model
-
-        outs = get_sentence_model().encode(todo, output_value=None, batch_size=64, show_progress_bar=False)
-        for t, o in zip(todo, outs):
-            tok = o["token_embeddings"].detach().numpy().astype(np.float32)
-            tok = tok[1:-1] if len(tok) > 2 else tok  # no [CLS]/[SEP], as the backend
-            s = o["sentence_embedding"].detach().numpy().astype(np.float32)
-            self.cache[t] = (
-                s / max(float(np.linalg.norm(s)), 1e-12),
-                tok / np.maximum(np.linalg.norm(tok, axis=1, keepdims=True), 1e-12),
-            )
+        if todo:  # the backend's own encoder: same vectors, same trimming
+            self.cache.update(zip(todo, encode_both(todo)))
 
     def forget(self) -> None:
-        self.cache.clear()
+        """Drop the vectors computed here (the preloaded ones stay)."""
+        self.cache = {t: v for t, v in self.cache.items() if t in self.kept} if self.kept else {}
 
 
 def rare_words() -> Any:
@@ -311,6 +319,27 @@ def single_feature_table(C: dict[str, list[dict[str, float]]], Y: Table) -> None
         print(f"{name:22s} " + " ".join(f"{a:9.3f}" for a in aucs))
 
 
+def search(C: dict[str, list[dict[str, float]]], Y: Table, start: tuple[str, ...], steps: int) -> None:
+    """Greedy forward selection, printed: from ``start``, each step adds the candidate
+    whose fit gives the best worst-set held-out AUC, and every candidate's held-out AUC on
+    all three sets is shown, so a feature that helps one set and hurts another is seen.
+    (It selects on the held-out sets themselves: treat its winner as a design choice to
+    confirm, not as an unbiased estimate.)"""
+    pool = [k for k in C["ares"][0] if k != "answered"]
+    names = start
+    for _ in range(steps):
+        rows = []
+        for cand in [c for c in pool if c not in names]:
+            trial = (*names, cand)
+            held = held_out({k: matrix(C[k], trial) for k in SETS}, Y, trial)
+            rows.append((min(held.values()), cand, held))
+        rows.sort(reverse=True)
+        print(f"after {', '.join(names) or '(none)'}:")
+        for worst, cand, held in rows:
+            print(f"  + {cand:22s} worst {worst:.3f}  " + "  ".join(f"{k} {held[k]:.3f}" for k in SETS))
+        names = (*names, rows[0][1])
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, required=True, help="the shared data folder (ares/, labelled/)")
@@ -318,8 +347,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--cache", type=Path, default=None, help="JSON cache of the responses' candidate features (resumable)"
     )
+    ap.add_argument(
+        "--vectors", type=Path, default=None, help="a pickle {text: (sentence, word-piece vectors)} to start from"
+    )
     ap.add_argument("--features", default=",".join(FEATURES), help="the features to fit, comma-separated")
     ap.add_argument("--candidates", action="store_true", help="print every candidate's AUC alone, then stop")
+    ap.add_argument("--search", type=int, default=0, help="greedy forward selection: N steps from --features")
     ap.add_argument("--out", type=Path, default=ROOT / "adapters/offline_judge.json")
     ap.add_argument("--dry-run", action="store_true", help="print the table, write nothing")
     return ap.parse_args(argv)
@@ -329,7 +362,7 @@ def load_candidates(
     args: argparse.Namespace, sets: dict[str, list[dict[str, Any]]]
 ) -> dict[str, list[dict[str, float]]]:
     """Every response's candidate features, computed or from ``--cache``."""
-    vectors, cache = Vectors(), FeatureCache(args.cache)
+    vectors, cache = Vectors(args.vectors), FeatureCache(args.cache)
     return {k: candidates(rows, vectors, cache) for k, rows in sets.items()}
 
 
@@ -373,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
         single_feature_table(C, Y)
         return 0
     names = tuple(x.strip() for x in args.features.split(",") if x.strip())
+    if args.search:
+        search(C, Y, names, args.search)
+        return 0
     X = {k: matrix(C[k], names) for k in SETS}
     report(names, X, Y, G, args, t0)
     return 0

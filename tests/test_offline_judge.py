@@ -163,3 +163,16 @@ def test_bundled_examples_offline_bounds_mean_something():
     (good,) = asyncio.run(backend.score(paris, parse_metrics("answer_relevancy")))
     (bad,) = asyncio.run(backend.score(cheese, parse_metrics("answer_relevancy")))
     assert good.passed and not bad.passed
+
+
+def test_bare_verdict_label_abstains_with_one_clear_line():
+    """ARES's FEVER rows answer "SUPPORTS"/"REFUTES": nothing for the lexical and token
+    signals to check, so the offline judge says so instead of scoring by chance."""
+    backend = get_backend("embedding")
+    for answer in ("SUPPORTS", "Yes.", "not enough info"):
+        sample = Sample(user_input=Q, response=answer, retrieved_contexts=[CONTEXT])
+        (s,) = asyncio.run(backend.score(sample, parse_metrics("faithfulness")))
+        assert not s.ok and s.value is None and s.details == {"abstained": True}
+        assert "bare verdict label" in s.error and repr(answer) in s.error and "\n" not in s.error
+    # a one-word answer that states something is still scored
+    assert faith("Thirty seconds.").ok

@@ -87,6 +87,17 @@ def _unit(a: np.ndarray) -> np.ndarray:
     return a / np.maximum(np.linalg.norm(a, axis=-1, keepdims=True), 1e-12)
 
 
+def _pair(out: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
+    """(unit sentence vector, unit word-piece vectors) of one text from ``encode``'s
+    ``output_value=None`` dict. Its token vectors are padded to the batch's longest text:
+    only the first ``attention_mask.sum()`` are the text's ([CLS] … [SEP]); padding
+    vectors would count as context word pieces and bias token precision."""
+    n = int(out["attention_mask"].sum())
+    tok = out["token_embeddings"][:n].detach().cpu().numpy().astype(np.float32)
+    sent = out["sentence_embedding"].detach().cpu().numpy().astype(np.float32)
+    return _unit(sent), _unit(tok[1:-1] if len(tok) > 2 else tok)
+
+
 def encode_both(texts: Sequence[str], batch_size: int = 64) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per text: (its unit sentence vector, its unit word-piece vectors without [CLS] and
     [SEP]), float32, from one forward pass over the texts not cached yet (see the module
@@ -97,9 +108,7 @@ def encode_both(texts: Sequence[str], batch_size: int = 64) -> list[tuple[np.nda
         if todo:
             outs = get_sentence_model().encode(todo, output_value=None, batch_size=batch_size, show_progress_bar=False)
             for t, o in zip(todo, outs):
-                tok = o["token_embeddings"].detach().cpu().numpy().astype(np.float32)
-                sent = o["sentence_embedding"].detach().cpu().numpy().astype(np.float32)
-                fresh[t] = (_unit(sent), _unit(tok[1:-1] if len(tok) > 2 else tok))
+                fresh[t] = _pair(o)
         for t in texts:  # a hit becomes the most recent entry
             if t in _vectors:
                 _vectors.move_to_end(t)
