@@ -23,8 +23,8 @@ whole response; context_recall: the reference), about 1.4× the local model's ti
 faithfulness         the fitted offline judge (``embedding_signals``, ``embedding_judge``,
                      ``docs/offline-judge.md``): 10 · p · answered share, p = a logistic
                      regression fitted on RAGTruth and ARES over the response's mean
-                     token precision against the contexts, mean lexical unsupported share
-                     and unsupported-number share; details list every sentence's signals
+                     idf-weighted unsupported share and unsupported-number share; a bare
+                     verdict label ("SUPPORTS") abstains; details list every sentence's signals
                      and unsupported spans, the contributions and a confidence. Pass
                      bound: the fit's (``offline_judge.json``).
   [variant=similarity] the earlier heuristic: mean over response sentences of soft(best
