@@ -64,6 +64,11 @@ class FrameworkBackend(Backend):
     #: canonical metric name -> the adapter's mapping entry (its one table in code)
     table: ClassVar[Mapping[str, Any]]
 
+    def needs_fields(self, ref: MetricRef) -> tuple[str, ...]:
+        """The mapping table's ``needs`` for ``ref``: fields the framework's metric reads
+        that the canonical metric does not need (empty when the entry declares none)."""
+        return tuple(getattr(self.table.get(ref.canonical), "needs", ()) or ())
+
     def _precheck(self, sample: Sample, ref: MetricRef) -> Score | None:
         """The failure Score for a metric this adapter does not map, a field the sample
         lacks or a parameter the backend refuses (``param_error``); None when the framework
@@ -76,7 +81,7 @@ class FrameworkBackend(Backend):
                 f"metric '{ref.canonical}' is not available on the {self.name} "
                 f"backend; {self.name} implements: {', '.join(sorted(self.table))}",
             )
-        why = missing_field_error(sample, ref) or self.param_error(ref)
+        why = missing_field_error(sample, ref, self) or self.param_error(ref)
         return Score.failure(ref.name, self.name, sample.id, why) if why else None
 
     def _to_score(

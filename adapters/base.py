@@ -56,6 +56,14 @@ class Backend(ABC):
             return frozenset()
         return _KIND_NEEDS.get(ref.spec.kind, frozenset())
 
+    def needs_fields(self, ref: MetricRef) -> tuple[str, ...]:
+        """Sample fields this backend cannot score ``ref`` without, beyond the metric's own
+        (``ref.spec.required``): a framework whose metric reads a field the metric itself
+        does not need (ragas's Faithfulness puts the question into its statement prompt;
+        faithfulness needs none). Default: none. The runner checks them per sample: a
+        sample without one fails that (backend, metric) task alone, with the reason."""
+        return ()
+
     def param_error(self, ref: MetricRef) -> str | None:
         """Why this backend cannot take ``ref``'s bracket parameters (one line), or None.
         The run plan asks before any task runs, so a parameter a backend does not read is
@@ -85,14 +93,22 @@ def missing_requirements(backend: Backend, ref: MetricRef, judges: "Judges") -> 
     return backend.requirements(ref) - have
 
 
-def missing_field_error(sample: Sample, metric: MetricRef) -> str | None:
-    """The one-line error for the first field ``metric`` needs that ``sample`` lacks, or
-    None. The runner checks this before calling a backend; backends check it too, so that
-    calling one directly fails the same way."""
+def missing_field_error(sample: Sample, metric: MetricRef, backend: Backend | None = None) -> str | None:
+    """The one-line error for the first field ``metric`` needs that ``sample`` lacks —
+    then, given ``backend``, the first field that backend also needs for it
+    (``Backend.needs_fields``) — or None. The runner checks this before calling a
+    backend; backends check it too, so that calling one directly fails the same way."""
     missing = next((f for f in metric.spec.required if not sample.has(f)), None)
+    if missing is not None:
+        return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
+    extra = backend.needs_fields(metric) if backend is not None else ()
+    missing = next((f for f in extra if not sample.has(f)), None)
     if missing is None:
         return None
-    return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
+    return (
+        f"sample '{sample.id}': field '{missing}' is missing or empty; {metric.name} does not need it, "
+        f"but the {backend.name} backend's does (score it on another backend)"  # type: ignore[union-attr]
+    )
 
 
 def unknown_param_error(metric: MetricRef, accepted: set[str] | frozenset[str]) -> str | None:

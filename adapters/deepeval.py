@@ -97,7 +97,10 @@ def _case(sample: Sample, *, context_from_retrieved: bool = False) -> LLMTestCas
     """Sample -> LLMTestCase (deepeval's names; absent fields stay None so deepeval's own
     MissingTestCaseParamsError names them)."""
     kw: dict[str, Any] = dict(
-        input=sample.user_input,
+        # LLMTestCase.input is a required string; FaithfulnessMetric and HallucinationMetric
+        # check it is not None but never read it (4.3.1), and every metric that does read it
+        # needs user_input in the registry: a sample without a question passes ""
+        input=sample.user_input or "",
         actual_output=sample.response,
         expected_output=sample.reference,
         retrieval_context=sample.retrieved_contexts,

@@ -376,9 +376,9 @@ def texts_for(metric: str, s: Sample) -> list[str]:
     if metric == "faithfulness":
         return _sents(s.response) + ctx
     if metric == "answer_relevancy":
-        return [s.user_input, s.response or ""]
+        return [s.user_input or "", s.response or ""]
     if metric == "context_relevancy":
-        return [s.user_input] + ctx
+        return [s.user_input or ""] + ctx
     if metric in ("context_recall", "context_precision"):
         return _sents(s.reference) + ctx
     if metric == "semantic_similarity":
@@ -531,7 +531,9 @@ def _answer_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.nd
     aw, qw = content_words(sample.response), content_words(sample.user_input)
     novelty = len(aw - qw) / len(aw) if aw else 0.0
     non = [is_nonanswer(r) for r in rs]
-    raw, d = H.answer_relevancy(vec(sample.user_input), vec(sample.response or ""), novelty, non, _param(ref, "n"))
+    raw, d = H.answer_relevancy(
+        vec(sample.user_input or ""), vec(sample.response or ""), novelty, non, _param(ref, "n")
+    )
     d = {k: round(float(v), 4) for k, v in d.items()}
     return _score(
         ref,
@@ -550,7 +552,7 @@ def _stem_cover(question: str, context: str) -> float:
 
 def _context_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
     ctxs = _contexts(sample)
-    q = vec(sample.user_input)
+    q = vec(sample.user_input or "")
     if ref.param("variant", "default") == "sentence":
         flat = [x for c in ctxs for x in c]
         if not flat:
@@ -568,7 +570,7 @@ def _context_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.n
     if not any(ctxs):
         return _no_context(ref, sample)
     t = _param(ref, "t")
-    cover = [_stem_cover(sample.user_input, c) for c in sample.retrieved_contexts or []]
+    cover = [_stem_cover(sample.user_input or "", c) for c in sample.retrieved_contexts or []]
     raw, d = H.context_relevancy(q, [_stack(c, vec) for c in ctxs], cover, t)
     if _variant(ref) == "default":
         return _best_context(ref, sample, d["relevance"], cover)

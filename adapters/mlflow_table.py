@@ -36,7 +36,8 @@ class MlflowJudge:
     Feedback that carries the value (RetrievalRelevance also returns one per chunk);
     ``expectations``: the scorer takes ``expectations={"expected_response": reference}``;
     ``per_context``: one judge call per retrieved context; ``scale``: the raw value and
-    its 0–10 mapping in words.
+    its 0–10 mapping in words; ``needs``: fields MLflow cannot do without beyond the
+    canonical metric's own (``Backend.needs_fields``).
     """
 
     cls: str
@@ -45,11 +46,13 @@ class MlflowJudge:
     expectations: bool = False
     per_context: bool = False
     raw_range: tuple[float, float] = (0.0, 1.0)
+    needs: tuple[str, ...] = ()
 
 
 #: canonical metric -> MLflow built-in judge. The one table the backend obeys.
 MLFLOW_JUDGES: dict[str, MlflowJudge] = {
-    "faithfulness": MlflowJudge("RetrievalGroundedness", "retrieval_groundedness"),
+    # its prompt's claim is <question> + <answer>: without a question there is no claim
+    "faithfulness": MlflowJudge("RetrievalGroundedness", "retrieval_groundedness", needs=(Q,)),
     "answer_relevancy": MlflowJudge("RelevanceToQuery", "relevance_to_query"),
     "context_relevancy": MlflowJudge(
         "RetrievalRelevance",

@@ -91,8 +91,9 @@ class JudgeOpikModel(OpikBaseModel):
 
 
 def opik_kwargs(m: OpikMetric, sample: Sample) -> dict[str, Any]:
-    """Sample -> opik's ``score`` keyword arguments (an empty field is passed as None)."""
-    return {kw: (getattr(sample, f) or None) for f, kw in m.reads.items()}
+    """Sample -> opik's ``score`` keyword arguments (an empty field is passed as None,
+    or as "" when the table says opik can do without it: ``blank_ok``)."""
+    return {kw: (getattr(sample, f) or ("" if f in m.blank_ok else None)) for f, kw in m.reads.items()}
 
 
 def _cause(e: BaseException) -> str:

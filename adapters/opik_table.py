@@ -28,7 +28,8 @@ class OpikMetric:
     ``cls``: class name in ``opik.evaluation.metrics``; ``reads``: Sample field -> the
     keyword of opik's ``score``/``ascore`` (a field that is empty is passed as None, and
     opik decides); ``needs``: fields opik cannot do without, beyond the canonical
-    metric's own; ``init``: fixed constructor kwargs; ``raw_range`` /
+    metric's own; ``blank_ok``: fields opik reads but can do without, passed as "" when
+    absent (None would be printed into its prompt as "None"); ``init``: fixed constructor kwargs; ``raw_range`` /
     ``higher_is_better``: opik's scale; ``scale``: the raw value and its 0–10 mapping in
     words (``unified-eval metrics NAME``).
     """
@@ -37,6 +38,7 @@ class OpikMetric:
     reads: dict[str, str]
     scale: str
     needs: tuple[str, ...] = ()
+    blank_ok: tuple[str, ...] = ()
     init: dict[str, Any] = field(default_factory=dict)
     raw_range: tuple[float, float] = (0.0, 1.0)
     higher_is_better: bool = True
@@ -48,6 +50,9 @@ _HALLU = OpikMetric(
     {Q: "input", R: "output", C: "context"},
     "Hallucination score 0–1 (1 = the response is not faithful to the contexts); value = 10·(1 − raw)",
     higher_is_better=False,
+    # opik's prompt shows the input "for context only, not to be used for faithfulness
+    # evaluation": a summary without a question is judged with an empty one
+    blank_ok=(Q,),
 )
 
 #: canonical metric -> opik metric. The one table the backend obeys.

@@ -175,13 +175,15 @@ class PhoenixMetric:
 
     ``cls``: evaluator class in ``phoenix.evals.metrics``; ``inputs``: Sample -> one
     ``eval_input`` per evaluation (several: one per retrieved context, averaged);
-    ``note``: recorded in Score.details. The labels and the raw value each stands for
+    ``note``: recorded in Score.details; ``needs``: fields Phoenix cannot do without beyond
+    the canonical metric's own (``Backend.needs_fields``). The labels and the raw value each stands for
     are Phoenix's ``choices``, listed in ``unified.adapters.scales.PHOENIX_LABELS``.
     """
 
     cls: str
     inputs: Callable[[Sample], list[dict[str, str]]]
     note: str | None = None
+    needs: tuple[str, ...] = ()
 
 
 #: canonical metric -> Phoenix evaluator. The one table the backend obeys. (The ``or`` defaults
@@ -190,17 +192,21 @@ PHOENIX_METRICS: dict[str, PhoenixMetric] = {
     # Phoenix 3.x's RAG hallucination eval: the response against the retrieved context
     "faithfulness": PhoenixMetric(
         "FaithfulnessEvaluator",
-        lambda s: [{"input": s.user_input, "output": s.response or "", "context": _joined(s.retrieved_contexts or [])}],
+        lambda s: [
+            {"input": s.user_input or "", "output": s.response or "", "context": _joined(s.retrieved_contexts or [])}
+        ],
+        # its input schema requires the query and its prompt judges the answer to it
+        needs=("user_input",),
     ),
     "answer_correctness": PhoenixMetric(
         "CorrectnessEvaluator",
-        lambda s: [{"input": s.user_input, "output": s.response or ""}],
+        lambda s: [{"input": s.user_input or "", "output": s.response or ""}],
         note="Phoenix's CorrectnessEvaluator judges the response against the question; it has no reference input",
     ),
     # one evaluation per retrieved context, as Phoenix documents for per-document relevance
     "context_relevancy": PhoenixMetric(
         "RetrievalRelevanceEvaluator",
-        lambda s: [{"input": s.user_input, "context": c} for c in s.retrieved_contexts or []],
+        lambda s: [{"input": s.user_input or "", "context": c} for c in s.retrieved_contexts or []],
     ),
 }
 

@@ -175,7 +175,8 @@ class RagasMetric:
     ``ascore`` kwargs; ``raw_range``/``higher_is_better``: ragas's scale; ``uses``: which
     of "llm"/"embeddings" the constructor takes; ``init``: fixed constructor kwargs;
     ``sync_embed``: Sample fields whose text ragas embeds through the sync API.
-    ``domain``: the values ragas can legitimately return when it is wider than
+    ``needs``: fields ragas cannot do without beyond the canonical metric's own
+    (``Backend.needs_fields``). ``domain``: the values ragas can legitimately return when it is wider than
     ``raw_range`` (a cosine similarity is in [-1, 1]; below 0 it clips to 0, as every
     cosine does here); a value outside the domain is an error, never clipped.
     """
@@ -188,6 +189,7 @@ class RagasMetric:
     init: dict[str, Any] = field(default_factory=dict)
     sync_embed: Callable[[Sample], list[str]] | None = None
     domain: tuple[float, float] | None = None
+    needs: tuple[str, ...] = ()
 
 
 COSINE = (-1.0, 1.0)
@@ -195,7 +197,9 @@ Q, RESP, C, REF = "user_input", "response", "retrieved_contexts", "reference"
 
 #: canonical metric -> ragas collections metric. The one table the backend obeys.
 RAGAS_METRICS: dict[str, RagasMetric] = {
-    "faithfulness": RagasMetric("Faithfulness", _fields(Q, RESP, C)),
+    # ragas 0.4.3's Faithfulness raises "user_input is missing" and puts the question into
+    # its statement-generation prompt: a sample without one cannot run here
+    "faithfulness": RagasMetric("Faithfulness", _fields(Q, RESP, C), needs=(Q,)),
     "answer_relevancy": RagasMetric("AnswerRelevancy", _fields(Q, RESP), uses=("llm", "embeddings"), domain=COSINE),
     "context_relevancy": RagasMetric("ContextRelevance", _fields(Q, C)),
     "context_recall": RagasMetric("ContextRecall", _fields(Q, C, REF)),

@@ -141,17 +141,19 @@ def _groundedness(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
 
 
 def _answer_relevance(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
-    return [p.relevance_with_cot_reasons(prompt=s.user_input, response=s.response or "")]
+    return [p.relevance_with_cot_reasons(prompt=s.user_input or "", response=s.response or "")]
 
 
 def _context_relevance(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     # the triad's context selector hands one context at a time (collect_list=False), agg=np.mean
-    return [p.context_relevance_with_cot_reasons(question=s.user_input, context=c) for c in s.retrieved_contexts or []]
+    return [
+        p.context_relevance_with_cot_reasons(question=s.user_input or "", context=c) for c in s.retrieved_contexts or []
+    ]
 
 
 def _agreement(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     truth = GroundTruthAgreement([{"query": s.user_input, "expected_response": s.reference}], provider=p)
-    return [truth.agreement_measure(prompt=s.user_input, response=s.response or "")]
+    return [truth.agreement_measure(prompt=s.user_input or "", response=s.response or "")]
 
 
 @dataclass(frozen=True)

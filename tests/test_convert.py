@@ -146,8 +146,10 @@ def test_framework_file_bad_row_names_row_and_field(tmp_path):
         encoding="utf-8",
     )
     n, errors = convert_file(src, tmp_path / "ours.jsonl", "jsonl", src_format="deepeval")
-    assert n == 1
-    assert [(e.row, e.field) for e in errors] == [(2, "retrieval_context"), (3, "input")]
+    assert n == 2  # a golden without input is a sample without a question (issue 23)
+    assert [(e.row, e.field) for e in errors] == [(2, "retrieval_context")]
+    kept = [json.loads(line) for line in (tmp_path / "ours.jsonl").read_text().splitlines()]
+    assert "user_input" not in kept[1] and kept[1]["response"] == "no input"
 
 
 @pytest.mark.parametrize("fmt", ["ragas_v1", "deepeval", "dingo"])

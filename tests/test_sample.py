@@ -71,14 +71,19 @@ def test_non_string_context_names_the_index():
     assert e.field == "retrieved_contexts[1]" and "got int" in e.reason
 
 
-def test_empty_user_input():
-    e = _error({"user_input": "   "})
-    assert e.field == "user_input" and "empty" in e.reason
+def test_a_blank_question_is_stored_as_absent():
+    # a summary or a data-to-text response answers no question (issue 23 part 4)
+    blank = Sample.from_record({"user_input": "   ", "response": A})
+    absent = Sample.from_record({"response": A})
+    assert blank.user_input is None and absent.user_input is None and not blank.has("user_input")
+    assert blank.content_hash() == absent.content_hash()  # one spelling of "no question"
 
 
-def test_missing_user_input():
-    e = _error({"response": A})
-    assert e.field == "user_input" and "missing" in e.reason
+def test_a_row_with_no_sample_field_is_an_error_naming_the_remedy():
+    e = _error({"Query Text": Q, "notes": "x"})
+    assert e.field is None and "no sample field" in e.reason and "--map" in e.reason
+    e = _error({"user_input": "  "})  # a blank question and nothing else: no content at all
+    assert "no sample field" in e.reason
 
 
 def test_conflicting_aliases_are_an_error():

@@ -375,8 +375,9 @@ Q, R, C, REF = "user_input", "response", "retrieved_contexts", "reference"
 
 _builtin(
     "faithfulness",
-    "Share of the response's claims supported by the retrieved contexts: supported / total claims.",
-    (Q, R, C),
+    "Share of the response's claims supported by the retrieved contexts: supported / total claims. "
+    "Needs no question (summaries, data-to-text).",
+    (R, C),
     "llm",
     7.0,
     ragas="Faithfulness",
@@ -480,8 +481,8 @@ _builtin(
 _builtin(
     "hallucination",
     "Pass/fail: passes when faithfulness reaches the threshold; the reason lists the "
-    "unsupported claims. Value = share of contexts/claims not contradicted.",
-    (Q, R, C),
+    "unsupported claims. Value = share of contexts/claims not contradicted. Needs no question.",
+    (R, C),
     "llm",
     5.0,
     deepeval="HallucinationMetric",

@@ -258,12 +258,15 @@ def check_grade(key: Any, value: Any) -> float:
 
 
 class Sample(BaseModel):
-    """One RAG interaction. Only ``user_input`` is always required; each metric names
-    the other fields it needs (``MetricSpec.required``)."""
+    """One RAG interaction. No field is always required: each metric names the fields
+    it needs (``MetricSpec.required``), and a backend may need more for a metric
+    (``Backend.needs_fields``). ``user_input`` (the question) may be absent: a summary or
+    a data-to-text response answers no question, and faithfulness and hallucination
+    judge it without one. An empty or blank question is stored as absent (None)."""
 
     model_config = ConfigDict(extra="forbid", frozen=False)
 
-    user_input: str
+    user_input: str | None = None
     response: str | None = None
     retrieved_contexts: list[str] | None = None
     reference: str | None = None
@@ -279,10 +282,10 @@ class Sample(BaseModel):
 
     @field_validator("user_input")
     @classmethod
-    def _non_empty_question(cls, v: str) -> str:
-        if not v.strip():
-            raise ValueError("user_input is empty; every sample needs a question")
-        return v
+    def _blank_question_is_absent(cls, v: str | None) -> str | None:
+        # one spelling of "no question": "", "  " and a missing field hash and read alike,
+        # and every reader of user_input checks for None only
+        return v if v is not None and v.strip() else None
 
     @field_validator("graded_relevance")
     @classmethod
@@ -292,6 +295,14 @@ class Sample(BaseModel):
     @model_validator(mode="after")
     def _json_safe_then_id(self) -> "Sample":
         # one pass: the content's canonical JSON is both checked and hashed
+        if all(getattr(self, k) is None for k in CONTENT_FIELDS):
+            # with no field always required, a row whose columns all went to metadata (a
+            # misnamed column) would otherwise be a sample every metric fails on
+            raise SampleError(
+                None,
+                f"no sample field ({', '.join(CONTENT_FIELDS[:4])}, …); "
+                "is a column misnamed? rename it with --map SOURCE=FIELD",
+            )
         blob = self._content_blob()
         problem = sample_problem(self, blob)
         if problem:

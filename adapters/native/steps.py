@@ -55,7 +55,7 @@ async def judge_contexts(ctx: StepContext) -> DualResult:
     rel = ctx.wants("contexts.relevance")
     return await ctx.ask_dual(
         lambda v: contexts_prompts.context_judgement(
-            v, s.user_input, ctx.contexts, s.reference, relevance=rel, usefulness=use
+            v, s.user_input or "", ctx.contexts, s.reference, relevance=rel, usefulness=use
         )
     )
 
@@ -68,7 +68,7 @@ async def compare_claims(ctx: StepContext) -> DualResult | None:
     refc = await ctx.step("claims:reference")
     if not resp or not refc:
         return None
-    return await ctx.ask_dual(lambda v: claims_prompts.comparison(v, ctx.sample.user_input, resp, refc))
+    return await ctx.ask_dual(lambda v: claims_prompts.comparison(v, ctx.sample.user_input or "", resp, refc))
 
 
 async def generate_questions(ctx: StepContext) -> DualResult:
@@ -81,7 +81,9 @@ async def generate_questions(ctx: StepContext) -> DualResult:
 async def rate_sufficiency(ctx: StepContext) -> DualResult:
     """Per judge, one call: 0/1/2 — do the contexts alone suffice for the reference answer?"""
     s = ctx.sample
-    return await ctx.ask_dual(lambda v: grounding_prompts.sufficiency(v, s.user_input, ctx.contexts, s.reference or ""))
+    return await ctx.ask_dual(
+        lambda v: grounding_prompts.sufficiency(v, s.user_input or "", ctx.contexts, s.reference or "")
+    )
 
 
 async def rate_groundedness(ctx: StepContext) -> DualResult:

@@ -88,7 +88,8 @@ def _sample_block(view: View, sid: str) -> str:
         f"<details class='sample' id='{e(anchor(sid))}' data-sid='{e(sid)}'>"
         f"<summary>{e(sid)} — {e((s.get('user_input') or '')[:120])} "
         f"<span class='note'>{_summary_marks(view, sid)}</span></summary>",
-        f"<div class='label'>question</div><div>{e(s.get('user_input'))}</div>",
+        # a summary or data-to-text sample has no question: no empty "question" block
+        f"<div class='label'>question</div><div>{e(s['user_input'])}</div>" if s.get("user_input") else "",
         contexts_html(s),
     ]
     for key in ("response", "reference"):

@@ -88,6 +88,9 @@ async def build_samples(
     async def one(i: int) -> Sample | RowError:
         q = questions[i]
         sid = str(ids[i]) if ids is not None else f"q{i + 1}"
+        if q is None or (isinstance(q, str) and not q.strip()):
+            # a stored sample may lack a question; a pipeline's question is what it retrieves for
+            return RowError("pipeline", i + 1, "user_input", "user_input is empty; the pipeline retrieves for it", sid)
         try:
             async with r_sem:
                 hits = await _call(retrieve, q)

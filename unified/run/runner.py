@@ -537,7 +537,7 @@ class _Run:
         self.sample_log.write(sample.model_dump_json(exclude_none=True))
         runnable: dict[tuple[str, bool], list[Pair]] = {}
         for p in todo:
-            missing = missing_field_error(sample, p.metric)
+            missing = missing_field_error(sample, p.metric, p.backend)
             if missing:
                 self.emit(
                     [

@@ -24,7 +24,8 @@ You break a text into atomic factual claims. A claim is one short, self-containe
 statement of fact that can be checked on its own: replace pronouns with the names they
 stand for and keep numbers, dates and qualifiers. Do not add facts the text does not
 state. Greetings, questions, hedges and refusals ("I don't know", "I cannot answer that")
-are not claims: a text with no factual content gives an empty list.
+are not claims: a text with no factual content gives an empty list. A text shown without
+a question (a summary, a description) is read on its own.
 
 Example
 Question: Who wrote Dune and when was it published?
@@ -42,9 +43,12 @@ Answer with JSON only: {"claims": [string, ...]}.
 """
 
 
-def extraction(question: str, text: str) -> Ask:
-    """Claims of ``text`` (read in the light of ``question``). Identical for every metric."""
-    messages = [system(_EXTRACT_SYSTEM), user(f"Question: {question.strip()}\nText: {text.strip()}\nAnswer:")]
+def extraction(question: str | None, text: str) -> Ask:
+    """Claims of ``text`` (read in the light of ``question``; a text that answers no
+    question — a summary, a data-to-text response — is shown alone). Identical for
+    every metric."""
+    asked = f"Question: {question.strip()}\n" if question and question.strip() else ""
+    messages = [system(_EXTRACT_SYSTEM), user(f"{asked}Text: {text.strip()}\nAnswer:")]
 
     def parse(ans: ClaimList) -> list[str]:
         return [c.strip() for c in ans.claims if c and c.strip()]

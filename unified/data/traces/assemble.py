@@ -2,7 +2,9 @@
 trace reader shares.
 
 * ``id``: the trace id.
-* ``user_input``: the root span's input (``values.text_of``, role question). The root is
+* ``user_input``: the root span's input (``values.text_of``, role question); absent when
+  the root has no input or an empty one (a summariser answers no question; metrics that
+  need one then say so), an error when it has one that cannot be read. The root is
   the one span without a parent; none or several is an error (a trace cut across files), and so
   is a span whose parents do not lead to the root (a parent missing from the source, a loop).
 * ``retrieved_contexts``: the documents of every retriever span, spans in start order
@@ -45,19 +47,19 @@ def _record(trace: Trace) -> dict[str, Any]:
         more = f" (and {len(broken) - 1} more span(s) with a problem)" if len(broken) > 1 else ""
         raise TraceProblem(broken[0].field, broken[0].reason + more, broken[0].span)
     root = root_of(trace)
-    question, q_prov = _text(root, "input", "question")
+    # a root span without input (or with an empty one) is a trace that answered no
+    # question (a summariser): the sample has none; an input it cannot read is an error
+    question, q_prov = _text(root, "input", "question", optional=True)
     docs = _documents(trace)
-    record: dict[str, Any] = {
-        "id": trace.trace_id,
-        "user_input": question,
-        "retrieved_contexts": [d.content for _, d in docs],
-    }
+    record: dict[str, Any] = {"id": trace.trace_id, "retrieved_contexts": [d.content for _, d in docs]}
+    if question is not None:
+        record["user_input"] = question
     if docs and all(d.id not in (None, "") for _, d in docs):
         record["retrieved_ids"] = [str(d.id) for _, d in docs]
     provenance: dict[str, Any] = {
         "format": trace.source,
         "trace_id": trace.trace_id,
-        "user_input": q_prov,
+        "user_input": q_prov or None,
         "retrieved_contexts": [_where(s, d.where) for s, d in docs],
     }
     answer = _answer_span(trace, root)
@@ -109,14 +111,17 @@ def _check_tree(trace: Trace) -> None:
             cur = parent
 
 
-def _text(span: Span, side: str, role: str) -> tuple[str, dict[str, Any]]:
-    """(text, provenance) of a span's input or output."""
+def _text(span: Span, side: str, role: str, *, optional: bool = False) -> tuple[Any, dict[str, Any]]:
+    """(text, provenance) of a span's input or output; ``optional``: (None, {}) when
+    the span has none or an empty one, instead of a ``TraceProblem``."""
     value, mime, key = (
         (span.input, span.input_mime, span.input_key)
         if side == "input"
         else (span.output, span.output_mime, span.output_key)
     )
     if value is None:
+        if optional:
+            return None, {}
         raise TraceProblem(key or f"{side}.value", f"the {role} is missing ({side} of the root span)", span)
     try:
         decoded, how = decode(value, mime)
@@ -124,6 +129,8 @@ def _text(span: Span, side: str, role: str) -> tuple[str, dict[str, Any]]:
     except TraceProblem as p:
         raise TraceProblem(key, p.reason, span) from None
     if not text.strip():
+        if optional:
+            return None, {}
         raise TraceProblem(key, f"the {role} is empty", span)
     prov = _where(span, key)
     prov.update({k: v for k, v in (("key", inner), ("decoded", how)) if v})
