@@ -120,6 +120,10 @@ def test_a_backend_that_needs_the_question_fails_that_task_alone(tmp_path):
     assert rows["qa"]["value"] == 10.0 and rows["summary"]["value"] is None
     assert "field 'user_input' is missing or empty" in rows["summary"]["error"]
     assert "needsq backend" in rows["data2txt"]["error"]
+    # the report reads samples without a question: drill-down present, no empty question block
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "data-sid='summary'" in html and "Where will the library be built?" in html
+    assert r.output.count("user_input") >= 1  # the grouped failures on stderr name the field
 
 
 @pytest.mark.slow
