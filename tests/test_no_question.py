@@ -69,6 +69,18 @@ def test_every_reader_takes_a_row_without_a_question(tmp_path):
         assert items[0].user_input is None
 
 
+def test_every_framework_layout_round_trips_a_sample_without_a_question():
+    from unified.data.convert import export_records, import_records
+    from unified.data.layouts import LAYOUTS
+
+    s = Sample.from_record(ROWS[0])
+    for fmt in LAYOUTS:
+        records, _ = export_records([s], fmt)
+        good, bad = import_records(records, fmt)
+        assert not bad and good[0].user_input is None and good[0].id == "summary", fmt
+        assert good[0].content_hash() == s.content_hash(), fmt
+
+
 def test_the_extraction_prompt_shows_no_empty_question():
     with_q = claims_prompts.extraction("What was decided?", "The council voted.")
     without = claims_prompts.extraction(None, "The council voted.")
