@@ -203,7 +203,7 @@ def test_describe_metric_names_every_framework_spelling():
 
     d = describe_metric("FaithfulnessMetric")
     assert d["name"] == "faithfulness" and d["label"] == "faithfulness" and d["kind"] == "llm"
-    assert d["required"] == ["user_input", "response", "retrieved_contexts"]
+    assert d["required"] == ["response", "retrieved_contexts"]  # no question needed (summaries)
     assert d["aliases"]["ragas"] == ["Faithfulness"] and d["aliases"]["deepeval"] == ["FaithfulnessMetric"]
     backends = ("native", "embedding", "ragas", "deepeval", "opik", "mlflow", "phoenix", "trulens")
     assert d["thresholds"] == {b: 5.0 if b == "embedding" else 7.0 for b in backends}  # the fitted offline bound
