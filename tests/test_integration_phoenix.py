@@ -88,7 +88,8 @@ def test_a_failed_row_is_phoenix_own_error_and_is_not_retried(judge):
 
 def test_inputs_the_metric_needs_are_required():
     schema = UnifiedEvaluator("faithfulness").input_schema.model_json_schema()
-    assert set(schema["required"]) == {"input", "output", "context"}
+    # faithfulness needs no question (issue 23 part 4): input is optional
+    assert set(schema["required"]) == {"output", "context"}
 
 
 def test_empty_optional_cells_and_array_lists_are_read(judge):

@@ -135,7 +135,11 @@ async def test_judge_failure_is_one_scrubbed_line():
 async def test_context_precision_without_response_names_the_field_and_calls_nothing(judge_server):
     bare = Sample(user_input="q?", retrieved_contexts=["c."], reference="r", id="bare")
     [s] = await get_backend("opik", _judges(judge_server)).score(bare, [parse_metric("context_precision")])
-    assert s.value is None and s.error == "opik ContextPrecision also reads 'response', which this row does not have"
+    # opik's table says ContextPrecision needs the response (needs_fields): the one message
+    assert s.value is None and s.error == (
+        "sample 'bare': field 'response' is missing or empty; context_precision does not need it, "
+        "but the opik backend's does (score it on another backend)"
+    )
     assert judge_server.request_count == 0
 
 
