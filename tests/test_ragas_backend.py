@@ -198,13 +198,15 @@ def test_ragas_user_dir_is_outside_home():
 
 
 def test_table_reads_exactly_the_fields_the_registry_requires():
-    """The runner refuses samples by ``MetricSpec.required``; ragas must read no other
-    Sample field, or a sample could pass the check and still fail inside ragas."""
+    """The runner refuses samples by ``MetricSpec.required`` plus the backend's own
+    ``needs`` (ragas's Faithfulness reads the question faithfulness does not need); ragas
+    must read no other Sample field, or a sample could pass the check and still fail
+    inside ragas."""
     from unified.adapters.ragas import RAGAS_METRICS
 
     full = Sample(user_input="q", response="r", retrieved_contexts=["c"], reference="ref")
     for name, m in RAGAS_METRICS.items():
-        assert set(m.fields(full)) == set(get_metric(name).required), name
+        assert set(m.fields(full)) == set(get_metric(name).required) | set(m.needs), name
         cls = getattr(rc, m.cls)
         assert set(m.fields(full)) <= set(inspect.signature(cls.ascore).parameters), name
 
