@@ -11,7 +11,8 @@ A job is ``in_progress`` for ``delay`` seconds after it was created, then ends a
 ``partial`` share of its lines answered, the rest in the error file with code
 ``batch_cancelled`` / ``batch_expired``, as OpenAI does) or ``failed`` (no line
 answered; ``errors`` says why). ``fail_ids(custom_id) -> bool`` sends chosen lines to
-the error file with HTTP 500 inside a completed job.
+the error file with HTTP 500 inside a completed job. ``lose_creates``: that many job
+creations make the job but answer 502, as a proxy that lost the answer would.
 
 Every answer line is ``JudgeServer.completion(body)``: the same function that answers
 ``POST /v1/chat/completions``, so a batch run and an online run see the same answers.
@@ -55,10 +56,13 @@ class BatchEndpoints:
         outcome: str = "completed",
         partial: float = 0.5,
         fail_ids: Callable[[str], bool] | None = None,
+        lose_creates: int = 0,
     ):
         if outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {OUTCOMES}, got {outcome!r}")
         self.delay, self.outcome, self.partial, self.fail_ids = delay, outcome, partial, fail_ids
+        # the next N ``POST /v1/batches`` make their job, then answer 502 (the answer was lost)
+        self.lose_creates = lose_creates
         self.files: dict[str, bytes] = {}
         self.jobs: dict[str, _Job] = {}
         self.submitted: Counter[str] = Counter()
@@ -129,6 +133,9 @@ class BatchEndpoints:
         with self._lock:
             self.jobs[job.id] = job
             self.submitted.update(line["custom_id"] for line in lines)
+            lost, self.lose_creates = self.lose_creates > 0, max(0, self.lose_creates - 1)
+        if lost:
+            return web.json_response({"error": {"message": "bad gateway (loopback)"}}, status=502)
         return web.json_response(self._view(job))
 
     async def _retrieve(self, request: web.Request) -> web.Response:

@@ -270,3 +270,17 @@ def test_progress_line_and_ledger_resume_rule(tmp_path):
     assert again.find("http://h/v1", "a") == ("f1", "b1")  # answered: read from the job again
     assert again.find("http://h/v1", "b") is None  # unanswered: send again
     assert again.find("http://other/v1", "a") is None  # another endpoint's job is not ours
+
+
+def test_a_job_whose_create_answer_was_lost_is_not_created_twice(tmp_path, monkeypatch):
+    """POST /v1/batches made the job but its answer was lost (a 502, a timeout): the retry
+    must find that job by its input file, not create a second one that is paid again."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    be = BatchEndpoints(lose_creates=1)
+    with JudgeServer(batch=be) as srv:
+        report = _run(srv, tmp_path / "run", batch=FAST, cache=tmp_path / "c.sqlite", n=2)
+        assert not [s.error for s in report.iter_scores() if s.error]
+        assert len(be.jobs) == 2, [j.input_file_id for j in be.jobs.values()]  # one per step
+        assert max(be.submitted.values()) == 1 and max(be.answered.values()) == 1
+    ledger = [json.loads(x) for x in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
+    assert [r["event"] for r in ledger] == ["upload", "batch", "end"] * 2

@@ -31,7 +31,9 @@ Exactly once. ``batches.jsonl`` in the run folder (``unified.judge.batch_ledger`
 every upload and job before the next POST goes out. A request already in a recorded
 job is never sent again: the job is polled (or its output read again) instead. An
 upload without a job line (killed between the POSTs) is first looked up among the
-endpoint's jobs (``GET /v1/batches``, by input file id).
+endpoint's jobs (``GET /v1/batches``, by input file id). So is every retry of
+``POST /v1/batches`` (a timeout or 5xx may come after the job was made): a retried
+create never makes a second, twice-paid job.
 
 Every Batch API call goes through the endpoint's retries, circuit breaker and scrubbed
 errors (``HttpEndpoint.call``); no per-request timeout applies to the wait for a job
@@ -196,6 +198,14 @@ async def _read(client: Any, file_id: str) -> Any:
     return await client.files.content(file_id)
 
 
+async def _job_of(client: Any, file_id: str) -> str | None:
+    """The id of the endpoint's job made from upload ``file_id``, or None."""
+    async for job in client.batches.list(limit=100):
+        if job.input_file_id == file_id:
+            return str(job.id)
+    return None
+
+
 def _line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """(chat completion body, None) for a good output line, else (None, why)."""
     resp = line.get("response") or {}
@@ -304,13 +314,7 @@ class Batcher:
         """The job made from an upload whose ``batch`` line is missing, or None."""
 
         async def look() -> str | None:
-            async def scan(client: Any) -> str | None:
-                async for job in client.batches.list(limit=100):
-                    if job.input_file_id == file_id:
-                        return str(job.id)
-                return None
-
-            found = await self._api("list jobs", scan)
+            found = await self._api("list jobs", partial(_job_of, file_id=file_id))
             if found is not None:
                 ids = sorted(self.mode.ledger.custom_ids_of_file(file_id))
                 self.mode.ledger.created(found, file_id, self.endpoint, len(ids))
@@ -359,19 +363,37 @@ class Batcher:
             "upload", lambda c: c.files.create(file=("batch.jsonl", data, "application/jsonl"), purpose="batch")
         )
         self.mode.ledger.uploaded(str(up.id), self.endpoint, ids)  # on disk before the job is asked for
-        job = await self._api(
-            "create job",
-            lambda c: c.batches.create(
-                input_file_id=up.id,
-                endpoint=CHAT_URL,
-                completion_window=self.settings.completion_window,
-                metadata={"source": "unified-rag-eval"},
-            ),
-        )
-        self.mode.ledger.created(str(job.id), str(up.id), self.endpoint, len(ids))
+        job_id = await self._create_job(str(up.id))
+        self.mode.ledger.created(job_id, str(up.id), self.endpoint, len(ids))
         self.jobs_created += 1
-        self.mode.say(f"batch {job.id}: {len(ids)} request(s) sent")
-        return str(job.id)
+        self.mode.say(f"batch {job_id}: {len(ids)} request(s) sent")
+        return job_id
+
+    async def _create_job(self, file_id: str) -> str:
+        """``POST /v1/batches`` for an upload, with retries that never make a second job:
+        a failed attempt (a timeout, a 5xx) may have made the job before its answer was
+        lost, so every retry first looks for a job of this input file (``GET /v1/batches``)."""
+        tries = 0
+
+        async def once() -> str:
+            nonlocal tries
+            tries += 1
+            client = self.http.client()
+            if tries > 1:
+                found = await self.http.send(lambda: _job_of(client, file_id))
+                if found is not None:
+                    return found
+            job = await self.http.send(
+                lambda: client.batches.create(
+                    input_file_id=file_id,
+                    endpoint=CHAT_URL,
+                    completion_window=self.settings.completion_window,
+                    metadata={"source": "unified-rag-eval"},
+                )
+            )
+            return str(job.id)
+
+        return await self.http.call(once, f"batch API (create job) at {self.http.url}", Attempts())
 
     # ------------------------------------------------------------ polling
     async def _poll(self, batch_id: str) -> None:
