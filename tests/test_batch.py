@@ -284,3 +284,21 @@ def test_a_job_whose_create_answer_was_lost_is_not_created_twice(tmp_path, monke
         assert max(be.submitted.values()) == 1 and max(be.answered.values()) == 1
     ledger = [json.loads(x) for x in (tmp_path / "run" / "batches.jsonl").read_text().splitlines()]
     assert [r["event"] for r in ledger] == ["upload", "batch", "end"] * 2
+
+
+def test_retry_errors_asks_again_what_a_job_answered_unusably(tmp_path, monkeypatch):
+    """A job answered with HTTP 200 but text that is no JSON (even after the repair turn):
+    the task fails. --retry-errors must ask the judge again, as an online run does, not
+    replay the same unusable answers from batches.jsonl (a failure no retry could fix)."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    broken = {"on": True}
+    be = BatchEndpoints()
+    with JudgeServer(batch=be, answer_fn=lambda body: "no json at all" if broken["on"] else None) as srv:
+        out, cache = tmp_path / "run", tmp_path / "c.sqlite"
+        first = _run(srv, out, batch=FAST, cache=cache, n=2)
+        assert [s.error for s in first.iter_scores() if s.error], "an unusable answer must fail its task"
+        broken["on"] = False
+        second = _run(srv, out, batch=FAST, cache=cache, n=2, retry_errors=True)
+        assert srv.chat_count == 0
+    assert not [s.error for s in second.iter_scores() if s.error]
+    assert all(s.value is not None for s in second.iter_scores())

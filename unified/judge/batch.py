@@ -100,6 +100,8 @@ class BatchMode:
     ledger: BatchLedger
     say: Callable[[str], None] = lambda line: None
     batchers: dict[int, "Batcher"] = field(default_factory=dict)
+    #: ``--retry-errors``: jobs that had ended before this run are not read again (below)
+    reask: frozenset[str] = frozenset()
 
     def batcher(self, http: Any) -> "Batcher":
         b = self.batchers.get(id(http))
@@ -156,11 +158,19 @@ def current_batch_mode() -> BatchMode | None:
 
 @contextlib.asynccontextmanager
 async def batch_scope(
-    settings: BatchSettings, folder: str | Path | None, say: Callable[[str], None] = lambda line: None
+    settings: BatchSettings,
+    folder: str | Path | None,
+    say: Callable[[str], None] = lambda line: None,
+    retry_errors: bool = False,
 ) -> AsyncIterator[BatchMode]:
     """Batch mode for every task started inside; ``folder``: the run folder whose
-    ``batches.jsonl`` records the jobs (None: memory only)."""
-    mode = BatchMode(settings, BatchLedger(Path(folder) / BATCHES_FILE if folder is not None else None), say)
+    ``batches.jsonl`` records the jobs (None: memory only). ``retry_errors``: a request
+    whose job had ended before this run is sent again. A usable answer of such a job
+    was stored in the judge cache when it was read and never gets here; one that does
+    failed its task (text that is no JSON even after the repair turn, a cut-off answer),
+    and replaying it would fail the task again whatever the retry."""
+    ledger = BatchLedger(Path(folder) / BATCHES_FILE if folder is not None else None)
+    mode = BatchMode(settings, ledger, say, reask=ledger.ended_jobs() if retry_errors else frozenset())
     if mode.ledger.skipped_lines:
         say(f"note: {mode.ledger.skipped_lines} unreadable line(s) in {BATCHES_FILE} skipped (a torn write)")
     token = _mode.set(mode)
@@ -255,6 +265,8 @@ class Batcher:
         """Into a recorded job (resume) or into ``pending`` for the next one."""
         found = self.mode.ledger.find(self.endpoint, custom_id)
         batch_id = found[1] if found else None
+        if batch_id in self.mode.reask:
+            found = batch_id = None  # --retry-errors: its answer failed a task (batch_scope)
         if found is not None and batch_id is None:
             batch_id = await self._adopt(found[0])
         if batch_id is not None:

@@ -128,6 +128,10 @@ class BatchLedger:
         end = self._ends.get(batch_id)
         return end.status if end else None
 
+    def ended_jobs(self) -> frozenset[str]:
+        """The ids of the jobs recorded as ended."""
+        return frozenset(self._ends)
+
     def custom_ids_of_file(self, file_id: str) -> set[str]:
         up = self._uploads.get(file_id)
         return set(up.custom_ids) if up else set()

@@ -628,7 +628,7 @@ class _Run:
             return contextlib.nullcontext()
         from unified.judge.batch import batch_scope
 
-        return batch_scope(self.batch, self.out, self._batch_news)
+        return batch_scope(self.batch, self.out, self._batch_news, retry_errors=bool(self.opts.retry_errors))
 
     def _batch_news(self, line: str) -> None:
         """A batch job's counts or state: above the progress bar when one is shown."""
