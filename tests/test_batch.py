@@ -104,7 +104,10 @@ def test_framework_batch_values_equal_online_values(backend, tmp_path, monkeypat
 def test_unanswered_requests_are_task_errors_that_retry_errors_redoes(outcome, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     if outcome == "error-lines":
-        be = BatchEndpoints(fail_ids=lambda cid: int(cid, 16) % 3 == 0)
+        # the first line of the first job fails: custom ids hash the judge's URL, whose port
+        # changes from run to run, so a rule on the id's value (id % 3) failed none at times
+        chosen: set[str] = set()
+        be = BatchEndpoints(fail_ids=lambda cid: chosen.add(cid) or cid in chosen if not chosen else cid in chosen)
     else:
         be = BatchEndpoints(outcome=outcome, partial=0.5)
     out, cache = tmp_path / "run", tmp_path / "c.sqlite"
