@@ -27,9 +27,10 @@ queue, and a queued call has no clock running.
 ``answer_cap`` bounds what a small model may generate so it cannot ramble for minutes:
 for a schema whose every value is an enum, a number or a boolean (the native per-item
 verdicts), the largest valid answer, ``16 + Σ_keys (len(key) + longest value + 6) / 2``
-tokens; for a schema with free text or lists, ``FREE_TEXT_BASE + prompt_tokens / 2`` (an
-answer restates at most part of what it read, plus a short reason per item); without a
-schema, ``FREE_TEXT_BASE + prompt_tokens``. Never above the config's ``max_tokens``. An
+tokens; for free text or lists, with or without a schema, ``FREE_TEXT_BASE +
+prompt_tokens``: an extraction may restate all it read (DeepEval's truths of a whole news
+article were cut at half the prompt's tokens on the packaged 1.5B model), plus a short
+reason per item. Never above the config's ``max_tokens``. An
 answer cut at the cap fails as ``JudgeLengthError`` naming the cap — never a silent
 partial answer.
 """
@@ -145,7 +146,7 @@ def answer_cap(config: JudgeConfig, messages: list[dict[str, str]], schema: dict
     bound = schema_bound(schema) if schema is not None else None
     if bound is None:
         prompt = estimate_tokens("".join(m.get("content", "") for m in messages))
-        bound = FREE_TEXT_BASE + (prompt // 2 if schema is not None else prompt)
+        bound = FREE_TEXT_BASE + prompt
     return min(config.max_tokens, bound)
 
 
