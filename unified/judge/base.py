@@ -102,6 +102,25 @@ class CallRecord:
     error: str | None = None
     batch: bool = False  # answered through a Batch API job: priced at the batch rate
 
+    @classmethod
+    def failure(
+        cls, kind: str, model: str, error: str, latency: float, retries: int = 0, batch: bool = False
+    ) -> "CallRecord":
+        """A call that failed: no tokens, its one-line error. The task's fields stay empty
+        here: ``record_call`` files the record under the task that made the call."""
+        return cls(
+            kind=kind,
+            backend="",
+            metric="",
+            sample_id="",
+            model=model,
+            cached=False,
+            latency=latency,
+            retries=retries,
+            error=error,
+            batch=batch,
+        )
+
 
 @dataclass
 class TaskMeter:

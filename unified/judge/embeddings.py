@@ -74,16 +74,12 @@ class OpenAIEmbedder(Embedder):
             resp = await self._http.call(once, self._what, attempts)
         except Exception as exc:
             record_call(
-                CallRecord(
-                    kind="embedding",
-                    backend="",
-                    metric="",
-                    sample_id="",
-                    model=self.model,
-                    cached=False,
-                    retries=attempts.retries,
-                    latency=time.perf_counter() - start,
-                    error=one_line(exc, MESSAGE_LIMIT, self._http.secrets),
+                CallRecord.failure(
+                    "embedding",
+                    self.model,
+                    one_line(exc, MESSAGE_LIMIT, self._http.secrets),
+                    time.perf_counter() - start,
+                    attempts.retries,
                 )
             )
             raise

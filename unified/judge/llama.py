@@ -198,18 +198,7 @@ class LlamaCppJudge(ChatJudge):
         return resp, time.perf_counter() - start
 
     def _failed(self, err: JudgeError, latency: float) -> JudgeError:
-        record_call(
-            CallRecord(
-                kind="chat",
-                backend="",
-                metric="",
-                sample_id="",
-                model=self.model,
-                cached=False,
-                error=one_line(err, 300),
-                latency=latency,
-            )
-        )
+        record_call(CallRecord.failure("chat", self.model, one_line(err, 300), latency))
         return err
 
     async def _complete(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> str:

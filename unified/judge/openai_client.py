@@ -145,17 +145,13 @@ class OpenAIChatJudge(ChatJudge):
 
     def _failed(self, exc: BaseException, start: float, retries: int, batch: bool = False) -> None:
         record_call(
-            CallRecord(
-                kind="chat",
-                backend="",
-                metric="",
-                sample_id="",
-                model=self.model,
-                cached=False,
-                retries=retries,
-                latency=time.perf_counter() - start,
-                error=one_line(exc, MESSAGE_LIMIT, self._http.secrets),
-                batch=batch,
+            CallRecord.failure(
+                "chat",
+                self.model,
+                one_line(exc, MESSAGE_LIMIT, self._http.secrets),
+                time.perf_counter() - start,
+                retries,
+                batch,
             )
         )
 
