@@ -40,3 +40,14 @@ def test_silent_mode_prints_nothing():
     p.tick()
     p.stop()
     assert out.getvalue() == ""
+
+
+def test_degraded_values_are_counted_on_the_line():
+    out = NotATty()
+    p = Progress("auto", {"native": 4}, stream=out, every_s=0.0)
+    try:
+        p.advance("native", 2, errors=0, degraded=1)  # a value from fewer repeats than asked
+        p.line()
+    finally:
+        p.stop()
+    assert out.getvalue().splitlines()[-1].startswith("progress: 2/4 tasks, 0 failed, 1 degraded, 0 judge calls")

@@ -52,6 +52,7 @@ class Progress:
         self.totals = totals
         self.done = {b: 0 for b in totals}
         self.errors = {b: 0 for b in totals}
+        self.degraded = 0  # scored, but from fewer judges or repeats than asked
         self.calls = {b: 0 for b in totals}  # LLM judge calls sent
         self.embedding_calls = {b: 0 for b in totals}
         self.hits = {b: 0 for b in totals}
@@ -113,8 +114,9 @@ class Progress:
         """Generated tokens / seconds of the calls that generated them (0 before any)."""
         return self.gen_tokens / self.gen_seconds if self.gen_seconds > 0 else 0.0
 
-    def advance(self, backend: str, n: int, errors: int = 0) -> None:
+    def advance(self, backend: str, n: int, errors: int = 0, degraded: int = 0) -> None:
         self.done[backend] = self.done.get(backend, 0) + n
+        self.degraded += degraded
         self.errors[backend] = self.errors.get(backend, 0) + errors
         now = time.monotonic()
         if self._bar is not None:
@@ -144,7 +146,7 @@ class Progress:
         known = all(t is not None for t in self.totals.values())
         total = f"/{sum(t or 0 for t in self.totals.values())}" if known else ""
         print(
-            f"progress: {done}{total} tasks, {errs} failed, {calls} judge calls "
+            f"progress: {done}{total} tasks, {errs} failed{self._degraded()}, {calls} judge calls "
             f"({calls / max(elapsed, 1e-9):.1f}/s), {sum(self.hits.values())} cached, "
             f"{self.gen_tokens} tokens generated ({self.tokens_per_second:.1f} tok/s), {elapsed:.0f}s",
             file=self._stream,
@@ -159,6 +161,11 @@ class Progress:
             self._bar.console.print(text, highlight=False, markup=False)
         else:
             print(text, file=self._stream, flush=True)
+
+    def _degraded(self) -> str:
+        """ ", N degraded" once a value came from fewer judges or repeats than asked: a run
+        whose repeats fail must not read as "0 failed" and nothing more."""
+        return f", {self.degraded} degraded" if self.degraded else ""
 
     def stop(self) -> None:
         remove_listener(self.on_call)

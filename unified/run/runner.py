@@ -433,7 +433,7 @@ class _Run:
         failed = sum(1 for s in scores if not s.ok)
         self.counts.tasks_failed += failed
         if self.progress is not None:
-            self.progress.advance(backend, len(scores), failed)
+            self.progress.advance(backend, len(scores), failed, sum(1 for s in scores if s.ok and s.degraded))
 
     def done(self, group: TaskGroup, scores: list[Score]) -> None:
         """A scored group: its Scores, or — for a repeat — the repeat lines, and the
