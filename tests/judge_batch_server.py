@@ -10,7 +10,7 @@ A job is ``in_progress`` for ``delay`` seconds after it was created, then ends a
 ``outcome``: ``completed`` (every line answered), ``cancelled`` / ``expired`` (the first
 ``partial`` share of its lines answered, the rest in the error file with code
 ``batch_cancelled`` / ``batch_expired``, as OpenAI does) or ``failed`` (no line
-answered; ``errors`` says why). ``fail_ids(custom_id) -> bool`` sends chosen lines to
+answered and no output or error file, as a job that fails validation; ``errors`` says why). ``fail_ids(custom_id) -> bool`` sends chosen lines to
 the error file with HTTP 500 inside a completed job. ``lose_creates``: that many job
 creations make the job but answer 502, as a proxy that lost the answer would.
 
@@ -178,10 +178,10 @@ class BatchEndpoints:
         """Answer the lines the outcome allows; write the output and error files."""
         n_ok = {"completed": len(job.lines), "failed": 0}.get(outcome, int(len(job.lines) * self.partial))
         out, err = [], []
-        for i, line in enumerate(job.lines):
+        for i, line in enumerate(job.lines if outcome != "failed" else []):
             cid = line["custom_id"]
             if i >= n_ok:
-                code = {"failed": "batch_failed"}.get(outcome, f"batch_{outcome}")
+                code = f"batch_{outcome}"
                 err.append(
                     {
                         "id": f"req_{i}",
@@ -224,7 +224,7 @@ class BatchEndpoints:
             "output_file_id": job.output_file_id,
             "error_file_id": job.error_file_id,
             "metadata": job.metadata,
-            "errors": {"object": "list", "data": [{"code": "loopback", "message": "job failed"}]}
+            "errors": {"object": "list", "data": [{"code": "model_not_found", "message": "no model 'x' (loopback)"}]}
             if job.status == "failed"
             else None,
             "request_counts": {

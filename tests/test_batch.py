@@ -100,7 +100,7 @@ def test_framework_batch_values_equal_online_values(backend, tmp_path, monkeypat
     assert any(v is not None for *_, v, _e in _values(batch))
 
 
-@pytest.mark.parametrize("outcome", ["cancelled", "expired", "error-lines"])
+@pytest.mark.parametrize("outcome", ["cancelled", "expired", "failed", "error-lines"])
 def test_unanswered_requests_are_task_errors_that_retry_errors_redoes(outcome, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     if outcome == "error-lines":
@@ -115,7 +115,11 @@ def test_unanswered_requests_are_task_errors_that_retry_errors_redoes(outcome, t
         first = _run(srv, out, batch=FAST, cache=cache)
         errors = [s.error for s in first.iter_scores() if s.error]
         assert errors, "an unanswered request must fail its task"
-        want = "(completed): request failed (HTTP 500" if outcome == "error-lines" else f"({outcome}): request failed"
+        want = {
+            "error-lines": "(completed): request failed (HTTP 500",
+            # a job that fails validation answers no line: its own errors say why
+            "failed": "ended failed without answering this request (model_not_found: no model 'x' (loopback))",
+        }.get(outcome, f"({outcome}): request failed")
         assert all("batch batch_" in e for e in errors) and any(want in e for e in errors), errors
         assert all(s.value is None for s in first.iter_scores() if s.error)  # never a silent value
         answered_before = dict(be.answered)

@@ -216,6 +216,13 @@ async def _job_of(client: Any, file_id: str) -> str | None:
     return None
 
 
+def _job_errors(job: Any) -> str:
+    """The job's own reasons for failing (``errors.data``: a job that failed validation
+    answers no line and says why only here), as ``code: message; …``; "" when none."""
+    data = getattr(getattr(job, "errors", None), "data", None) or []
+    return "; ".join(f"{e.code}: {e.message}" if getattr(e, "code", None) else str(e.message) for e in data[:3])
+
+
 def _line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """(chat completion body, None) for a good output line, else (None, why)."""
     resp = line.get("response") or {}
@@ -241,6 +248,7 @@ class Batcher:
         self._pending: dict[str, dict[str, Any]] = {}
         self._members: dict[str, set[str]] = {}  # batch_id -> custom ids awaiting it
         self._results: dict[str, tuple[str, dict[str, dict]]] = {}  # batch_id -> (status, lines)
+        self._reasons: dict[str, str] = {}  # batch_id -> the job's own errors, when it has any
         self._tasks: dict[str, asyncio.Task] = {}  # pollers by batch id, adoption by file id
         self._flusher: asyncio.Task | None = None
         self._last_add = 0.0
@@ -287,7 +295,9 @@ class Batcher:
         line = lines.get(custom_id)
         if line is None:
             missing = "completed without a line for" if status == "completed" else f"ended {status} without answering"
-            fut.set_exception(JudgeBatchError(f"batch {batch_id} {missing} this request"))
+            reason = f" ({self._reasons[batch_id]})" if batch_id in self._reasons else ""
+            msg = f"batch {batch_id} {missing} this request{reason}"
+            fut.set_exception(JudgeBatchError(one_line(msg, MESSAGE_LIMIT, self.http.secrets)))
             return
         body, why = _line_outcome(line)
         if body is None:
@@ -419,6 +429,8 @@ class Batcher:
             self._fail(sorted(self._members.pop(batch_id, set())), exc)
             return
         self._results[batch_id] = (job.status, lines)
+        if reason := _job_errors(job):
+            self._reasons[batch_id] = reason
         if self.mode.ledger.ended_status(batch_id) is None:
             failed = sorted(c for c in self.mode.ledger.custom_ids_of(batch_id) if _line_outcome(lines.get(c, {}))[1])
             counts = job.request_counts.model_dump() if job.request_counts is not None else {}
