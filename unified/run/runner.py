@@ -188,7 +188,9 @@ class _Run:
             (lambda m: None) if opts.quiet else (lambda m: print(m, file=sys.stderr, flush=True))
         )
         self.t0 = time.monotonic()
-        self.started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        # microseconds: an invocation's identity in run.json (two runs within one second,
+        # a no-op rerun, were one entry, the later overwriting the earlier)
+        self.started = datetime.now(timezone.utc).isoformat(timespec="microseconds")
         self.temp_out = opts.out is None
         self.out = Path(opts.out) if opts.out is not None else Path(tempfile.mkdtemp(prefix="unified-run-"))
         self.folder = RunFolder(self.out)
