@@ -96,10 +96,11 @@ def _check_tree(trace: Trace) -> None:
     the trace, or a loop of parents, means spans are missing or mislinked: their documents
     would otherwise be read as this trace's contexts without a word."""
     by_id = {s.span_id: s for s in trace.spans}
+    rooted: set[str] = set()  # spans already shown to reach the root: each chain is walked once
     for span in trace.spans:
         seen: set[str] = set()
         cur = span
-        while cur.parent_id:
+        while cur.parent_id and cur.span_id not in rooted:
             if cur.span_id in seen:
                 raise TraceProblem("parent_id", "its parent ids form a loop that never reaches the root", cur)
             seen.add(cur.span_id)
@@ -109,6 +110,7 @@ def _check_tree(trace: Trace) -> None:
                     "parent_id", f"its parent {cur.parent_id} is not in the source; is the trace cut across files?", cur
                 )
             cur = parent
+        rooted |= seen
 
 
 def _text(span: Span, side: str, role: str, *, optional: bool = False) -> tuple[Any, dict[str, Any]]:
