@@ -32,6 +32,9 @@ EXPLAINED = re.compile(
     r"did not answer within .* no more requests sent"
 )
 
+# the judge's own bad answers, which a retry of the same request would not fix
+NOT_RETRIED = re.compile(r"raise max_tokens|not valid .* after one repair retry")
+
 
 class Verdicts(BaseModel):
     verdicts: list[Literal["yes", "no", "idk"]]
@@ -99,7 +102,13 @@ async def test_mixed_faults_every_task_ends_scored_or_explained(tmp_path, monkey
     if max_retries == 0:
         assert errors  # without retries, injected faults must surface as errors
     else:
-        assert len(scored) >= N_TASKS * 0.9  # retries absorb almost all of them
+        # retries absorb the transient faults (429, 500, hang); an answer cut at max_tokens or
+        # still invalid after its repair retry is the judge's answer, not retried by design, so
+        # those surface as errors in any run (1-7 of 50 over 25 seeds). A transient fault that
+        # survives all 4 attempts is ~0.2^4 per call: more than 2 means retries did not happen.
+        unretried = [e for e in errors if not NOT_RETRIED.search(str(e))]
+        assert len(unretried) <= 2, sorted(str(e)[:160] for e in unretried)
+        assert len(scored) >= N_TASKS * 0.7, sorted(str(e)[:160] for e in errors)
         assert sum(r.retries for r in records) > 0
 
     # the key is nowhere: cache files, log lines, errors, call records
