@@ -208,7 +208,9 @@ async def test_open_circuit_ends_requests_still_on_the_wire():
 async def test_half_open_probe_closes_the_circuit_again():
     with JudgeServer(hang_seconds=30) as srv:
         judge = OpenAIChatJudge(
-            JudgeConfig(base_url=srv.base_url, model="m", timeout=0.3, max_retries=0, breaker_cooldown=0.5)
+            # 1 s timeout and cooldown, waits of 1.3 s: a loaded CI box took over 0.3 s for a
+            # real answer (the probe), and 0.1 s of slack past the cooldown was not enough
+            JudgeConfig(base_url=srv.base_url, model="m", timeout=1.0, max_retries=0, breaker_cooldown=1.0)
         )
         srv.force_fault("hang", 5)
         results = await ask_all(judge, 5)
@@ -217,14 +219,14 @@ async def test_half_open_probe_closes_the_circuit_again():
         with pytest.raises(JudgeUnavailableError):  # refused at once: nothing sent
             await judge.ask(msgs(99), Verdict)
         assert srv.chat_count == 5
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(1.3)
         srv.force_fault("hang", 1)  # the probe fails: open again, nothing else sent
         with pytest.raises(JudgeUnavailableError):
             await judge.ask(msgs(100), Verdict)
         with pytest.raises(JudgeUnavailableError):
             await judge.ask(msgs(101), Verdict)
         assert srv.chat_count == 6
-        await asyncio.sleep(0.6)
+        await asyncio.sleep(1.3)
         assert isinstance(await judge.ask(msgs(102), Verdict), Verdict)  # the probe answers
         assert judge._http.breaker.state == "closed"
         assert all(isinstance(r, Verdict) for r in await ask_all(judge, 5))

@@ -163,7 +163,11 @@ def test_kill_9_of_the_worker_node_mid_run_then_the_same_command_is_exactly_once
     )
     try:
         end = time.monotonic() + 240
-        while time.monotonic() < end and proc.poll() is None and len(_lines(out)) < 30:
+        # mid-run: 30 lines written and a scoring actor alive on the worker (its process
+        # title), so the kill takes work from it; waiting for lines alone raced the placement
+        while time.monotonic() < end and proc.poll() is None and not (
+            len(_lines(out)) >= 30 and any("ray::ScoringWorker" in cmdline(p) for p in worker.processes())
+        ):
             time.sleep(0.02)
         assert proc.poll() is None, "the run ended before the kill: " + proc.stderr.read().decode()[-2000:]
         assert any("raylet" in cmdline(p) for p in worker.processes()), "the worker node has no raylet"
@@ -186,7 +190,8 @@ def test_kill_9_of_the_worker_node_mid_run_then_the_same_command_is_exactly_once
     ex = _summary(out)["executor"]
     print(f"killed {len(killed)} processes of the worker node after {before} lines;", stderr.strip(), json.dumps(ex))
     assert ex["nodes_lost"] == [worker_id]
-    assert ex["tasks_by_node"].get(worker_id, 0) > 0  # it scored before it died
+    # whether the worker delivered a block before it died is timing; the two-node test above
+    # shows work on both nodes, this one that a lost node's work is redone exactly once
     assert sum(ex["tasks_by_node"].values()) == TASKS
 
     # the same command again: nothing left to score, nothing written twice
