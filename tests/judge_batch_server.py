@@ -13,6 +13,8 @@ A job is ``in_progress`` for ``delay`` seconds after it was created, then ends a
 answered and no output or error file, as a job that fails validation; ``errors`` says why). ``fail_ids(custom_id) -> bool`` sends chosen lines to
 the error file with HTTP 500 inside a completed job. ``lose_creates``: that many job
 creations make the job but answer 502, as a proxy that lost the answer would.
+``results_gone = True``: finished jobs' output and error files answer 404 (deleted, or
+past the provider's retention).
 
 Every answer line is ``JudgeServer.completion(body)``: the same function that answers
 ``POST /v1/chat/completions``, so a batch run and an online run see the same answers.
@@ -63,6 +65,9 @@ class BatchEndpoints:
         self.delay, self.outcome, self.partial, self.fail_ids = delay, outcome, partial, fail_ids
         # the next N ``POST /v1/batches`` make their job, then answer 502 (the answer was lost)
         self.lose_creates = lose_creates
+        # True: a finished job's output and error files answer 404 (deleted or past retention)
+        self.results_gone = False
+        self.result_files: set[str] = set()
         self.files: dict[str, bytes] = {}
         self.jobs: dict[str, _Job] = {}
         self.submitted: Counter[str] = Counter()
@@ -116,7 +121,8 @@ class BatchEndpoints:
 
     async def _content(self, request: web.Request) -> web.Response:
         self._seen(request)
-        data = self.files.get(request.match_info["id"])
+        fid = request.match_info["id"]
+        data = None if self.results_gone and fid in self.result_files else self.files.get(fid)
         if data is None:
             return web.json_response({"error": {"message": "no such file"}}, status=404)
         return web.Response(body=data, content_type="application/octet-stream")
@@ -209,6 +215,7 @@ class BatchEndpoints:
         if err:
             job.error_file_id = self._new_id("file")
             self.files[job.error_file_id] = "".join(json.dumps(r) + "\n" for r in err).encode()
+        self.result_files |= {f for f in (job.output_file_id, job.error_file_id) if f}
         job.status = outcome
 
     def _view(self, job: _Job) -> dict:

@@ -309,3 +309,27 @@ def test_retry_errors_asks_again_what_a_job_answered_unusably(tmp_path, monkeypa
         assert srv.chat_count == 0
     assert not [s.error for s in second.iter_scores() if s.error]
     assert all(s.value is not None for s in second.iter_scores())
+
+
+def test_a_job_whose_result_files_are_gone_is_ended_and_retry_errors_sends_again(tmp_path, monkeypatch):
+    """The job completed but its output file answers 404 (deleted, or past the provider's
+    retention): the tasks fail naming the cause, batches.jsonl records the job as ended, and
+    --retry-errors sends the requests again — before, every rerun polled the same job and
+    failed the same way, so no retry could ever fix the tasks."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    be = BatchEndpoints()
+    be.results_gone = True
+    out, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    with JudgeServer(batch=be) as srv:
+        first = _run(srv, out, batch=FAST, cache=cache, n=2)
+        errors = [s.error for s in first.iter_scores() if s.error]
+        assert errors and all("can no longer be read (HTTP 404" in e and "--retry-errors" in e for e in errors), errors
+        assert all(s.value is None for s in first.iter_scores() if s.error)
+        ledger = BatchLedger(out / "batches.jsonl")
+        assert ledger.ended_jobs() and all("results unreadable" in ledger.ended_status(j) for j in ledger.ended_jobs())
+        be.results_gone = False  # the provider is fine again; the lost answers stay lost
+        second = _run(srv, out, batch=FAST, cache=cache, n=2, retry_errors=True)
+        assert srv.chat_count == 0
+    assert not [s.error for s in second.iter_scores() if s.error]
+    assert all(s.value is not None for s in second.iter_scores())
+    assert len(list(second.iter_scores())) == len(list(first.iter_scores()))

@@ -53,7 +53,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, AsyncIterator, Callable
 
-from unified.judge.base import JudgeError, current_meter, request_key
+from unified.judge.base import JudgeError, JudgeHTTPError, current_meter, request_key
 from unified.judge.batch_ledger import BATCHES_FILE, FINAL_STATES, BatchLedger
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts
 from unified.redact import endpoint_of, one_line
@@ -235,6 +235,17 @@ def _line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | No
     if isinstance(detail, dict):
         detail = ": ".join(str(detail[k]) for k in ("code", "message") if detail.get(k)) or "no detail"
     return None, f"HTTP {status}: {detail}" if status else str(detail)
+
+
+_GONE = (404, 410)  # the file does not exist: deleted, or past the provider's retention
+
+
+class _ResultsGone(Exception):
+    """An ended job's output or error file cannot be read, and never will be."""
+
+    def __init__(self, job: Any, cause: str):
+        super().__init__(cause)
+        self.job, self.cause = job, cause
 
 
 class Batcher:
@@ -422,6 +433,9 @@ class Batcher:
         try:
             job = await self._wait(batch_id)
             lines = await self._read_files(job)
+        except _ResultsGone as gone:
+            self._results_gone(batch_id, gone)
+            return
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -454,13 +468,34 @@ class Batcher:
             await asyncio.sleep(interval)
             interval = min(interval * 1.5, self.settings.poll_max)
 
+    def _results_gone(self, batch_id: str, gone: "_ResultsGone") -> None:
+        """The job ended but its result files are gone: record it as ended with every
+        request failed, so ``--retry-errors`` sends them again (paid again: the answers
+        are lost) instead of polling a job whose results no rerun can ever read."""
+        ids = sorted(self.mode.ledger.custom_ids_of(batch_id))
+        if self.mode.ledger.ended_status(batch_id) is None:
+            counts = gone.job.request_counts.model_dump() if gone.job.request_counts is not None else {}
+            self.mode.ledger.ended(batch_id, f"{gone.job.status}, results unreadable", counts, ids)
+        msg = (
+            f"batch {batch_id} ({gone.job.status}): its result file can no longer be read ({gone.cause}); "
+            "--retry-errors sends this request again (a new, paid call)"
+        )
+        self._fail(sorted(self._members.pop(batch_id, set())), JudgeBatchError(msg))
+
     async def _read_files(self, job: Any) -> dict[str, dict]:
-        """custom_id -> its line, from the output file then the error file."""
+        """custom_id -> its line, from the output file then the error file. A file the
+        endpoint says does not exist (HTTP 404/410, after the job ended) raises
+        ``_ResultsGone``: no rerun could read it either."""
         lines: dict[str, dict] = {}
         for file_id in (job.output_file_id, job.error_file_id):
             if not file_id:
                 continue
-            content = await self._api("read results", partial(_read, file_id=file_id))
+            try:
+                content = await self._api("read results", partial(_read, file_id=file_id))
+            except JudgeHTTPError as exc:
+                if exc.status in _GONE:
+                    raise _ResultsGone(job, f"HTTP {exc.status} for file {file_id}") from exc
+                raise
             for raw in content.text.splitlines():
                 if raw.strip():
                     rec = json.loads(raw)
