@@ -11,6 +11,7 @@ Layers, bottom up (each imports only from below it)::
     base          the contract: errors, accounting scopes, ChatJudge/Embedder/Judges
     prices        price tables and dollar cost (pure)
     structured    schema, schema prompt, JSON extraction, parse-and-repair, token estimate
+    loops         is an answer cut at max_tokens a loop? (the length error's remedy)
     config        JudgeConfig / EmbeddingConfig / run files (pydantic only)
     breaker       the per-endpoint circuit breaker
     resilience    retries, rate limits, error translation          (imports openai)

@@ -46,6 +46,7 @@ from unified.judge.base import (
     repeat_seed,
 )
 from unified.judge.config import JudgeConfig
+from unified.judge.loops import length_remedy
 from unified.judge.resilience import loop_local
 from unified.judge.structured import estimate_tokens, parse_with_repair
 from unified.judge.structured import schema_json as _schema_json
@@ -247,7 +248,7 @@ class LlamaCppJudge(ChatJudge):
             record_call(rec)
             raise JudgeLengthError(
                 f"gguf judge {self.model}: answer cut at max_tokens={kwargs.get('max_tokens')} "
-                "(finish_reason=length); raise max_tokens"
+                "(finish_reason=length); " + length_remedy(content)
             )
         record_call(rec)
         return content

@@ -32,6 +32,7 @@ from unified.judge import budget
 from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call, repeat_seed
 from unified.judge.batch import BatchMode, JudgeBatchError, current_batch_mode, custom_id_for
 from unified.judge.config import JudgeConfig
+from unified.judge.loops import length_remedy
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
 
 # the structured-output helpers live in their own module; re-exported here for callers
@@ -246,7 +247,7 @@ class OpenAIChatJudge(ChatJudge):
             record_call(rec)
             raise JudgeLengthError(
                 f"{self._what}: answer cut at max_tokens={kwargs.get('max_tokens')} "
-                "(finish_reason=length); raise max_tokens"
+                "(finish_reason=length); " + length_remedy(content)
             )
         record_call(rec)
         return content

@@ -1,0 +1,71 @@
+"""A length error names a loop as a loop (unified.judge.loops): raising max_tokens does not
+fix a model that repeats itself, and the message must not say it would."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from unified.judge import JudgeConfig
+from unified.judge.base import JudgeLengthError
+from unified.judge.llama import LlamaCppJudge
+from unified.judge.loops import length_remedy, repeated_tail
+
+CLAIM = '"The restaurant is located at 31 W Carrillo St.", '
+CLAIMS = '{"claims": ["Finch & Fork serves breakfast.", ' + CLAIM * 9 + '"The restaurant is loc'
+
+
+class Claims(BaseModel):
+    claims: list[str]
+
+
+def test_a_list_that_repeats_one_item_until_the_cap_is_a_loop():
+    loop = repeated_tail(CLAIMS)
+    assert loop is not None and loop.length == len(CLAIM) and loop.repeats >= 8
+    assert "31 W Carrillo" in loop.describe()
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"verdicts": [' + '"yes", ' * 40,  # short legit repeats: an enum list, not a loop
+        '{"claims": ["' + " ".join(f"claim number {i} says {i * 7} things" for i in range(60)),  # long, no loop
+        "x" * 10,
+        "",
+    ],
+)
+def test_text_that_is_not_a_loop(text):
+    assert repeated_tail(text) is None
+    assert length_remedy(text) == "raise max_tokens"
+
+
+def test_two_copies_are_not_yet_a_loop():
+    assert repeated_tail('{"claims": [' + CLAIM * 2) is None
+
+
+class CutLlama:
+    """``create_chat_completion`` that answers ``text`` cut at the cap."""
+
+    def __init__(self, text: str):
+        self.text = text
+
+    def create_chat_completion(self, messages, **kwargs):
+        return {
+            "choices": [{"message": {"content": self.text}, "finish_reason": "length"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": kwargs.get("max_tokens") or 0},
+        }
+
+
+async def test_a_gguf_judge_that_loops_fails_naming_the_loop_not_the_cap():
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=CutLlama(CLAIMS))
+    with pytest.raises(JudgeLengthError) as e:
+        await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
+    msg = str(e.value)
+    assert "the model repeated a 50-character block" in msg and "31 W Carrillo" in msg
+    assert "use a stronger judge" in msg and "raise max_tokens" not in msg
+
+
+async def test_a_gguf_answer_cut_without_a_loop_still_says_raise_max_tokens():
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=CutLlama('{"claims": ["a long first cl'))
+    with pytest.raises(JudgeLengthError, match="raise max_tokens"):
+        await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
