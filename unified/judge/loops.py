@@ -62,7 +62,8 @@ def length_remedy(text: str) -> str:
     loop = repeated_tail(text)
     if loop is None:
         return "raise max_tokens"
-    return f"the model repeated {loop.describe()}; a higher max_tokens only makes the loop longer: use a stronger judge"
+    # the remedy first: a task error is shown cut to one line, and the block is the part to lose
+    return f"the model looped, so a higher max_tokens only makes the loop longer: use a stronger judge (it repeated {loop.describe(40)})"
 
 
 __all__ = ["Loop", "length_remedy", "repeated_tail"]
