@@ -8,8 +8,9 @@ answer_relevancy, context_relevancy, context_recall, context_precision) through
 ``EmbeddingBackend.score``, one sample at a time from a cold vector cache, and records per
 (file, row, metric) the raw score, the 0–10 value, the error (a row without a reference
 cannot have context_recall; a bare verdict label abstains) and every number in
-``details``. ``check`` recomputes them with this checkout and compares: raw and value
-must agree within ``--tol`` (1e-6 by default), errors must be the same text, and every
+``details``. ``check`` recomputes them with this checkout and compares: raw must agree
+within ``--tol`` (1e-6 by default; the 0–10 value within 10 · tol, the same on its
+scale), pass/fail and errors must be the same, and every
 detail number within ``--tol`` after the 4-decimal rounding the backend applies (so a
 difference is either > tol or one rounding step at a boundary, reported apart). Exits 1
 on any difference, printing each. Why: a speed change must not move a score without a
@@ -45,31 +46,38 @@ def _numbers(obj: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix: obj}
 
 
-async def _score_file(path: Path, metrics: str) -> dict[str, Any]:
+async def _score_file(path: Path, metrics: str, concurrency: int) -> dict[str, Any]:
     backend = get_backend("embedding")
     refs = parse_metrics(metrics)
+    window = asyncio.Semaphore(max(1, concurrency))
     out: dict[str, Any] = {}
-    for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()):
-        if not line.strip():
-            continue
-        rec = json.loads(line)
-        rec.pop("labels", None)
-        sample = Sample.from_record(rec, warn_unknown=False)
-        for s in await backend.score(sample, refs):
+
+    async def one(i: int, sample: Sample) -> None:
+        async with window:
+            scores = await backend.score(sample, refs)
+        for s in scores:
             out[f"{path.name}:{i}:{s.metric}"] = {
                 "raw": s.raw,
                 "value": s.value,
+                "passed": s.passed,
                 "error": s.error,
                 "details": _numbers(s.details or {}),
             }
+
+    rows = [
+        (i, json.loads(line)) for i, line in enumerate(path.read_text(encoding="utf-8").splitlines()) if line.strip()
+    ]
+    for _, rec in rows:
+        rec.pop("labels", None)
+    await asyncio.gather(*(one(i, Sample.from_record(rec, warn_unknown=False)) for i, rec in rows))
     return out
 
 
-def dump(files: list[Path], metrics: str) -> dict[str, Any]:
+def dump(files: list[Path], metrics: str, concurrency: int = 1) -> dict[str, Any]:
     clear_vector_cache()
     out: dict[str, Any] = {}
     for f in files:
-        out.update(asyncio.run(_score_file(f, metrics)))
+        out.update(asyncio.run(_score_file(f, metrics, concurrency)))
     return out
 
 
@@ -89,8 +97,8 @@ def compare(old: dict[str, Any], new: dict[str, Any], tol: float) -> list[str]:
             problems.append(f"{key}: only in {'new' if key in new else 'old'}")
             continue
         a, b = old[key], new[key]
-        for field in ("raw", "value", "error"):
-            if not _close(a[field], b[field], tol):
+        for field, scale in (("raw", 1.0), ("value", 10.0), ("passed", 1.0), ("error", 1.0)):
+            if field in a and field in b and not _close(a[field], b[field], tol * scale):
                 problems.append(f"{key}: {field} {a[field]!r} -> {b[field]!r}")
         for leaf in sorted(set(a["details"]) | set(b["details"])):
             x, y = a["details"].get(leaf), b["details"].get(leaf)
@@ -110,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path)
     ap.add_argument("--against", type=Path)
     ap.add_argument("--tol", type=float, default=1e-6)
+    ap.add_argument("--concurrency", type=int, default=1, help="samples in flight (16: the runner's default)")
     args = ap.parse_args(argv)
-    scores = dump(args.data, args.metrics)
+    scores = dump(args.data, args.metrics, args.concurrency)
     if args.mode == "dump":
         if args.out is None:
             ap.error("dump needs --out")

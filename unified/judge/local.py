@@ -1,7 +1,14 @@
 """The packaged all-MiniLM-L6-v2 embedding model (extra ``local``), offline.
 
 Loaded once per process (about 600 MB RSS); ``LocalEmbedder`` runs the batched encode in
-a worker thread so the event loop keeps serving other tasks.
+a worker thread so the event loop keeps serving other tasks, and merges the requests of
+concurrent samples into one encode (``unified.judge.microbatch``).
+
+Speed on a few cores (issue 27): each forward pass runs on ONE torch thread, and up to
+``ENCODE_WORKERS`` passes (the usable cores) run at once. A pass over a few short
+sentences is many small matrix products; with two OpenMP threads per pass those threads
+spin-wait between products, which cost 2.5–20× the CPU of one thread on a shared 2-core
+machine (docs/offline-judge.md). Concurrent samples fill the cores instead.
 
 ``encode_both`` is the one place the model runs: one forward pass gives a text's sentence
 vector (mean-pooled, L2-normalised, what ``LocalEmbedder`` returns) and its contextual
@@ -11,7 +18,7 @@ the offline faithfulness needs both for the same sentences, and a retriever retu
 same context to many questions, so without it every context sentence was encoded twice
 per sample and again for every sample that retrieved it. A text always maps to the same
 vectors (the model is fixed per process), so a cache hit changes no score beyond float
-noise of batch padding (|Δ| ≈ 1e-6).
+noise of batch padding (|Δ| < 1e-6 on a 0–10 score; ``benchmarks/offline_equivalence.py``).
 """
 
 from __future__ import annotations
