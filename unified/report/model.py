@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from unified.report.columns import SampleIds, Task, TaskColumn
 from unified.run.runfolder import iter_lines
 from unified.scores import (
     Aggregate,
@@ -39,27 +40,6 @@ COST_FIELDS = tuple(Cost.model_fields)
 _NO_COST = tuple(Cost().model_dump().values())  # a task that cost nothing: adds nothing to a sum
 
 
-@dataclass(slots=True)
-class Task:
-    """What the report keeps of one task's (last) score line."""
-
-    value: float | None
-    passed: bool | None
-    error: str | None
-    threshold: float | None
-    cost: tuple[Any, ...]
-    usd: float | None
-    pos: int
-    degraded: str | None = None  # why the value came from fewer judges than asked
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.value is not None
-
-    def cost_model(self) -> Cost:
-        return Cost(**dict(zip(COST_FIELDS, self.cost)))
-
-
 @dataclass
 class RunModel:
     """Every task of a run, deduplicated, with the run's stable metric/backend order.
@@ -69,7 +49,7 @@ class RunModel:
     the same key; ``unreadable``: lines skipped as torn or not JSON.
     """
 
-    tasks: dict[str, dict[str, dict[str, Task]]] = field(default_factory=dict)
+    tasks: dict[str, dict[str, TaskColumn]] = field(default_factory=dict)
     row_tasks: dict[tuple[str, str, str], Task] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
@@ -78,6 +58,20 @@ class RunModel:
     summary: dict[str, Any] = field(default_factory=dict)
     written: dict[tuple[str, str], None] = field(default_factory=dict)  # (metric, backend) as first written
     seen: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # metrics, backends as first read
+    ids: SampleIds = field(default_factory=SampleIds)  # every sample id once, for the columns
+
+    def column(self, metric: str, backend: str) -> TaskColumn:
+        """The tasks of (metric, backend), created empty on first use."""
+        per_b = self.tasks.setdefault(metric, {})
+        col = per_b.get(backend)
+        if col is None:
+            col = per_b[backend] = TaskColumn(self.ids, _NO_COST)
+        return col
+
+    def task(self, metric: str, backend: str, sample_id: str) -> Task | None:
+        """The task of (metric, backend, sample), or None when the run has no such task."""
+        col = self.tasks.get(metric, {}).get(backend)
+        return None if col is None else col.get(sample_id)
 
     def iter_tasks(self) -> Iterator[tuple[str, str, str, Task, bool]]:
         """(metric, backend, sample_id, task, is_row_error) for every task, in order."""
@@ -252,13 +246,10 @@ def build_model(
             seen_backends.append(b)
         model.written[(m, b)] = None
         if d.get("row_error"):
-            slot: dict[Any, Task] = model.row_tasks
-            key: Any = (sid, m, b)
+            model.superseded += (sid, m, b) in model.row_tasks
+            model.row_tasks[(sid, m, b)] = task_of(d, pos)
         else:
-            slot = model.tasks[m].setdefault(b, {})
-            key = sid
-        model.superseded += key in slot
-        slot[key] = task_of(d, pos)
+            model.superseded += model.column(m, b).put(sid, task_of(d, pos))
     model.unreadable = getattr(source, "unreadable", 0)
     model.seen = (seen_metrics, seen_backends)
     return order_model(model, model.summary, requested)
