@@ -39,6 +39,8 @@ def test_a_column_gives_back_what_it_was_given_in_first_written_order():
     assert list(col) == ["a", "b", "c"] and len(col) == 3 and len(ids) == 3
     assert dict(col.items()) == given and list(col.values()) == list(given.values())
     assert col["b"].ok is False and col["a"].ok and col["c"].cost_model() is not None
+    # what an aggregate reads: a failed task has no value, a zero cost is None
+    assert list(col.outcomes()) == [(2.5, True, None), (None, None, None), (0.0, False, (3, 1, 2))]
     assert "z" not in col and col.get("z") is None and 7 not in col
     with pytest.raises(KeyError):
         col["z"]

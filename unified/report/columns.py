@@ -165,5 +165,14 @@ class TaskColumn(Mapping[str, Task]):
         ids = self._ids.ids
         return ((ids[n], self._task(i)) for i, n in enumerate(self._sample))
 
+    def outcomes(self) -> Iterator[tuple[float | None, bool | None, tuple[Any, ...] | None]]:
+        """(value of a successful task else None, verdict, cost or None for no cost) per
+        task in order: what an aggregate needs, without building a Task."""
+        value, passed, error, cost = self._value, self._passed, self._error, self._cost
+        for i in range(len(self._sample)):
+            v, p = value[i], passed[i]
+            ok = i not in error and not math.isnan(v)
+            yield (v if ok else None), (None if p < 0 else bool(p)), cost.get(i)
+
     def values(self) -> Iterator[Task]:  # type: ignore[override]
         return (self._task(i) for i in range(len(self._sample)))

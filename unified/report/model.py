@@ -40,6 +40,10 @@ COST_FIELDS = tuple(Cost.model_fields)
 _NO_COST = tuple(Cost().model_dump().values())  # a task that cost nothing: adds nothing to a sum
 
 
+def _cost(values: tuple[Any, ...]) -> Cost:
+    return Cost(**dict(zip(COST_FIELDS, values)))
+
+
 @dataclass
 class RunModel:
     """Every task of a run, deduplicated, with the run's stable metric/backend order.
@@ -92,8 +96,13 @@ class RunModel:
         lists them. Row-error lines count as failed tasks of their (metric, backend), as
         the runner counts them."""
         acc = RunningAggregates()
-        for m, b, _sid, t, _row in self.iter_tasks():
-            # a zero cost (every deterministic task) is the sum's identity: no Cost is built
+        for m in self.metrics:  # the order of iter_tasks: every sum adds in the same order
+            for b in self.backends:
+                col = self.tasks.get(m, {}).get(b)
+                for value, passed, cost in col.outcomes() if col is not None else ():
+                    # a zero cost (every deterministic task) is the sum's identity: no Cost is built
+                    acc.add_value(m, b, value, passed, None if cost is None else _cost(cost))
+        for (_sid, m, b), t in self.row_tasks.items():
             acc.add_value(m, b, t.value if t.ok else None, t.passed, None if t.cost == _NO_COST else t.cost_model())
         pairs = [(m, b) for m in self.metrics for b in self.backends] if stable else list(self.written)
         order = {p: i for i, p in enumerate(pairs)}
