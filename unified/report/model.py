@@ -1,8 +1,9 @@
 """The report model: a run's tasks read in one pass, light enough for a 100k-sample run.
 
-``build_model`` reads the score lines once and keeps, per task, a ``Task``: value,
-verdict, error, threshold, cost in money and the position of the line it came from —
-never the Score itself. Reasons and judges' details are fetched by position for the few
+``build_model`` reads the score lines once and keeps, per task, what a ``Task`` holds:
+value, verdict, error, threshold, cost in money and the position of the line it came
+from — never the Score itself — in typed arrays per (metric, backend)
+(``unified.report.columns``: about 33 bytes a task, each sample id once). Reasons and judges' details are fetched by position for the few
 tasks a page shows (``ScoreSource.fetch``).
 
 Last wins (CONTRACTS.md): the task key is (row_error, sample_id, metric, backend); a later
