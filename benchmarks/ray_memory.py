@@ -8,11 +8,14 @@ the run path itself keeps per sample (the same on both executors) from what the 
 executor keeps.
 
 Per run it prints the driver's peak RSS (``VmHWM`` of the driver process only; Ray's own
-processes are not counted), its RSS at the end (``VmRSS``), the seconds and samples/s.
+processes are not counted), its RSS at the end (``VmRSS``), the wall and CPU seconds
+(user + sys of the driver process) and samples/s, then the peak's growth per sample
+between the first two sizes, per executor.
 The Ray executor holds at most ``actors × 2`` blocks of ``block_size`` groups at a time
 (groups are pulled from the reader only when an actor has room), so its share is flat.
-Measured (docs/scaling.md): Ray adds a constant ~100 MB; both executors grow ~8 KB per
-sample, which is the run path's, not the executor's.
+Measured (docs/scaling.md, docs/scale.md "Memory"): Ray adds a constant ~100 MB; the
+run path's own growth was 1.38 KB of peak RSS per sample on the local executor before
+the compact report columns (issue 25) and 0.61 KB after.
 
     python benchmarks/ray_memory.py [--sizes 20000,200000] [--concurrency 256] [--local]
 """
@@ -23,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import subprocess
 import sys
 import tempfile
@@ -71,6 +75,7 @@ def child(data: str, executor: str, concurrency: int) -> None:
     t0 = time.perf_counter()
     evaluate(data, METRICS, out=out, quiet=True, concurrency=concurrency, executor=ex, write_report=False)
     seconds = time.perf_counter() - t0
+    ru = resource.getrusage(resource.RUSAGE_SELF)
     rows = [json.loads(x) for x in open(Path(out) / "scores.jsonl")]
     lines, errors = len(rows), sum(1 for r in rows if r.get("error"))
     print(
@@ -82,10 +87,21 @@ def child(data: str, executor: str, concurrency: int) -> None:
                 "anon_mb": _status("RssAnon"),  # the driver's own heap
                 "shmem_mb": _status("RssShmem"),  # pages of Ray's shared object store it touched
                 "seconds": seconds,
+                "cpu_seconds": ru.ru_utime + ru.ru_stime,
                 "lines": lines,
             }
         )
     )
+
+
+def _growth(rows: list[tuple[int, str, dict]]) -> None:
+    """Peak RSS growth per sample between the first two sizes, per executor."""
+    for executor in dict.fromkeys(e for _, e, _ in rows):
+        runs = [(n, got["hwm_mb"]) for n, e, got in rows if e == executor][:2]
+        if len(runs) == 2 and runs[1][0] != runs[0][0]:
+            (n0, m0), (n1, m1) = runs
+            per = (m1 - m0) * 1024 * 1024 / (n1 - n0)
+            print(f"{executor}: peak RSS grows {per:.0f} bytes per sample between {n0} and {n1} samples")
 
 
 def main() -> int:
@@ -116,10 +132,11 @@ def main() -> int:
                 print(
                     f"{n:>7} samples  {executor:<5}  driver peak RSS {got['hwm_mb']:7.1f} MB  "
                     f"end RSS {got['rss_mb']:7.1f} MB (anon {got['anon_mb']:.1f}, shmem {got['shmem_mb']:.1f})  "
-                    f"{got['seconds']:6.1f} s  "
+                    f"{got['seconds']:6.1f} s ({got['cpu_seconds']:.1f} s CPU)  "
                     f"{n / got['seconds']:7.0f} samples/s",
                     flush=True,
                 )
+    _growth(rows)
     print(f"load average after: {os.getloadavg()[0]:.2f}")
     return 0
 

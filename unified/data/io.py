@@ -314,8 +314,9 @@ class _Ids:
         # id -> (content hash, first row[, the id it repeats when it was given as id#n])
         self.used: dict[str, tuple[Any, ...]] = {}
         self._next: dict[str, int] = {}
-        # NFC form -> (id as written, row); ids equal only after normalisation, as pairs
-        self._nfc: dict[str, tuple[str, int]] = {}
+        # NFC form -> (id as written, row), or only the row when the id is its own NFC form
+        # (nearly every id: no tuple per sample); ids equal only after normalisation, as pairs
+        self._nfc: dict[str, tuple[str, int] | int] = {}
         self.nfc_pairs: list[tuple[str, int, str, int]] = []
         self.last: tuple[Sample, str] | None = None  # the last sample given an id, and its content hash
 
@@ -323,9 +324,11 @@ class _Ids:
         """Two ids that differ only in their Unicode normalisation (``café`` composed and
         decomposed) look the same everywhere and are still two samples: collected here,
         said once (``SampleReader.notes``)."""
-        first = self._nfc.setdefault(unicodedata.normalize("NFC", sid), (sid, row))
-        if first[0] != sid:
-            self.nfc_pairs.append((first[0], first[1], sid, row))
+        form = unicodedata.normalize("NFC", sid)
+        first = self._nfc.setdefault(form, row if form == sid else (sid, row))
+        first_id, first_row = (form, first) if isinstance(first, int) else first
+        if first_id != sid:
+            self.nfc_pairs.append((first_id, first_row, sid, row))
 
     def nfc_note(self) -> str | None:
         """The one warning about ``nfc_pairs``, or None."""

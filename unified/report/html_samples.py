@@ -58,7 +58,7 @@ def _scores_table(view: View, sid: str, doc_ids: list[str] | None) -> str:
     rows = []
     for m in view.model.metrics:
         for b in view.model.backends:
-            t = view.model.tasks.get(m, {}).get(b, {}).get(sid)
+            t = view.model.task(m, b, sid)
             if t is None:
                 continue
             d = view.line(m, b, sid) or {}
@@ -72,7 +72,7 @@ def _summary_marks(view: View, sid: str, limit: int = 8) -> str:
     marks = []
     for m in view.model.metrics:
         for b in view.model.backends:
-            t = view.model.tasks.get(m, {}).get(b, {}).get(sid)
+            t = view.model.task(m, b, sid)
             if t is not None:
                 marks.append(f"{e(m)}/{e(b)}={'err' if not t.ok else num(t.value, 1)}")
     more = f" … +{len(marks) - limit}" if len(marks) > limit else ""

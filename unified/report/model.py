@@ -1,8 +1,9 @@
 """The report model: a run's tasks read in one pass, light enough for a 100k-sample run.
 
-``build_model`` reads the score lines once and keeps, per task, a ``Task``: value,
-verdict, error, threshold, cost in money and the position of the line it came from —
-never the Score itself. Reasons and judges' details are fetched by position for the few
+``build_model`` reads the score lines once and keeps, per task, what a ``Task`` holds:
+value, verdict, error, threshold, cost in money and the position of the line it came
+from — never the Score itself — in typed arrays per (metric, backend)
+(``unified.report.columns``: about 33 bytes a task, each sample id once). Reasons and judges' details are fetched by position for the few
 tasks a page shows (``ScoreSource.fetch``).
 
 Last wins (CONTRACTS.md): the task key is (row_error, sample_id, metric, backend); a later
@@ -23,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from unified.report.columns import SampleIds, Task, TaskColumn
 from unified.run.runfolder import iter_lines
 from unified.scores import (
     Aggregate,
@@ -39,25 +41,8 @@ COST_FIELDS = tuple(Cost.model_fields)
 _NO_COST = tuple(Cost().model_dump().values())  # a task that cost nothing: adds nothing to a sum
 
 
-@dataclass(slots=True)
-class Task:
-    """What the report keeps of one task's (last) score line."""
-
-    value: float | None
-    passed: bool | None
-    error: str | None
-    threshold: float | None
-    cost: tuple[Any, ...]
-    usd: float | None
-    pos: int
-    degraded: str | None = None  # why the value came from fewer judges than asked
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None and self.value is not None
-
-    def cost_model(self) -> Cost:
-        return Cost(**dict(zip(COST_FIELDS, self.cost)))
+def _cost(values: tuple[Any, ...]) -> Cost:
+    return Cost(**dict(zip(COST_FIELDS, values)))
 
 
 @dataclass
@@ -69,7 +54,7 @@ class RunModel:
     the same key; ``unreadable``: lines skipped as torn or not JSON.
     """
 
-    tasks: dict[str, dict[str, dict[str, Task]]] = field(default_factory=dict)
+    tasks: dict[str, dict[str, TaskColumn]] = field(default_factory=dict)
     row_tasks: dict[tuple[str, str, str], Task] = field(default_factory=dict)
     metrics: list[str] = field(default_factory=list)
     backends: list[str] = field(default_factory=list)
@@ -78,6 +63,20 @@ class RunModel:
     summary: dict[str, Any] = field(default_factory=dict)
     written: dict[tuple[str, str], None] = field(default_factory=dict)  # (metric, backend) as first written
     seen: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # metrics, backends as first read
+    ids: SampleIds = field(default_factory=SampleIds)  # every sample id once, for the columns
+
+    def column(self, metric: str, backend: str) -> TaskColumn:
+        """The tasks of (metric, backend), created empty on first use."""
+        per_b = self.tasks.setdefault(metric, {})
+        col = per_b.get(backend)
+        if col is None:
+            col = per_b[backend] = TaskColumn(self.ids, _NO_COST)
+        return col
+
+    def task(self, metric: str, backend: str, sample_id: str) -> Task | None:
+        """The task of (metric, backend, sample), or None when the run has no such task."""
+        col = self.tasks.get(metric, {}).get(backend)
+        return None if col is None else col.get(sample_id)
 
     def iter_tasks(self) -> Iterator[tuple[str, str, str, Task, bool]]:
         """(metric, backend, sample_id, task, is_row_error) for every task, in order."""
@@ -98,8 +97,13 @@ class RunModel:
         lists them. Row-error lines count as failed tasks of their (metric, backend), as
         the runner counts them."""
         acc = RunningAggregates()
-        for m, b, _sid, t, _row in self.iter_tasks():
-            # a zero cost (every deterministic task) is the sum's identity: no Cost is built
+        for m in self.metrics:  # the order of iter_tasks: every sum adds in the same order
+            for b in self.backends:
+                col = self.tasks.get(m, {}).get(b)
+                for value, passed, cost in col.outcomes() if col is not None else ():
+                    # a zero cost (every deterministic task) is the sum's identity: no Cost is built
+                    acc.add_value(m, b, value, passed, None if cost is None else _cost(cost))
+        for (_sid, m, b), t in self.row_tasks.items():
             acc.add_value(m, b, t.value if t.ok else None, t.passed, None if t.cost == _NO_COST else t.cost_model())
         pairs = [(m, b) for m in self.metrics for b in self.backends] if stable else list(self.written)
         order = {p: i for i, p in enumerate(pairs)}
@@ -252,13 +256,10 @@ def build_model(
             seen_backends.append(b)
         model.written[(m, b)] = None
         if d.get("row_error"):
-            slot: dict[Any, Task] = model.row_tasks
-            key: Any = (sid, m, b)
+            model.superseded += (sid, m, b) in model.row_tasks
+            model.row_tasks[(sid, m, b)] = task_of(d, pos)
         else:
-            slot = model.tasks[m].setdefault(b, {})
-            key = sid
-        model.superseded += key in slot
-        slot[key] = task_of(d, pos)
+            model.superseded += model.column(m, b).put(sid, task_of(d, pos))
     model.unreadable = getattr(source, "unreadable", 0)
     model.seen = (seen_metrics, seen_backends)
     return order_model(model, model.summary, requested)

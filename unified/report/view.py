@@ -43,7 +43,7 @@ class View:
         return len(self.model.backends) >= 2
 
     def line(self, metric: str, backend: str, sample_id: str) -> dict[str, Any] | None:
-        t = self.model.tasks.get(metric, {}).get(backend, {}).get(sample_id)
+        t = self.model.task(metric, backend, sample_id)
         return None if t is None else self.lines.get(t.pos)
 
 

@@ -54,6 +54,8 @@ class TaskGroup:
     needs_judge: bool = field(default=False)
     repeat: int | None = None  # which test–retest repeat this group scores (unified.run.repeats)
     seed: int | None = None  # that repeat's seed: on every judge request, in every cache key
+    # (row, DataFrame index label) of the sample's input row, stamped on its score lines
+    where: tuple[int | None, Any] = (None, None)
 
     def failures(self, why: str) -> list[Score]:
         """One failure Score per pair, named and stamped as a scored one would be."""

@@ -192,6 +192,30 @@ class AppendLog:
                 pass
 
 
+class SeenKeys:
+    """Task keys seen in this run -> their sample hash: ``Mapping[Key, str]`` kept as two
+    dicts by sample id (samples, row errors), so a key costs one dict entry and no
+    ``(row_error, sample_id)`` tuple of its own (56 bytes a sample in a 1M-row run); the
+    id and hash strings are the ones the reader already holds."""
+
+    __slots__ = ("_by",)
+
+    def __init__(self) -> None:
+        self._by: tuple[dict[str, str], dict[str, str]] = ({}, {})
+
+    def __setitem__(self, key: Key, shash: str) -> None:
+        self._by[key[0]][key[1]] = shash
+
+    def __getitem__(self, key: Key) -> str:
+        return self._by[key[0]][key[1]]
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, tuple) and len(key) == 2 and key[1] in self._by[bool(key[0])]
+
+    def __len__(self) -> int:
+        return len(self._by[0]) + len(self._by[1])
+
+
 @dataclass
 class ScanResult:
     """What ``RunFolder.scan`` found: ``done[key][sample_hash]`` = bitmask of the pairs
@@ -435,7 +459,7 @@ class RunFolder:
         os.replace(tmp, self.scores)
 
     # ------------------------------------------------------------ compaction
-    def compact(self, seen: Mapping[Key, str], pairs: set[str], *, complete: bool) -> int:
+    def compact(self, seen: Mapping[Key, str] | SeenKeys, pairs: set[str], *, complete: bool) -> int:
         """Rewrite ``scores.jsonl`` to one line per task key (the last), dropping lines of
         this run's ``pairs`` whose sample was seen with another hash (stale) and, when the
         input was read to its end (``complete``), of samples not in it (orphans). Lines of
@@ -459,7 +483,7 @@ class RunFolder:
         self._compact_samples(seen, complete)
         return dropped
 
-    def _compact_samples(self, seen: Mapping[Key, str], complete: bool) -> None:
+    def _compact_samples(self, seen: Mapping[Key, str] | SeenKeys, complete: bool) -> None:
         last: dict[str, int] = {}
         for i, d in enumerate(iter_lines_indexed(self.samples)):
             if d is not None and "id" in d:

@@ -63,6 +63,7 @@ from unified.run.runfolder import (  # noqa: F401
     RunFolderBusy,
     RunFolderError,
     ScanResult,
+    SeenKeys,
     repair_jsonl,
     write_json,
 )
@@ -195,10 +196,9 @@ class _Run:
         self.out = Path(opts.out) if opts.out is not None else Path(tempfile.mkdtemp(prefix="unified-run-"))
         self.folder = RunFolder(self.out)
         self.counts = RunCounts()
-        self.seen: dict[Key, str] = {}
-        # (row, DataFrame index label) of the row being read, and of each sample by id
+        self.seen = SeenKeys()
+        # (row, DataFrame index label) of the row being read; a sample's groups carry their own
         self.where: tuple[int | None, Any] = (None, None)
-        self.where_of: dict[str, tuple[int | None, Any]] = {}
         self.scan = ScanResult()
         self.complete = False
         self.interrupted: str | None = None
@@ -421,12 +421,13 @@ class _Run:
         )
 
     # ------------------------------------------------------------ streaming
-    def emit(self, scores: list[Score], backend: str) -> None:
+    def emit(self, scores: list[Score], backend: str, where: tuple[int | None, Any] | None = None) -> None:
+        """Write ``scores``; ``where``: the (row, DataFrame index label) of their input row,
+        so content-hash ids join back to the user's rows — a scored group's own (it may
+        finish long after its row was read), else the row being read now."""
         assert self.log is not None
+        row, index = self.where if where is None else where
         for s in scores:
-            # the input position, so content-hash ids join back to the user's rows; a row
-            # error is emitted while its row is read, a sample's scores later (by id)
-            row, index = self.where if s.row_error else self.where_of.get(s.sample_id, (None, None))
             update: dict[str, Any] = {"row": row, "input_index": index}
             if s.error:  # defence in depth: no error text leaves with a credential in it
                 update["error"] = scrub(s.error)
@@ -441,9 +442,9 @@ class _Run:
         """A scored group: its Scores, or — for a repeat — the repeat lines, and the
         folded Scores of the tasks it completed (``unified.run.repeats``)."""
         if group.repeat is None:
-            self.emit(scores, group.backend.name)
+            self.emit(scores, group.backend.name, group.where)
         elif folded := self.book.record(group, scores):
-            self.emit(folded, group.backend.name)
+            self.emit(folded, group.backend.name, group.where)
 
     def groups(self) -> Iterator[TaskGroup]:
         """TaskGroups of the input, in order; row errors and missing fields are written
@@ -476,7 +477,6 @@ class _Run:
             if isinstance(item, RowError):
                 self._row_error(item)
                 continue
-            self.where_of[item.id] = self.where
             yield from self._sample_groups(item, self.reader.content_hash(item))
         self.complete = o.max_samples is None or self.counts.rows_read < o.max_samples
 
@@ -561,7 +561,12 @@ class _Run:
             once = [p for p in pairs if p.repeats == 1]
             if once:
                 yield TaskGroup(
-                    sample=sample, backend=once[0].backend, pairs=once, sample_hash=h, needs_judge=needs_judge
+                    sample=sample,
+                    backend=once[0].backend,
+                    pairs=once,
+                    sample_hash=h,
+                    needs_judge=needs_judge,
+                    where=self.where,
                 )
             yield from self._repeat_groups(sample, h, [p for p in pairs if p.repeats > 1])
 
@@ -583,6 +588,7 @@ class _Run:
                     needs_judge=True,
                     repeat=r,
                     seed=seed_of(r),
+                    where=self.where,
                 )
 
     async def stream(self) -> None:
