@@ -17,12 +17,12 @@ backends as asked, then first seen.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from unified.run import columnar
 from unified.run.runfolder import iter_lines
 from unified.scores import (
     Aggregate,
@@ -191,16 +191,29 @@ class MemorySource(ScoreSource):
         return {p: self.scores[p].model_dump(mode="json") for p in set(positions)}
 
 
+class ParquetSource(ScoreSource):
+    """``scores.parquet`` while it describes ``scores.jsonl`` (``unified.run.columnar``);
+    a position is a row number. Each row reads back as its line's JSON object and goes
+    through the same ``_finish`` as a line, so both sources give the same dicts."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]):
+        self.path = path
+        self.unreadable = int(meta.get("unreadable") or 0)  # what FileSource would count
+
+    def lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        for pos, d in columnar.iter_raw(self.path):
+            yield pos, _finish(d)
+
+    def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
+        return {p: _finish(d) for p, d in columnar.fetch_raw(self.path, positions).items()}
+
+
 def _parse(raw: bytes) -> dict[str, Any] | None:
-    if not raw.strip():
-        return None
-    try:
-        d = json.loads(raw)
-    except ValueError:
-        return None
-    ok = isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("metric", "backend", "sample_id"))
-    if not ok:
-        return None
+    d = columnar.raw_line(raw)  # the one rule of which lines a reader keys
+    return None if d is None else _finish(d)
+
+
+def _finish(d: dict[str, Any]) -> dict[str, Any]:
     d = full_line(d)  # a short line (``score_line``) reads as a full one
     problem = line_problem(d)  # a value that breaks the 0–10 rule is a failed task, not a score
     return d if problem is None else invalid_line(d, problem)
