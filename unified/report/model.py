@@ -143,6 +143,12 @@ class ScoreSource:
     def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
         raise NotImplementedError
 
+    def model_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """What ``build_model`` reads: (position, a dict with at least the fields
+        ``task_of`` uses, as ``lines()`` gives them). A source may give less than the
+        whole line (``ParquetSource`` reads only those columns)."""
+        return self.lines()
+
 
 class FileSource(ScoreSource):
     """``scores.jsonl``; a position is the byte offset of a line. A torn or non-JSON line
@@ -207,6 +213,13 @@ class ParquetSource(ScoreSource):
     def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
         return {p: _finish(d) for p, d in columnar.fetch_raw(self.path, positions).items()}
 
+    def model_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        for pos, d in columnar.iter_model_fields(self.path):
+            # the 0–10 rule as ``_finish`` applies it (it reads only value and error;
+            # a missing field reads as ``full_line``'s default, None)
+            problem = line_problem(d)
+            yield pos, (d if problem is None else invalid_line(d, problem))
+
 
 def _parse(raw: bytes) -> dict[str, Any] | None:
     d = columnar.raw_line(raw)  # the one rule of which lines a reader keys
@@ -256,7 +269,7 @@ def build_model(
     model = RunModel(summary=summary or {})
     seen_metrics: list[str] = []
     seen_backends: list[str] = []
-    for pos, d in source.lines():
+    for pos, d in source.model_lines():
         m, b, sid = d["metric"], d["backend"], d["sample_id"]
         if m not in model.tasks:
             model.tasks[m] = {}

@@ -59,14 +59,18 @@ BATCH_ROWS = 65_536  # one row group per batch: memory stays bounded at a millio
 _LOG = logging.getLogger(__name__)
 
 KEY = ("metric", "backend", "sample_id")
-FLOATS = ("value", "raw", "threshold")
-BOOLS = ("passed", "degraded", "row_error")
+FLOATS = ("value", "raw", "threshold", "calibrated")
+BOOLS = ("passed", "degraded", "row_error", "higher_is_better")
 STRINGS = ("reason", "error", "sample_hash", "config_hash")
-INTS = ("row",)
-JSONS = ("details", "cost")
+INTS = ("row", "input_index")
+JSONS = ("details", "cost", "raw_range")
 TYPED = FLOATS + BOOLS + STRINGS + INTS
-_NULL_IS_DEFAULT = frozenset(FLOATS + STRINGS + INTS + ("passed",))  # Score defaults None
+# fields whose Score default is None: an explicit null reads as a missing key
+_NULL_IS_DEFAULT = frozenset(FLOATS + STRINGS + INTS + ("passed",))
+_KNOWN = frozenset((*KEY, *TYPED, *JSONS))  # every Score field: ``extra`` is empty for our own lines
 _INT64 = 2**63
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_ENCODE_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
 
 
 def raw_line(raw: bytes | str) -> dict[str, Any] | None:
@@ -83,15 +87,13 @@ def raw_line(raw: bytes | str) -> dict[str, Any] | None:
     return None
 
 
-def _fits(name: str, v: Any) -> bool:
-    """True when ``v`` is stored in ``name``'s typed column and reads back as itself."""
-    if name in FLOATS:
-        return type(v) is float
-    if name in BOOLS:
-        return type(v) is bool
-    if name in INTS:
-        return type(v) is int and -_INT64 <= v < _INT64
-    return type(v) is str and (v.isascii() or _utf8(v))
+def _fits(kind: type, v: Any) -> bool:
+    """True when ``v`` is stored in a typed column of ``kind`` and reads back as itself."""
+    if type(v) is not kind:
+        return False
+    if kind is int:
+        return -_INT64 <= v < _INT64
+    return kind is not str or v.isascii() or _utf8(v)
 
 
 def _utf8(s: str) -> bool:
@@ -104,8 +106,12 @@ def _utf8(s: str) -> bool:
 
 
 def _json(v: Any) -> str:
-    s = json.dumps(v, ensure_ascii=False, separators=(",", ":"))
-    return s if s.isascii() or _utf8(s) else json.dumps(v, separators=(",", ":"))
+    s = _ENCODE(v)
+    return s if s.isascii() or _utf8(s) else _ENCODE_ASCII(v)
+
+
+_KINDS = [(k, float) for k in FLOATS] + [(k, bool) for k in BOOLS] + [(k, str) for k in STRINGS]
+_KINDS += [(k, int) for k in INTS]
 
 
 class _Columns:
@@ -113,25 +119,30 @@ class _Columns:
 
     def __init__(self) -> None:
         self.cols: dict[str, list[Any]] = {k: [] for k in (*KEY, *TYPED, *JSONS, "extra")}
+        self._typed = [(k, kind, self.cols[k]) for k, kind in _KINDS]
+        self._jsons = [(k, self.cols[k]) for k in JSONS]
 
     def __len__(self) -> int:
         return len(self.cols["metric"])
 
     def add(self, d: Mapping[str, Any]) -> None:
-        cols, extra = self.cols, {}
+        cols: dict[str, list[Any]] = self.cols
+        extra: dict[str, Any] = {}
         for k in KEY:
             cols[k].append(d[k])
-        for k in TYPED:
+        for k, kind, col in self._typed:
             v = d.get(k)
-            fits = _fits(k, v) or (v is None and k in _NULL_IS_DEFAULT)
-            cols[k].append(v if fits else None)
-            if not fits and k in d:
+            if v is None and (k in _NULL_IS_DEFAULT or k not in d):
+                col.append(None)
+            elif _fits(kind, v):
+                col.append(v)
+            else:  # a type the column cannot hold as itself: kept whole in ``extra``
+                col.append(None)
                 extra[k] = v
-        for k in JSONS:
-            cols[k].append(_json(d[k]) if k in d else None)
-        for k, v in d.items():
-            if k not in _KNOWN:
-                extra[k] = v
+        for k, col in self._jsons:
+            col.append(_json(d[k]) if k in d else None)
+        if not d.keys() <= _KNOWN:  # a foreign field: kept, in the line's order
+            extra.update((k, v) for k, v in d.items() if k not in _KNOWN)
         cols["extra"].append(_json(extra) if extra else None)
 
     def batch(self) -> Any:
@@ -140,9 +151,6 @@ class _Columns:
         arrays = [pa.array(self.cols[k], type=pa.string()).dictionary_encode() for k in KEY]
         arrays += [pa.array(self.cols[k], type=_arrow_type(k)) for k in (*TYPED, *JSONS, "extra")]
         return pa.RecordBatch.from_arrays(arrays, schema=schema())
-
-
-_KNOWN = frozenset((*KEY, *TYPED, *JSONS))
 
 
 def _arrow_type(name: str) -> Any:
@@ -256,33 +264,81 @@ def fresh_parquet(folder: Path) -> dict[str, Any] | None:
     return meta
 
 
-def _row(cols: Mapping[str, list[Any]], i: int) -> dict[str, Any]:
-    """Row ``i`` of a batch's columns as the line's JSON object (module docstring)."""
-    d = {k: cols[k][i] for k in KEY}
-    for k in TYPED:
-        v = cols[k][i]
-        if v is not None:
-            d[k] = v
-    for k in JSONS:
-        text = cols[k][i]
-        if text is not None:
-            d[k] = json.loads(text)
-    extra = cols["extra"][i]
-    if extra is not None:
-        d.update(json.loads(extra))
-    return d
+def iter_columns(path: Path, names: Iterable[str] | None = None) -> Iterator[tuple[int, dict[str, list[Any]]]]:
+    """(row number of the batch's first row, column name -> Python values) a batch at a
+    time; only the columns ``names`` when given."""
+    import pyarrow.parquet as pq
+
+    pos = 0
+    cols = None if names is None else list(names)
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=cols):
+        yield pos, {name: _pylist(batch.column(name)) for name in batch.schema.names}
+        pos += batch.num_rows
+
+
+def _pylist(col: Any) -> list[Any]:
+    """``col.to_pylist()``, through NumPy (several times faster at 100k rows): a
+    dictionary column by its indices; a numeric column with nulls by a null mask, since
+    NumPy would turn a null into NaN (and an int column into floats)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(col.type):
+        words = col.dictionary.to_pylist()
+        return [words[i] for i in col.indices.to_numpy(zero_copy_only=False).tolist()]
+    if col.null_count == 0 or not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
+        return col.to_numpy(zero_copy_only=False).tolist()  # strings and bools keep None
+    values = col.fill_null(0).to_numpy(zero_copy_only=False).tolist()
+    for i in col.is_null().to_numpy(zero_copy_only=False).nonzero()[0].tolist():
+        values[i] = None
+    return values
+
+
+_ORDER = (*KEY, *TYPED, *JSONS, "extra")
+
+
+def _rows(cols: Mapping[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """Each row of a batch's columns as the line's JSON object (module docstring)."""
+    loads = json.loads
+    for values in zip(*(cols[k] for k in _ORDER)):
+        d = {k: v for k, v in zip(_ORDER, values) if v is not None}
+        for k in JSONS:
+            if k in d:
+                d[k] = loads(d[k])
+        extra = d.pop("extra", None)
+        if extra is not None:
+            d.update(loads(extra))
+        yield d
+
+
+# what the report model keeps of a line (``unified.report.model.task_of``): no other
+# column is read, and ``details`` is parsed only for a degraded line (its reason is there)
+MODEL_FIELDS = (*KEY, "value", "passed", "error", "threshold", "degraded", "reason", "row_error", "cost", "details")
+
+
+def iter_model_fields(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, the line's ``MODEL_FIELDS``) of every row, in file order: the line's
+    JSON object cut to those fields (``details`` left as its JSON text unless the line is
+    degraded), ``extra`` applied — the report model's pass without building each line."""
+    names = (*MODEL_FIELDS, "extra")
+    loads = json.loads
+    for start, cols in iter_columns(path, names):
+        for i, values in enumerate(zip(*(cols[k] for k in names))):
+            d = {k: v for k, v in zip(names, values) if v is not None}
+            if "cost" in d:
+                d["cost"] = loads(d["cost"])
+            extra = d.pop("extra", None)
+            if extra is not None:
+                d.update(loads(extra))
+            if d.get("degraded") and isinstance(d.get("details"), str):
+                d["details"] = loads(d["details"])
+            yield start + i, d
 
 
 def iter_raw(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row number, the line's JSON object) of every row, in file order."""
-    import pyarrow.parquet as pq
-
-    pos = 0
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS):
-        cols = {name: batch.column(name).to_pylist() for name in batch.schema.names}
-        for i in range(batch.num_rows):
-            yield pos + i, _row(cols, i)
-        pos += batch.num_rows
+    for start, cols in iter_columns(path):
+        for i, d in enumerate(_rows(cols)):
+            yield start + i, d
 
 
 def fetch_raw(path: Path, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
@@ -297,6 +353,6 @@ def fetch_raw(path: Path, positions: Iterable[int]) -> dict[int, dict[str, Any]]
         if here:  # only the row groups that hold a wanted row are read
             table = pf.read_row_group(g).take(here)
             cols = {name: table.column(name).to_pylist() for name in table.schema.names}
-            out.update({start + p: _row(cols, i) for i, p in enumerate(here)})
+            out.update(zip((start + p for p in here), _rows(cols)))
         start += n
     return out
