@@ -130,12 +130,13 @@ class _Columns:
         extra: dict[str, Any] = {}
         for k in KEY:
             cols[k].append(d[k])
+        get = d.get
         for k, kind, col in self._typed:
-            v = d.get(k)
-            if v is None and (k in _NULL_IS_DEFAULT or k not in d):
-                col.append(None)
-            elif _fits(kind, v):
+            v = get(k)
+            if type(v) is kind and (kind is float or kind is bool or _fits(kind, v)):
                 col.append(v)
+            elif v is None and (k in _NULL_IS_DEFAULT or k not in d):
+                col.append(None)
             else:  # a type the column cannot hold as itself: kept whole in ``extra``
                 col.append(None)
                 extra[k] = v
