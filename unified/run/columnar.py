@@ -55,7 +55,7 @@ from unified.run.runindex import file_stat, same_file
 
 FORMAT = 1
 META_KEY = b"unified.scores"
-BATCH_ROWS = 65_536  # one row group per batch: memory stays bounded at a million lines
+BATCH_ROWS = 16_384  # one row group per batch: memory stays bounded at a million lines
 _LOG = logging.getLogger(__name__)
 
 KEY = ("metric", "backend", "sample_id")
@@ -91,9 +91,10 @@ def _fits(kind: type, v: Any) -> bool:
     """True when ``v`` is stored in a typed column of ``kind`` and reads back as itself."""
     if type(v) is not kind:
         return False
+    value: Any = v  # a line's value, of any JSON type (the check above narrows it to object)
     if kind is int:
-        return -_INT64 <= v < _INT64
-    return kind is not str or v.isascii() or _utf8(v)
+        return bool(-_INT64 <= value < _INT64)
+    return kind is not str or value.isascii() or _utf8(value)
 
 
 def _utf8(s: str) -> bool:
@@ -110,8 +111,8 @@ def _json(v: Any) -> str:
     return s if s.isascii() or _utf8(s) else _ENCODE_ASCII(v)
 
 
-_KINDS = [(k, float) for k in FLOATS] + [(k, bool) for k in BOOLS] + [(k, str) for k in STRINGS]
-_KINDS += [(k, int) for k in INTS]
+_KINDS: list[tuple[str, type]] = [(k, float) for k in FLOATS] + [(k, bool) for k in BOOLS]
+_KINDS += [(k, str) for k in STRINGS] + [(k, int) for k in INTS]
 
 
 class _Columns:
@@ -347,7 +348,8 @@ def fetch_raw(path: Path, positions: Iterable[int]) -> dict[int, dict[str, Any]]
     import pyarrow.parquet as pq
 
     want = sorted(set(positions))
-    pf, out, start = pq.ParquetFile(path), {}, 0
+    pf, start = pq.ParquetFile(path), 0
+    out: dict[int, dict[str, Any]] = {}
     for g in range(pf.metadata.num_row_groups):
         n = pf.metadata.row_group(g).num_rows
         here = [p - start for p in want if start <= p < start + n]
