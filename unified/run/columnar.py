@@ -111,8 +111,12 @@ def _json(v: Any) -> str:
     return s if s.isascii() or _utf8(s) else _ENCODE_ASCII(v)
 
 
-_KINDS: list[tuple[str, type]] = [(k, float) for k in FLOATS] + [(k, bool) for k in BOOLS]
-_KINDS += [(k, str) for k in STRINGS] + [(k, int) for k in INTS]
+_KINDS: list[tuple[str, type]] = [
+    *((k, float) for k in FLOATS),
+    *((k, bool) for k in BOOLS),
+    *((k, str) for k in STRINGS),
+    *((k, int) for k in INTS),
+]
 
 
 class _Columns:
