@@ -9,6 +9,12 @@ line, and the size of report.html.
 Part 2 (--big N, off by default): a folder of N samples × 2 metrics (N = 500,000 makes
 1M tasks) is built, then the same command is timed again: the no-op rerun of a
 million-task folder, and the size of its report.html.
+Part 1b (reads, this tree only): the finished 100k folder is read the ways ``Report``,
+``diff`` and ``compare`` read it — the report model (every summary, group and the page),
+``to_pandas()`` and ``diff_runs`` of the folder against itself — once through its
+``scores.parquet`` and once through a copy holding only the lines, each read in its own
+process (wall, CPU, peak RSS); with the Parquet file's size and bytes per score both ways
+and the time to write it (``unified.run.columnar.write_parquet``, which ends every run).
 Part 3 (LLM): --n-llm samples (2,000) × 2 native LLM metrics (faithfulness,
 context_relevancy) against the loopback judge server (tests/judge_server.py, started in
 this process unless --base-url names one). --n-llm 0 skips it.
@@ -126,6 +132,76 @@ def folder_figures(out: Path) -> dict:
     }
 
 
+_READER = r"""
+import json, os, resource, sys, time
+sys.path.insert(0, {tree!r})
+from pathlib import Path
+from unified.report import Report
+from unified.analysis.diff import diff_runs
+from unified.run import columnar
+import pandas, pyarrow.parquet  # both ways' imports before the clock: the reads alone are timed
+folder, what = Path({folder!r}), {what!r}
+c0, t0 = time.process_time(), time.perf_counter()
+if what == "write":
+    columnar.write_parquet(folder)
+    used = "parquet"
+else:
+    rep = Report(folder)
+    used = type(rep.source()).__name__
+    if what == "model":
+        rep.model()
+    elif what == "to_pandas":
+        rep.to_pandas()
+    else:
+        diff_runs(folder, folder, n_boot=100)
+print(json.dumps({{"wall": time.perf_counter() - t0, "cpu": time.process_time() - c0, "source": used,
+                  "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
+"""
+
+
+def read_worker(folder: Path, what: str) -> dict:
+    code = _READER.format(tree=str(ROOT), folder=str(folder), what=what)
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(ROOT))
+    if r.returncode != 0:
+        raise SystemExit(f"benchmark read failed ({what} {folder}):\n{r.stderr[-3000:]}")
+    return json.loads(r.stdout.strip().splitlines()[-1])
+
+
+def read_part(folder: Path, work: Path) -> dict:
+    """Part 1b: the same folder read through its parquet and through its lines alone."""
+    import shutil
+
+    lines = work / "run_det_lines_only"
+    shutil.rmtree(lines, ignore_errors=True)
+    lines.mkdir()
+    for name in ("scores.jsonl", "samples.jsonl", "summary.json", "run.json"):
+        shutil.copy2(folder / name, lines / name)
+    parquet, jsonl = (folder / "scores.parquet").stat().st_size, (folder / "scores.jsonl").stat().st_size
+    n = sum(1 for _ in open(folder / "scores.jsonl", "rb"))
+    out: dict = {"rows": n, "parquet_mb": round(parquet / 1e6, 2), "jsonl_mb": round(jsonl / 1e6, 1)}
+    out["bytes_per_score"] = {"parquet": round(parquet / n, 1), "jsonl": round(jsonl / n, 1)}
+    out["write"] = read_worker(lines, "write")
+    (lines / "scores.parquet").unlink()
+    for what in ("model", "to_pandas", "diff"):
+        out[what] = {"parquet": read_worker(folder, what), "lines": read_worker(lines, what)}
+        got = {k: v["source"] for k, v in out[what].items()}
+        assert got == {"parquet": "ParquetSource", "lines": "FileSource"}, got
+    print(
+        f"[reads] {n} scores: scores.parquet {out['parquet_mb']} MB ({out['bytes_per_score']['parquet']} B/score) "
+        f"vs scores.jsonl {out['jsonl_mb']} MB ({out['bytes_per_score']['jsonl']} B/score); written in "
+        f"{out['write']['wall']:.1f}s wall, {out['write']['cpu']:.1f}s CPU  ({machine()})",
+        flush=True,
+    )
+    for what in ("model", "to_pandas", "diff"):
+        p, q = out[what]["parquet"], out[what]["lines"]
+        print(
+            f"[reads] {what}: parquet {p['wall']:.2f}s wall {p['cpu']:.2f}s CPU {p['rss_mb']:.0f} MB | "
+            f"lines {q['wall']:.2f}s wall {q['cpu']:.2f}s CPU {q['rss_mb']:.0f} MB",
+            flush=True,
+        )
+    return out
+
+
 def machine() -> str:
     busy = subprocess.run(["pgrep", "-f", "local_judge"], capture_output=True, text=True).stdout.split()
     load = ", ".join(f"{x:.2f}" for x in os.getloadavg())
@@ -174,6 +250,8 @@ def main(argv: list[str] | None = None) -> int:
         data = work / "det.jsonl"
         write_synthetic(data, args.n_det, seed=1)
         results["deterministic"] = det_part(trees, data, work, args.n_det, "det")
+        if (work / "run_det_this" / "scores.parquet").exists():
+            results["reads"] = read_part(work / "run_det_this", work)
     if args.big:
         data = work / "big.jsonl"
         write_synthetic(data, args.big, seed=3)

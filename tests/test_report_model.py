@@ -15,7 +15,7 @@ from support import as_read
 from unified.report import Report, render_html
 from unified.report.analysis import odd_one_out, pairs
 from unified.report.html_base import anchor
-from unified.report.model import FileSource, Task, metric_order
+from unified.report.model import FileSource, ParquetSource, Task, metric_order
 from unified.report.view import build_view
 from unified.run.runner import evaluate
 from unified.sample import Sample
@@ -58,17 +58,23 @@ def test_a_folder_read_after_kill_never_double_counts(run, tmp_path):
 
 
 def test_the_page_reads_the_scores_once_and_fetches_only_what_it_shows(run, monkeypatch):
+    """Once, through whichever source the folder is read from (its scores.parquet here)."""
     calls = []
-    original = FileSource.lines
 
-    def counting(self):
-        calls.append(1)
-        return original(self)
+    def counting(cls, name):
+        original = getattr(cls, name)
 
-    monkeypatch.setattr(FileSource, "lines", counting)
+        def wrapped(self):
+            calls.append(name)
+            return original(self)
+
+        monkeypatch.setattr(cls, name, wrapped)
+
+    for cls, name in ((FileSource, "lines"), (ParquetSource, "lines"), (ParquetSource, "model_lines")):
+        counting(cls, name)
     fresh = Report.from_dir(run.run_dir)
     view = build_view(fresh, max_drilldown=3)
-    assert len(calls) == 1
+    assert calls == ["model_lines"]
     # 3 drill-down samples plus the disagreeing ones, 4 tasks each (2 metrics × 2 backends)
     assert len(view.lines) == 4 * len(view.drill) and len(view.drill) < view.n_samples
 

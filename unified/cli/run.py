@@ -818,9 +818,9 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
         from unified.run.runfolder import REPORT_FILE
 
         report.write_html(s.out / REPORT_FILE)
-    from unified.run.runfolder import MIGRATION_FILE
+    from unified.run.runfolder import MIGRATION_FILE, PARQUET_FILE
 
-    extra = "".join(f", {name}" for name in (CROSSCHECK_FILE, MIGRATION_FILE) if (s.out / name).exists())
+    extra = "".join(f", {name}" for name in (PARQUET_FILE, CROSSCHECK_FILE, MIGRATION_FILE) if (s.out / name).exists())
     if not v.get("quiet") and not (
         getattr(report, "unchanged", False) and command == "run"
     ):  # -q: errors and gates only

@@ -18,13 +18,15 @@ from unified.report import frameworks
 from unified.report.model import (
     FileSource,
     MemorySource,
+    ParquetSource,
     RunModel,
     ScoreSource,
     build_model,
     iter_jsonl,
     order_model,
 )
-from unified.run.runfolder import SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
+from unified.run.columnar import fresh_parquet
+from unified.run.runfolder import PARQUET_FILE, SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
 from unified.scores import Aggregate, Score
 
 
@@ -58,6 +60,7 @@ class Report:
         self._scores = list(scores) if scores is not None else None
         self._samples_in = samples
         self._model: tuple[Any, RunModel] | None = None
+        self._source: ScoreSource | None = None  # what self._model was read from
         # True when the run that returned this Report had nothing to do and wrote nothing
         # (unified.run.runindex: the folder proved it holds every task already)
         self.unchanged = False
@@ -69,9 +72,18 @@ class Report:
     # ------------------------------------------------------------ the model
 
     def source(self) -> ScoreSource:
+        """Where the score lines are read from: the source the current model was built
+        from (its positions are that source's: byte offsets or row numbers); else the
+        Scores in memory; else the folder's ``scores.parquet`` while its fingerprint
+        matches ``scores.jsonl`` as it is now (``unified.run.columnar``), else the lines."""
+        if self._model is not None and self._source is not None and self._model[0] == self._stamp():
+            return self._source
         if self._scores is not None:
             return MemorySource(self._scores)
         assert self.run_dir is not None
+        meta = fresh_parquet(self.run_dir)
+        if meta is not None:
+            return ParquetSource(self.run_dir / PARQUET_FILE, meta)
         return FileSource(self.run_dir / SCORES_FILE)
 
     def _stamp(self) -> Any:
@@ -91,7 +103,9 @@ class Report:
             # only summary.json changed (the run's end writes it): reorder, read no line again
             self._model = (stamp, order_model(self._model[1], self.run_summary()))
         if self._model is None or self._model[0] != stamp:
-            self._model = (stamp, build_model(self.source(), self.run_summary()))
+            self._model, self._source = None, None
+            source = self.source()
+            self._model, self._source = (stamp, build_model(source, self.run_summary())), source
         return self._model[1]
 
     # ------------------------------------------------------------ access

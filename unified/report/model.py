@@ -18,13 +18,13 @@ backends as asked, then first seen.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from unified.report.columns import SampleIds, Task, TaskColumn
+from unified.run import columnar
 from unified.run.runfolder import iter_lines
 from unified.scores import (
     Aggregate,
@@ -147,6 +147,12 @@ class ScoreSource:
     def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
         raise NotImplementedError
 
+    def model_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        """What ``build_model`` reads: (position, a dict with at least the fields
+        ``task_of`` uses, as ``lines()`` gives them). A source may give less than the
+        whole line (``ParquetSource`` reads only those columns)."""
+        return self.lines()
+
 
 class FileSource(ScoreSource):
     """``scores.jsonl``; a position is the byte offset of a line. A torn or non-JSON line
@@ -195,16 +201,36 @@ class MemorySource(ScoreSource):
         return {p: self.scores[p].model_dump(mode="json") for p in set(positions)}
 
 
+class ParquetSource(ScoreSource):
+    """``scores.parquet`` while it describes ``scores.jsonl`` (``unified.run.columnar``);
+    a position is a row number. Each row reads back as its line's JSON object and goes
+    through the same ``_finish`` as a line, so both sources give the same dicts."""
+
+    def __init__(self, path: Path, meta: dict[str, Any]):
+        self.path = path
+        self.unreadable = int(meta.get("unreadable") or 0)  # what FileSource would count
+
+    def lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        for pos, d in columnar.iter_raw(self.path):
+            yield pos, _finish(d)
+
+    def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
+        return {p: _finish(d) for p, d in columnar.fetch_raw(self.path, positions).items()}
+
+    def model_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
+        for pos, d in columnar.iter_model_fields(self.path):
+            # the 0–10 rule as ``_finish`` applies it (it reads only value and error;
+            # a missing field reads as ``full_line``'s default, None)
+            problem = line_problem(d)
+            yield pos, (d if problem is None else invalid_line(d, problem))
+
+
 def _parse(raw: bytes) -> dict[str, Any] | None:
-    if not raw.strip():
-        return None
-    try:
-        d = json.loads(raw)
-    except ValueError:
-        return None
-    ok = isinstance(d, dict) and all(isinstance(d.get(k), str) for k in ("metric", "backend", "sample_id"))
-    if not ok:
-        return None
+    d = columnar.raw_line(raw)  # the one rule of which lines a reader keys
+    return None if d is None else _finish(d)
+
+
+def _finish(d: dict[str, Any]) -> dict[str, Any]:
     d = full_line(d)  # a short line (``score_line``) reads as a full one
     problem = line_problem(d)  # a value that breaks the 0–10 rule is a failed task, not a score
     return d if problem is None else invalid_line(d, problem)
@@ -247,7 +273,7 @@ def build_model(
     model = RunModel(summary=summary or {})
     seen_metrics: list[str] = []
     seen_backends: list[str] = []
-    for pos, d in source.lines():
+    for pos, d in source.model_lines():
         m, b, sid = d["metric"], d["backend"], d["sample_id"]
         if m not in model.tasks:
             model.tasks[m] = {}

@@ -13,6 +13,8 @@ A run folder holds::
     run.json            the manifest: each task configuration by hash, every invocation
     index.json          what a finished run proves: a rerun with nothing to do reads no
                         row and no line (unified.run.runindex)
+    scores.parquet      a columnar copy of scores.jsonl written at the end of a run, read
+                        only while its fingerprint matches the lines (unified.run.columnar)
     .lock               held (flock) by the one process writing the folder
 
 Invariants, and where each is kept:
@@ -58,6 +60,7 @@ MANIFEST_FILE = "run.json"
 LOCK_FILE = ".lock"
 CACHE_FILE = "judge_cache.sqlite"
 INDEX_FILE = "index.json"  # what a finished run proves (unified.run.runindex)
+PARQUET_FILE = "scores.parquet"  # a derived columnar copy of scores.jsonl (unified.run.columnar)
 FSYNC_EVERY_S = 1.0
 _SET_CALIBRATED = re.compile(rb'"calibrated"\s*:\s*(?!null)')
 
@@ -327,6 +330,7 @@ class RunFolder:
             self.repeats,
             self.manifest_path,
             self.path / INDEX_FILE,
+            self.path / PARQUET_FILE,
         ):
             try:
                 p.unlink(missing_ok=True)

@@ -44,7 +44,8 @@ from typing import Any, Callable, Iterator, Sequence
 
 from unified.judge.base import Judges
 from unified.metrics import MetricRef, parse_metric, parse_metrics
-from unified.redact import scrub
+from unified.redact import one_line, scrub
+from unified.run.columnar import build_parquet, remove_parquet
 from unified.run.executor import LocalExecutor, Pair, TaskGroup, named_executor
 from unified.run.fingerprint import text_hash
 from unified.run.options import RunOptions
@@ -52,6 +53,7 @@ from unified.run.progress import Progress
 from unified.run.repeats import RepeatBook, folded_tasks, retest_lines, retest_summary, seed_of
 from unified.run.runfolder import (  # noqa: F401
     CACHE_FILE,
+    PARQUET_FILE,
     REPORT_FILE,
     SAMPLES_FILE,
     SCORES_FILE,
@@ -294,6 +296,7 @@ class _Run:
             self.unchanged = True
             return
         remove_index(self.out)  # before anything changes: no index vouches for a half-written folder
+        remove_parquet(self.out)  # nor a columnar copy of lines about to change (unified.run.columnar)
         src = self._input_file()
         self.input_stat = stat_now(src) if src is not None else None
         if self.opts.fresh or not self.opts.resume:
@@ -674,6 +677,7 @@ class _Run:
         manifest = self.folder.read_manifest()
         self._jury(self.opts.jury or manifest.get("jury"))
         self._calibrate()
+        self._write_parquet()  # after the last change to the lines; the Report below reads it
         report = Report.from_dir(self.out)
         aggregates = self._as_asked(report.summary())
         groups, degraded = report.error_groups(), report.degraded_groups()  # from the one pass
@@ -704,6 +708,18 @@ class _Run:
         self._write_index(report)
         self._say_end(summary, groups, degraded)
         return report
+
+    def _write_parquet(self) -> None:
+        """``scores.parquet`` from the final lines (``unified.run.columnar``): a finished run
+        into a folder of the user's only. It is a derived copy: when it cannot be written
+        the run says so in one line and goes on (every reader falls back to the lines)."""
+        if self.temp_out or self.interrupted:
+            return
+        try:
+            build_parquet(self.out)
+        except (OSError, ValueError, TypeError) as e:  # OutputError; Arrow's errors subclass the other two
+            remove_parquet(self.out)
+            self.say(f"note: no {PARQUET_FILE} written ({one_line(str(e))}); readers use {SCORES_FILE}")
 
     def _as_asked(self, aggregates: list[Any]) -> list[Any]:
         """Aggregates in the order the user asked: metrics as in --metrics, backends as in

@@ -1,0 +1,396 @@
+"""scores.parquet (issue 25 part 2): a columnar copy of scores.jsonl that every reader
+uses only while it describes the lines, and that reads back exactly as the lines do.
+
+Round trips compare two copies of the same folder — one with its parquet, one without —
+through every reader (the model, the score dicts, the DataFrame, the groups, the page's
+fetch, diff), after checking the parquet copy really was the one read. Staleness is
+checked on real files: a line edited by hand (same size, mtime set back), a line added,
+a resumed, retried, fresh and SIGTERM-interrupted run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import signal
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from test_scale import METRICS, OLD, rows, run, write
+from typer.testing import CliRunner
+
+from unified.analysis.diff import diff_runs
+from unified.report import Report
+from unified.report.model import FileSource, ParquetSource
+from unified.run import columnar
+from unified.run.runner import RunInterrupted, evaluate
+from unified.scores import full_line
+
+PQ = "scores.parquet"
+
+
+def twins(folder: Path, tmp: Path) -> tuple[Path, Path]:
+    """Two copies of ``folder``: with a freshly built parquet, and without one."""
+    a, b = tmp / "with_parquet", tmp / "lines_only"
+    for p in (a, b):
+        shutil.rmtree(p, ignore_errors=True)
+        shutil.copytree(folder, p)
+    (b / PQ).unlink(missing_ok=True)
+    (a / PQ).unlink(missing_ok=True)
+    assert columnar.build_parquet(a) is not None
+    return a, b
+
+
+def _tasks(rep: Report) -> dict:
+    """The model's tasks without their positions (byte offsets vs row numbers)."""
+    m = rep.model()
+    out = {
+        (mm, b, sid): dataclasses.replace(t, pos=0)
+        for mm, per in m.tasks.items()
+        for b, s in per.items()
+        for sid, t in s.items()
+    }
+    out.update({("row", *k): dataclasses.replace(t, pos=0) for k, t in m.row_tasks.items()})
+    return out
+
+
+def _text(dicts) -> str:
+    """A list of dicts as text, key order included, NaN equal to NaN."""
+    return json.dumps([list(d.items()) for d in dicts], default=str)
+
+
+def assert_same_reads(folder: Path, tmp: Path) -> None:
+    a, b = twins(folder, tmp)
+    ra, rb = Report(a), Report(b)
+    assert isinstance(ra.source(), ParquetSource) and isinstance(rb.source(), FileSource)
+    assert _tasks(ra) == _tasks(rb)
+    ma, mb = ra.model(), rb.model()
+    assert (ma.metrics, ma.backends, ma.superseded, ma.unreadable) == (
+        mb.metrics,
+        mb.backends,
+        mb.superseded,
+        mb.unreadable,
+    )
+    assert _text(ra.iter_score_dicts()) == _text(rb.iter_score_dicts())
+    assert [s.model_dump() for s in ra.summary()] == [s.model_dump() for s in rb.summary()]
+    assert ra.error_groups() == rb.error_groups() and ra.degraded_groups() == rb.degraded_groups()
+    pd.testing.assert_frame_equal(ra.to_pandas(), rb.to_pandas())
+    # the page fetches a few lines by position: each source by its own positions
+    pa_, pb_ = sorted(t.pos for t in _all(ma)), sorted(t.pos for t in _all(mb))
+    assert _text(ra.source().fetch(pa_).values()) == _text(rb.source().fetch(pb_).values())
+
+
+def _all(model) -> list:
+    return [t for per in model.tasks.values() for s in per.values() for t in s.values()] + list(
+        model.row_tasks.values()
+    )
+
+
+# ---------------------------------------------------------------- folder shapes
+
+
+def test_a_run_writes_a_fresh_parquet_that_reads_as_its_lines(tmp_path):
+    data = write(tmp_path / "in.jsonl", rows(6) + [{"id": "noref", "user_input": "q?", "retrieved_ids": ["a"]}])
+    with data.open("a") as f:
+        f.write('{"id": "bad", "user_input": 5, "retrieved_ids": "x"}\n')  # a row error
+    run(data, tmp_path / "out")
+    out = tmp_path / "out"
+    meta = columnar.fresh_parquet(out)
+    assert meta is not None and meta["rows"] == len((out / "scores.jsonl").read_text().splitlines())
+    lines = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+    assert any(d.get("row_error") for d in lines) and any(d.get("error") and not d.get("row_error") for d in lines)
+    assert_same_reads(out, tmp_path)
+
+
+def test_an_old_0_3_folder_of_full_lines_reads_the_same(tmp_path):
+    assert_same_reads(OLD, tmp_path)
+
+
+FOREIGN = [
+    # degraded (its reason in details), calibrated, nested lists, judge cost, non-ASCII
+    {
+        "metric": "faithfulness",
+        "backend": "native",
+        "sample_id": "a",
+        "value": 6.0,
+        "raw": 0.6,
+        "raw_range": [0.0, 1.0],
+        "passed": True,
+        "reason": "2 of 3 claims — ok ✓",
+        "degraded": True,
+        "calibrated": 7.25,
+        "details": {"degraded_reason": "judge B timed out", "claims": [["c1", True], ["c2", [1, 2, {"x": None}]]]},
+        "cost": {"calls": 2, "input_tokens": 900, "usd": 0.0012},
+        "sample_hash": "h1",
+        "config_hash": "c1",
+        "row": 1,
+    },
+    # a failure: value null with its error; a partial cost
+    {
+        "metric": "faithfulness",
+        "backend": "native",
+        "sample_id": "b",
+        "value": None,
+        "error": "judge down",
+        "cost": {"retries": 3},
+    },
+    # hand-written: an int value, an explicit null for a bool, unknown fields in order
+    {
+        "metric": "mrr",
+        "backend": "native",
+        "sample_id": "c",
+        "value": 5,
+        "passed": None,
+        "zeta": [1],
+        "alpha": {"k": "v"},
+    },
+    # values that break the 0–10 rule become failed tasks on both paths
+    {"metric": "mrr", "backend": "native", "sample_id": "d", "value": 11},
+    {"metric": "mrr", "backend": "native", "sample_id": "e", "value": "7"},
+    {"metric": "mrr", "backend": "native", "sample_id": "f", "value": None},
+    # details null, a huge int row, a string input_index, higher_is_better false, degraded null
+    {
+        "metric": "mrr",
+        "backend": "native",
+        "sample_id": "g",
+        "value": 1.5,
+        "details": None,
+        "row": 2**70,
+        "input_index": "k7",
+        "higher_is_better": False,
+        "degraded": None,
+        "reason": None,
+    },
+    # a row error; a superseded line (the later one wins on both paths)
+    {
+        "metric": "mrr",
+        "backend": "native",
+        "sample_id": "row:9",
+        "value": None,
+        "error": "in.jsonl:9: bad",
+        "row_error": True,
+    },
+    {"metric": "mrr", "backend": "native", "sample_id": "c", "value": 4.0, "threshold": 5.0, "passed": False},
+]
+
+
+def _foreign_text(surrogate: bool) -> str:
+    text = "".join(json.dumps(d, ensure_ascii=False) + "\n" for d in FOREIGN)
+    text += '{"metric":"mrr","backend":"native","sample_id":"h","value":NaN}\n'  # Python's json reads NaN
+    if surrogate:  # Arrow cannot store a lone surrogate as UTF-8: kept as JSON text in ``extra``
+        text += '{"metric":"mrr","backend":"native","sample_id":"i","value":2.0,"reason":"\\ud800 lone"}\n'
+    text += "not json\n\n[1, 2]\n" + '{"metric": 3, "backend": "native", "sample_id": "j"}\n'
+    return text + '{"metric":"mrr","backend":"native","sample_id":"torn","val'  # a kill -9's torn last line
+
+
+def test_each_row_reads_back_as_its_lines_json_object(tmp_path):
+    text = _foreign_text(surrogate=True)
+    (tmp_path / "scores.jsonl").write_text(text, encoding="utf-8")
+    meta = columnar.build_parquet(tmp_path)
+    assert meta is not None and meta["unreadable"] == 4 and meta["rows"] == len(FOREIGN) + 2
+    # up to a null for a field whose default is null (full_line reads both as None)
+    raw = [columnar.raw_line(x) for x in text.splitlines()]
+    got = [d for _, d in columnar.iter_raw(tmp_path / PQ)]
+    assert _text(map(full_line, got)) == _text(full_line(d) for d in raw if d is not None)
+    assert got[2]["value"] == 5 and type(got[2]["value"]) is int and list(got[2])[-2:] == ["zeta", "alpha"]
+    assert got[6]["row"] == 2**70 and got[6]["details"] is None and "degraded" in got[6]
+    assert got[-1]["reason"] == "\ud800 lone"
+
+
+def test_foreign_and_hand_edited_lines_read_the_same_both_ways(tmp_path):
+    """Every reader; the lone-surrogate line is left out here only because pandas cannot
+    hold it in a string column on either path (the test above round-trips it)."""
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "scores.jsonl").write_text(_foreign_text(surrogate=False), encoding="utf-8")
+    assert_same_reads(folder, tmp_path)
+
+
+def test_the_parquet_has_typed_dictionary_columns(tmp_path):
+    import pyarrow.parquet as pq
+
+    run(write(tmp_path / "in.jsonl", rows(4)), tmp_path / "out")
+    t = pq.read_table(tmp_path / "out" / PQ)
+    types = {f.name: str(f.type) for f in t.schema}
+    assert types["metric"] == types["sample_id"] == "dictionary<values=string, indices=int32, ordered=0>"
+    assert (types["value"], types["raw"], types["passed"], types["details"]) == ("double", "double", "bool", "string")
+    df = pd.read_parquet(tmp_path / "out" / PQ)  # any Parquet reader opens it
+    assert len(df) == 8 and df["value"].dtype == "float64" and df["extra"].isna().all()
+    assert json.loads(df["details"][0])["k"] == 3
+
+
+# ---------------------------------------------------------------- staleness
+
+
+def _first(tmp_path: Path) -> tuple[Path, Path]:
+    data, out = write(tmp_path / "in.jsonl", rows(4)), tmp_path / "out"
+    run(data, out)
+    assert columnar.fresh_parquet(out) is not None
+    return data, out
+
+
+def test_a_hand_edited_scores_jsonl_is_never_shadowed_by_the_old_parquet(tmp_path):
+    """The same size, the mtime set back: only the ctime and the bytes say it changed."""
+    _, out = _first(tmp_path)
+    path = out / "scores.jsonl"
+    st, text = path.stat(), path.read_text()
+    first = json.loads(text.splitlines()[0])
+    old = f'"value":{first["value"]!r}'
+    new = '"value":' + ("9.9" if len(repr(first["value"])) == 3 else "9." + "9" * (len(repr(first["value"])) - 2))
+    assert len(old) == len(new) and old in text
+    path.write_text(text.replace(old, new, 1))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert path.stat().st_size == st.st_size and path.stat().st_mtime_ns == st.st_mtime_ns
+    assert columnar.fresh_parquet(out) is None
+    rep = Report(out)
+    assert isinstance(rep.source(), FileSource)
+    df = rep.to_pandas()
+    got = df[(df["sample_id"] == first["sample_id"]) & (df["metric"] == first["metric"])]["value"]
+    assert got.tolist() == [float(new.split(":")[1])]
+
+
+def test_a_line_appended_by_hand_is_read(tmp_path):
+    _, out = _first(tmp_path)
+    with (out / "scores.jsonl").open("a") as f:
+        f.write('{"metric":"mrr","backend":"native","sample_id":"extra","value":1.0}\n')
+    rep = Report(out)
+    assert isinstance(rep.source(), FileSource) and "extra" in set(rep.to_pandas()["sample_id"])
+
+
+def test_a_copied_folder_keeps_using_its_parquet(tmp_path):
+    """Another inode and ctime: the stat differs, the sha256 proves the same bytes."""
+    _, out = _first(tmp_path)
+    shutil.copytree(out, tmp_path / "copy")
+    assert isinstance(Report(tmp_path / "copy").source(), ParquetSource)
+
+
+def test_a_resumed_run_removes_the_parquet_before_it_writes_and_rebuilds_it(tmp_path):
+    from adapters.native import NativeBackend
+
+    data, out = _first(tmp_path)
+    seen: list[bool] = []
+
+    class Watching(NativeBackend):
+        async def score(self, sample, metrics):
+            seen.append((out / PQ).exists())
+            return await super().score(sample, metrics)
+
+    write(data, rows(4) + rows(2, start=4))
+    evaluate(data, METRICS, [Watching(None)], out=out, quiet=True, progress=False)
+    assert seen == [False, False]
+    assert columnar.fresh_parquet(out)["rows"] == 12
+    assert_same_reads(out, tmp_path / "twins")
+
+
+@pytest.mark.parametrize("option", ["fresh", "retry_errors"])
+def test_fresh_and_retry_errors_leave_a_parquet_of_their_own_lines(tmp_path, option):
+    data, out = tmp_path / "in.jsonl", tmp_path / "out"
+    write(data, rows(3) + [{"id": "noref", "user_input": "q?", "retrieved_ids": ["a"]}])
+    run(data, out)
+    before = columnar.fresh_parquet(out)
+    run(data, out, **{option: True})
+    after = columnar.fresh_parquet(out)
+    assert after is not None and after["scores"]["stat"] != before["scores"]["stat"]
+    assert after["rows"] == 8
+
+
+def test_a_sigterm_interrupted_run_leaves_no_parquet(tmp_path):
+    """A real SIGTERM to this process from inside the scoring: the run stops, its folder
+    is consistent, and no parquet stands for lines a resumed run will change."""
+    from adapters.native import NativeBackend
+
+    data, out = _first(tmp_path)
+
+    class Terminating(NativeBackend):
+        async def score(self, sample, metrics):
+            if sample.id == "s5":
+                os.kill(os.getpid(), signal.SIGTERM)
+            return await super().score(sample, metrics)
+
+    write(data, rows(4) + rows(4, start=4))
+    with pytest.raises(RunInterrupted):
+        evaluate(data, METRICS, [Terminating(None)], out=out, quiet=True, progress=False)
+    assert not (out / PQ).exists()
+    run(data, out)  # the same command completes and writes it again
+    assert columnar.fresh_parquet(out)["rows"] == 16
+
+
+def test_the_no_op_rerun_leaves_the_parquet_alone(tmp_path):
+    data, out = _first(tmp_path)
+    st = (out / PQ).stat()
+    again = run(data, out)
+    assert again.unchanged and (out / PQ).stat().st_mtime_ns == st.st_mtime_ns
+    assert isinstance(again.source(), ParquetSource)
+
+
+def test_a_parquet_that_cannot_be_written_is_one_note_and_the_run_goes_on(tmp_path, capsys):
+    """A real write failure: a folder stands where the parquet's temp file must go."""
+    out = tmp_path / "out"
+    (out / f".{PQ}.{os.getpid()}.tmp").mkdir(parents=True)
+    rep = evaluate(write(tmp_path / "in.jsonl", rows(3)), METRICS, ["native"], out=out, progress=False)
+    assert not (out / PQ).exists() and len(rep.to_pandas()) == 6
+    assert isinstance(rep.source(), FileSource)
+    err = capsys.readouterr()
+    notes = [x for x in (err.out + err.err).splitlines() if PQ in x]
+    assert len(notes) == 1 and f"note: no {PQ} written (cannot write" in notes[0], notes
+
+
+def test_a_torn_or_foreign_parquet_is_ignored(tmp_path):
+    _, out = _first(tmp_path)
+    (out / PQ).write_bytes(b"PAR1 not really")
+    assert columnar.fresh_parquet(out) is None and isinstance(Report(out).source(), FileSource)
+
+
+def test_a_report_keeps_the_source_its_model_was_built_from(tmp_path):
+    """A model read from the lines keeps byte offsets: a parquet written after it must not
+    be paired with those positions (rows would be dropped without a word)."""
+    data, out = _first(tmp_path)
+    run(data, out, fresh=True)
+    (out / PQ).unlink()
+    rep = Report(out)
+    n = len(rep.to_pandas())
+    columnar.build_parquet(out)
+    assert isinstance(rep.source(), FileSource) and len(list(rep.iter_score_dicts())) == n
+    assert isinstance(Report(out).source(), ParquetSource)
+
+
+# ---------------------------------------------------------------- the CLI, end to end
+
+
+def _cli(*args) -> str:
+    from unified.cli.app import app
+
+    r = CliRunner().invoke(app, [str(a) for a in args])
+    assert r.exit_code == 0, r.output
+    return r.output
+
+
+def test_cli_runs_then_diff_and_report_read_the_parquet_as_the_lines(tmp_path, monkeypatch):
+    d1 = write(tmp_path / "a.jsonl", rows(6))
+    d2 = write(tmp_path / "b.jsonl", [{**r, "retrieved_ids": ["a", "c", "b"]} for r in rows(6)])
+    _cli("run", d1, "-m", METRICS, "--out", tmp_path / "A", "--quiet")
+    _cli("run", d2, "-m", METRICS, "--out", tmp_path / "B", "--quiet")
+    assert (tmp_path / "A" / PQ).exists() and (tmp_path / "B" / PQ).exists()
+    calls: list[Path] = []
+    real = columnar.iter_model_fields
+    monkeypatch.setattr(columnar, "iter_model_fields", lambda p: calls.append(p) or real(p))
+    via_parquet = _cli("diff", tmp_path / "A", tmp_path / "B", "--n-boot", 200, "--json", tmp_path / "d1.json")
+    report_pq = _cli("report", tmp_path / "A")
+    assert {p.parent.name for p in calls} == {"A", "B"}
+    for f in ("A", "B"):
+        shutil.copytree(tmp_path / f, tmp_path / f"{f}_lines")
+        (tmp_path / f"{f}_lines" / PQ).unlink()
+    calls.clear()
+    via_lines = _cli(
+        "diff", tmp_path / "A_lines", tmp_path / "B_lines", "--n-boot", 200, "--json", tmp_path / "d2.json"
+    )
+    assert calls == []
+    assert via_parquet == via_lines and "mrr" in via_parquet
+    assert json.loads((tmp_path / "d1.json").read_text()) == json.loads((tmp_path / "d2.json").read_text())
+    assert report_pq.replace("A", "X") == _cli("report", tmp_path / "A_lines").replace("A_lines", "X")
+    assert diff_runs(tmp_path / "A", tmp_path / "B", n_boot=200) == diff_runs(
+        tmp_path / "A_lines", tmp_path / "B_lines", n_boot=200
+    )

@@ -1,0 +1,365 @@
+"""``scores.parquet``: a columnar copy of ``scores.jsonl``, written at the end of a run,
+read instead of the lines only while it provably describes them.
+
+``scores.jsonl`` stays the one source of truth (appended, flushed, repaired, resumed).
+The Parquet file is derived from it and is never believed on its own word:
+
+* **Built from the bytes it vouches for.** ``write_parquet`` reads ``scores.jsonl`` once,
+  hashing the very bytes it parses, and stores in the file's key-value metadata
+  (``unified.scores``) the JSONL's fingerprint ``{"stat", "sha256"}`` — the same record
+  and the same rule ``index.json`` uses (``unified.run.runindex.same_file``: by stat when
+  it is unchanged, by sha256 when it is not). If the JSONL's stat moved while it was read,
+  no Parquet is written.
+* **Used only while fresh.** ``fresh_parquet`` answers the metadata only when
+  ``same_file(scores.jsonl, stored)`` holds; a line added, removed or edited by hand since
+  (any write changes the file's ctime; a copied folder is checked by content) makes every
+  reader fall back to the lines, with one debug log line and nothing on the console.
+* **Removed before a run changes the folder** (``remove_parquet``, beside
+  ``remove_index``), and written atomically (temp file, fsync, rename) after the run's
+  last change to the lines; an interrupted run writes none.
+
+One row per line of the JSONL that a reader would parse (a JSON object whose
+``metric``, ``backend`` and ``sample_id`` are strings; other lines are counted in the
+metadata as ``unreadable``, as ``FileSource`` counts them), in file order, superseded
+lines included: a reader applies last-wins itself, as it does to the lines. Columns:
+
+====================================  =====================================================
+``metric``, ``backend``, ``sample_id``  dictionary-encoded strings (the task key)
+``value``, ``raw``, ``threshold``       float64, null when the line leaves the field out
+``passed``, ``degraded``, ``row_error`` bool, null when left out
+``reason``, ``error``, the two hashes   string, null when left out
+``row``                                 int64, null when left out
+``details``, ``cost``                   the field's JSON text, null when left out
+``extra``                               JSON object of every other field, in line order
+====================================  =====================================================
+
+Nothing is lost: a value whose Python type is not the column's (an int ``value`` of a
+hand-written line, a ``passed`` of null, an integer beyond int64) goes into ``extra``
+instead, and ``extra`` wins on read. For a field whose default is null, an explicit null
+and a missing key read the same (``unified.scores.full_line`` fills both with None), so
+both are stored as a null cell. ``raw_line(row)`` therefore equals ``json.loads(line)``
+for every line up to that equivalence; ``tests/test_columnar.py`` checks it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from unified.data.files import atomic_path
+from unified.run.runfolder import PARQUET_FILE, SCORES_FILE
+from unified.run.runindex import file_stat, same_file
+
+FORMAT = 1
+META_KEY = b"unified.scores"
+BATCH_ROWS = 16_384  # one row group per batch: memory stays bounded at a million lines
+_LOG = logging.getLogger(__name__)
+
+KEY = ("metric", "backend", "sample_id")
+FLOATS = ("value", "raw", "threshold", "calibrated")
+BOOLS = ("passed", "degraded", "row_error", "higher_is_better")
+STRINGS = ("reason", "error", "sample_hash", "config_hash")
+INTS = ("row", "input_index")
+JSONS = ("details", "cost", "raw_range")
+TYPED = FLOATS + BOOLS + STRINGS + INTS
+# fields whose Score default is None: an explicit null reads as a missing key
+_NULL_IS_DEFAULT = frozenset(FLOATS + STRINGS + INTS + ("passed",))
+_KNOWN = frozenset((*KEY, *TYPED, *JSONS))  # every Score field: ``extra`` is empty for our own lines
+_INT64 = 2**63
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_ENCODE_ASCII = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+
+
+def raw_line(raw: bytes | str) -> dict[str, Any] | None:
+    """One line of ``scores.jsonl`` as its JSON object, or None when a reader cannot key
+    it (torn, not JSON, not an object, ``metric``/``backend``/``sample_id`` not strings)."""
+    if not raw.strip():
+        return None
+    try:
+        d = json.loads(raw)
+    except ValueError:
+        return None
+    if isinstance(d, dict) and all(isinstance(d.get(k), str) for k in KEY):
+        return d
+    return None
+
+
+def _fits(kind: type, v: Any) -> bool:
+    """True when ``v`` is stored in a typed column of ``kind`` and reads back as itself."""
+    if type(v) is not kind:
+        return False
+    value: Any = v  # a line's value, of any JSON type (the check above narrows it to object)
+    if kind is int:
+        return bool(-_INT64 <= value < _INT64)
+    return kind is not str or value.isascii() or _utf8(value)
+
+
+def _utf8(s: str) -> bool:
+    """False for a string Arrow cannot store (a lone surrogate from a ``\\ud800`` escape)."""
+    try:
+        s.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _json(v: Any) -> str:
+    s = _ENCODE(v)
+    return s if s.isascii() or _utf8(s) else _ENCODE_ASCII(v)
+
+
+_KINDS: list[tuple[str, type]] = [
+    *((k, float) for k in FLOATS),
+    *((k, bool) for k in BOOLS),
+    *((k, str) for k in STRINGS),
+    *((k, int) for k in INTS),
+]
+
+
+class _Columns:
+    """Rows being gathered into one record batch (one list per column)."""
+
+    def __init__(self) -> None:
+        self.cols: dict[str, list[Any]] = {k: [] for k in (*KEY, *TYPED, *JSONS, "extra")}
+        self._typed = [(k, kind, self.cols[k]) for k, kind in _KINDS]
+        self._jsons = [(k, self.cols[k]) for k in JSONS]
+
+    def __len__(self) -> int:
+        return len(self.cols["metric"])
+
+    def add(self, d: Mapping[str, Any]) -> None:
+        cols: dict[str, list[Any]] = self.cols
+        extra: dict[str, Any] = {}
+        for k in KEY:
+            cols[k].append(d[k])
+        get = d.get
+        for k, kind, col in self._typed:
+            v = get(k)
+            if type(v) is kind and (kind is float or kind is bool or _fits(kind, v)):
+                col.append(v)
+            elif v is None and (k in _NULL_IS_DEFAULT or k not in d):
+                col.append(None)
+            else:  # a type the column cannot hold as itself: kept whole in ``extra``
+                col.append(None)
+                extra[k] = v
+        for k, col in self._jsons:
+            col.append(_json(d[k]) if k in d else None)
+        if not d.keys() <= _KNOWN:  # a foreign field: kept, in the line's order
+            extra.update((k, v) for k, v in d.items() if k not in _KNOWN)
+        cols["extra"].append(_json(extra) if extra else None)
+
+    def batch(self) -> Any:
+        import pyarrow as pa
+
+        arrays = [pa.array(self.cols[k], type=pa.string()).dictionary_encode() for k in KEY]
+        arrays += [pa.array(self.cols[k], type=_arrow_type(k)) for k in (*TYPED, *JSONS, "extra")]
+        return pa.RecordBatch.from_arrays(arrays, schema=schema())
+
+
+def _arrow_type(name: str) -> Any:
+    import pyarrow as pa
+
+    if name in FLOATS:
+        return pa.float64()
+    if name in BOOLS:
+        return pa.bool_()
+    if name in INTS:
+        return pa.int64()
+    return pa.string()
+
+
+def schema() -> Any:
+    """The Arrow schema of ``scores.parquet`` (module docstring)."""
+    import pyarrow as pa
+
+    fields = [pa.field(k, pa.dictionary(pa.int32(), pa.string()), nullable=False) for k in KEY]
+    fields += [pa.field(k, _arrow_type(k)) for k in (*TYPED, *JSONS, "extra")]
+    return pa.schema(fields)
+
+
+def remove_parquet(folder: Path) -> None:
+    """Drop ``scores.parquet`` before the folder's lines change (an absent copy is never stale)."""
+    try:
+        (Path(folder) / PARQUET_FILE).unlink(missing_ok=True)
+    except OSError:
+        pass  # a read-only folder: the run's own writes will say so
+
+
+def write_parquet(folder: Path) -> dict[str, Any] | None:
+    """Write ``folder/scores.parquet`` from ``folder/scores.jsonl`` (module docstring);
+    its metadata, or None (and no file) when the lines changed while they were read.
+    An ``OSError`` is the ``OutputError`` of ``atomic_path`` naming the file."""
+    import pyarrow.parquet as pq
+
+    folder = Path(folder)
+    scores, target = folder / SCORES_FILE, folder / PARQUET_FILE
+    before = file_stat(scores)
+    if before is None:
+        remove_parquet(folder)
+        return None
+    with atomic_path(target) as tmp:
+        with pq.ParquetWriter(tmp, schema(), compression="zstd") as writer:
+            meta = _write_rows(scores, writer)
+            meta["scores"]["stat"] = before
+            if file_stat(scores) != before:
+                raise _Moved()
+            writer.add_key_value_metadata({META_KEY: json.dumps(meta)})
+    return meta
+
+
+class _Moved(Exception):
+    """``scores.jsonl`` changed while the Parquet copy was built from it."""
+
+
+def _write_rows(scores: Path, writer: Any) -> dict[str, Any]:
+    """Stream the lines into ``writer`` a batch at a time; the metadata (sha256 of the
+    bytes read, row and unreadable counts)."""
+    digest, cols = hashlib.sha256(), _Columns()
+    rows = unreadable = 0
+    with open(scores, "rb") as f:
+        for raw in f:
+            digest.update(raw)
+            d = raw_line(raw)
+            if d is None:
+                unreadable += bool(raw.strip())
+                continue
+            cols.add(d)
+            rows += 1
+            if len(cols) >= BATCH_ROWS:
+                writer.write_batch(cols.batch())
+                cols = _Columns()
+    if len(cols) or rows == 0:
+        writer.write_batch(cols.batch())
+    return {"format": FORMAT, "scores": {"sha256": digest.hexdigest()}, "rows": rows, "unreadable": unreadable}
+
+
+def build_parquet(folder: Path) -> dict[str, Any] | None:
+    """``write_parquet``, None when the lines moved under it (the folder keeps no copy)."""
+    try:
+        return write_parquet(folder)
+    except _Moved:
+        _LOG.debug("%s changed while scores.parquet was built; none written", Path(folder) / SCORES_FILE)
+        return None
+
+
+def read_meta(path: Path) -> dict[str, Any] | None:
+    """The ``unified.scores`` metadata of a Parquet file, or None (absent, unreadable, other format)."""
+    import pyarrow.parquet as pq
+
+    try:
+        kv = pq.ParquetFile(path).metadata.metadata or {}
+        meta = json.loads(kv.get(META_KEY, b"null"))
+    except Exception:  # a torn, foreign or unreadable file is simply not used
+        return None
+    return meta if isinstance(meta, dict) and meta.get("format") == FORMAT else None
+
+
+def fresh_parquet(folder: Path) -> dict[str, Any] | None:
+    """The metadata of ``folder/scores.parquet`` when it describes ``scores.jsonl`` as it
+    is now (``runindex.same_file``); None otherwise — the caller reads the lines."""
+    path = Path(folder) / PARQUET_FILE
+    if not path.is_file():
+        return None
+    meta = read_meta(path)
+    if meta is None or not same_file(Path(folder) / SCORES_FILE, meta.get("scores")):
+        _LOG.debug("%s does not describe the current %s; reading the lines", path, SCORES_FILE)
+        return None
+    return meta
+
+
+def iter_columns(path: Path, names: Iterable[str] | None = None) -> Iterator[tuple[int, dict[str, list[Any]]]]:
+    """(row number of the batch's first row, column name -> Python values) a batch at a
+    time; only the columns ``names`` when given."""
+    import pyarrow.parquet as pq
+
+    pos = 0
+    cols = None if names is None else list(names)
+    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=cols):
+        yield pos, {name: _pylist(batch.column(name)) for name in batch.schema.names}
+        pos += batch.num_rows
+
+
+def _pylist(col: Any) -> list[Any]:
+    """``col.to_pylist()``, through NumPy (several times faster at 100k rows): a
+    dictionary column by its indices; a numeric column with nulls by a null mask, since
+    NumPy would turn a null into NaN (and an int column into floats)."""
+    import pyarrow as pa
+
+    if pa.types.is_dictionary(col.type):
+        words = col.dictionary.to_pylist()
+        return [words[i] for i in col.indices.to_numpy(zero_copy_only=False).tolist()]
+    if col.null_count == 0 or not (pa.types.is_floating(col.type) or pa.types.is_integer(col.type)):
+        return col.to_numpy(zero_copy_only=False).tolist()  # strings and bools keep None
+    values = col.fill_null(0).to_numpy(zero_copy_only=False).tolist()
+    for i in col.is_null().to_numpy(zero_copy_only=False).nonzero()[0].tolist():
+        values[i] = None
+    return values
+
+
+_ORDER = (*KEY, *TYPED, *JSONS, "extra")
+
+
+def _rows(cols: Mapping[str, list[Any]]) -> Iterator[dict[str, Any]]:
+    """Each row of a batch's columns as the line's JSON object (module docstring)."""
+    loads = json.loads
+    for values in zip(*(cols[k] for k in _ORDER)):
+        d = {k: v for k, v in zip(_ORDER, values) if v is not None}
+        for k in JSONS:
+            if k in d:
+                d[k] = loads(d[k])
+        extra = d.pop("extra", None)
+        if extra is not None:
+            d.update(loads(extra))
+        yield d
+
+
+# what the report model keeps of a line (``unified.report.model.task_of``): no other
+# column is read, and ``details`` is parsed only for a degraded line (its reason is there)
+MODEL_FIELDS = (*KEY, "value", "passed", "error", "threshold", "degraded", "reason", "row_error", "cost", "details")
+
+
+def iter_model_fields(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, the line's ``MODEL_FIELDS``) of every row, in file order: the line's
+    JSON object cut to those fields (``details`` left as its JSON text unless the line is
+    degraded), ``extra`` applied — the report model's pass without building each line."""
+    names = (*MODEL_FIELDS, "extra")
+    loads = json.loads
+    for start, cols in iter_columns(path, names):
+        for i, values in enumerate(zip(*(cols[k] for k in names))):
+            d = {k: v for k, v in zip(names, values) if v is not None}
+            if "cost" in d:
+                d["cost"] = loads(d["cost"])
+            extra = d.pop("extra", None)
+            if extra is not None:
+                d.update(loads(extra))
+            if d.get("degraded") and isinstance(d.get("details"), str):
+                d["details"] = loads(d["details"])
+            yield start + i, d
+
+
+def iter_raw(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, the line's JSON object) of every row, in file order."""
+    for start, cols in iter_columns(path):
+        for i, d in enumerate(_rows(cols)):
+            yield start + i, d
+
+
+def fetch_raw(path: Path, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
+    """The rows at ``positions`` (row numbers), as ``iter_raw`` gives them."""
+    import pyarrow.parquet as pq
+
+    want = sorted(set(positions))
+    pf, start = pq.ParquetFile(path), 0
+    out: dict[int, dict[str, Any]] = {}
+    for g in range(pf.metadata.num_row_groups):
+        n = pf.metadata.row_group(g).num_rows
+        here = [p - start for p in want if start <= p < start + n]
+        if here:  # only the row groups that hold a wanted row are read
+            table = pf.read_row_group(g).take(here)
+            cols = {name: table.column(name).to_pylist() for name in table.schema.names}
+            out.update(zip((start + p for p in here), _rows(cols)))
+        start += n
+    return out
