@@ -136,9 +136,12 @@ class LlamaCppJudge(ChatJudge):
             ) from None
         if not self._path.is_file():
             raise JudgeNotConfiguredError(f"gguf model not found: {self._path}")
+        n_threads, n_threads_batch = budget.gguf_threads(self.config)
         llama = Llama(
             model_path=str(self._path),
             n_ctx=self.config.n_ctx,
+            n_threads=n_threads,
+            n_threads_batch=n_threads_batch,
             chat_format=self.config.chat_format,
             verbose=False,
             seed=self.config.seed if self.config.seed is not None else 0,
