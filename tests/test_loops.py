@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from unified.judge import JudgeConfig
-from unified.judge.base import JudgeLengthError
+from unified.judge import JudgeConfig, task_scope
+from unified.judge.base import JudgeLengthError, JudgeLoopError
 from unified.judge.llama import LlamaCppJudge
-from unified.judge.loops import length_remedy, repeated_tail
+from unified.judge.loops import RETRY_REPEAT_PENALTY, length_remedy, repeated_tail
 
 CLAIM = '"The restaurant is located at 31 W Carrillo St.", '
 CLAIMS = '{"claims": ["Finch & Fork serves breakfast.", ' + CLAIM * 9 + '"The restaurant is loc'
@@ -57,7 +57,7 @@ class CutLlama:
 
 
 async def test_a_gguf_judge_that_loops_fails_naming_the_loop_not_the_cap():
-    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=CutLlama(CLAIMS))
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=CutLlama(CLAIMS))  # loops twice
     with pytest.raises(JudgeLengthError) as e:
         await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
     msg = str(e.value)
@@ -71,3 +71,57 @@ async def test_a_gguf_answer_cut_without_a_loop_still_says_raise_max_tokens():
     judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=CutLlama('{"claims": ["a long first cl'))
     with pytest.raises(JudgeLengthError, match="raise max_tokens"):
         await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
+
+
+class PenaltyLlama:
+    """Loops (cut at the cap) unless asked with a repeat penalty; records each call's kwargs."""
+
+    def __init__(self, loops_with_penalty: bool = False):
+        self.calls: list[dict] = []
+        self.loops_with_penalty = loops_with_penalty
+
+    def create_chat_completion(self, messages, **kwargs):
+        self.calls.append(kwargs)
+        if "repeat_penalty" not in kwargs or self.loops_with_penalty:
+            return CutLlama(CLAIMS).create_chat_completion(messages, **kwargs)
+        answer = '{"claims": ["Finch & Fork serves breakfast.", "It is at 31 W Carrillo St."]}'
+        return {
+            "choices": [{"message": {"content": answer}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 20},
+        }
+
+
+async def test_a_call_that_looped_is_asked_once_more_with_a_repeat_penalty():
+    fake = PenaltyLlama()
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=fake)
+    with task_scope("deepeval", "faithfulness", "s1") as meter:
+        out = await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
+    assert out.claims == ["Finch & Fork serves breakfast.", "It is at 31 W Carrillo St."]
+    assert [c.get("repeat_penalty") for c in fake.calls] == [None, RETRY_REPEAT_PENALTY]
+    # both calls are paid and shown: the looped one as a failed call, with its tokens
+    assert [r.error for r in meter.records] == ["finish_reason=length", None]
+    assert meter.records[0].output_tokens == fake.calls[0]["max_tokens"]
+
+
+async def test_a_second_loop_fails_saying_what_was_tried_and_a_set_penalty_is_not_overridden():
+    fake = PenaltyLlama(loops_with_penalty=True)
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=fake)
+    with pytest.raises(JudgeLoopError, match=r"also with repeat_penalty=1.1; the model looped"):
+        await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
+    assert len(fake.calls) == 2
+    own = PenaltyLlama(loops_with_penalty=True)
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf", extra={"repeat_penalty": 1.3}), llama=own)
+    with pytest.raises(JudgeLoopError):
+        await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
+    assert [c["repeat_penalty"] for c in own.calls] == [1.3]  # the user's choice, asked once
+
+
+async def test_an_answer_cut_without_a_loop_is_not_asked_again():
+    fake = CutLlama('{"claims": ["a long first cl')
+    calls = []
+    real = fake.create_chat_completion
+    fake.create_chat_completion = lambda messages, **kw: calls.append(kw) or real(messages, **kw)
+    judge = LlamaCppJudge(JudgeConfig(model="/models/q.gguf"), llama=fake)
+    with pytest.raises(JudgeLengthError) as e:
+        await judge.ask([{"role": "user", "content": "list the claims"}], Claims)
+    assert not isinstance(e.value, JudgeLoopError) and len(calls) == 1

@@ -58,6 +58,11 @@ class JudgeLengthError(JudgeOutputError):
     """The answer was cut at max_tokens (finish_reason == "length"): raise max_tokens."""
 
 
+class JudgeLoopError(JudgeLengthError):
+    """The answer was cut at max_tokens while repeating one block (``unified.judge.loops``):
+    a higher max_tokens would not help."""
+
+
 class JudgeNotConfiguredError(JudgeError):
     """A metric needs an LLM judge (or embedder) and none is configured."""
 

@@ -21,6 +21,12 @@ local    ``PROMPT_SECONDS + cap · SECONDS_PER_TOKEN``  1            ``answer_ca
 remote   ``REMOTE_TIMEOUT`` (60)                     8            config ``max_tokens``
 =======  ==========================================  ===========  ======================
 
+An in-process model's threads (``gguf_threads``): ``n_threads`` when the config sets it,
+else the physical cores this process may run on — the CPUs in its affinity mask divided
+by the hardware threads per core (``/sys/devices/system/cpu/cpu0/topology``; 1 when
+unknown). llama-cpp-python's own default, half the logical CPUs, assumes two hardware
+threads per core, and on a 2-core machine without SMT it generates on one core.
+
 The timeout covers one request, never the wait for a turn: calls beyond ``concurrency``
 queue, and a queued call has no clock running.
 
@@ -39,7 +45,9 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import re
+from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -138,6 +146,35 @@ def schema_bound(schema: dict[str, Any]) -> int | None:
     return 16 + chars // _CHARS_PER_TOKEN
 
 
+_SIBLINGS = Path("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+
+
+def _threads_per_core() -> int:
+    """Hardware threads per core (``0-1`` or ``0,2`` in the siblings list: 2), 1 when unknown."""
+    try:
+        spec = _SIBLINGS.read_text().strip()
+    except OSError:
+        return 1
+    count = 0
+    for part in filter(None, spec.split(",")):
+        lo, _, hi = part.partition("-")
+        count += int(hi) - int(lo) + 1 if hi else 1
+    return max(count, 1)
+
+
+def usable_cpus() -> int:
+    """The logical CPUs this process may run on (its affinity mask, not the machine's count)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def gguf_threads(config: JudgeConfig) -> tuple[int, int]:
+    """``(n_threads, n_threads_batch)`` for an in-process model (module docstring): the
+    generation threads, and the prompt-reading threads (every usable CPU, at least as many)."""
+    cpus = usable_cpus()
+    n = config.n_threads or max(cpus // _threads_per_core(), 1)
+    return n, max(n, cpus)
+
+
 def answer_cap(config: JudgeConfig, messages: list[dict[str, str]], schema: dict[str, Any] | None) -> int | None:
     """``max_tokens`` for one call (module docstring); None for a remote judge, which
     keeps the config's ``max_tokens``."""
@@ -152,6 +189,8 @@ def answer_cap(config: JudgeConfig, messages: list[dict[str, str]], schema: dict
 
 __all__ = [
     "FREE_TEXT_BASE",
+    "gguf_threads",
+    "usable_cpus",
     "JudgeKind",
     "PROMPT_SECONDS",
     "REMOTE_CONCURRENCY",

@@ -128,6 +128,8 @@ class JudgeConfig(_EndpointConfig):
     gguf_path: str | None = None
     chat_format: str | None = None  # llama-cpp-python only; None -> the model's template
     n_ctx: int = 4096  # llama-cpp-python only
+    # llama-cpp-python only: generation threads; None -> the physical cores (budget.gguf_threads)
+    n_threads: int | None = Field(None, ge=1)
     extra: dict[str, Any] = Field(default_factory=dict)  # more sampling params, sent as-is
 
     @property

@@ -37,7 +37,7 @@ from unified.judge.base import (
     CallRecord,
     ChatJudge,
     JudgeError,
-    JudgeLengthError,
+    JudgeLoopError,
     JudgeNotConfiguredError,
     JudgeTimeoutError,
     Messages,
@@ -46,7 +46,7 @@ from unified.judge.base import (
     repeat_seed,
 )
 from unified.judge.config import JudgeConfig
-from unified.judge.loops import length_remedy
+from unified.judge.loops import RETRY_REPEAT_PENALTY, cut_error
 from unified.judge.resilience import loop_local
 from unified.judge.structured import estimate_tokens, parse_with_repair
 from unified.judge.structured import schema_json as _schema_json
@@ -136,9 +136,12 @@ class LlamaCppJudge(ChatJudge):
             ) from None
         if not self._path.is_file():
             raise JudgeNotConfiguredError(f"gguf model not found: {self._path}")
+        n_threads, n_threads_batch = budget.gguf_threads(self.config)
         llama = Llama(
             model_path=str(self._path),
             n_ctx=self.config.n_ctx,
+            n_threads=n_threads,
+            n_threads_batch=n_threads_batch,
             chat_format=self.config.chat_format,
             verbose=False,
             seed=self.config.seed if self.config.seed is not None else 0,
@@ -203,8 +206,18 @@ class LlamaCppJudge(ChatJudge):
         return err
 
     async def _complete(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> str:
+        """One answer; a call that looped to its cap is asked once more with a repetition
+        penalty (``loops.RETRY_REPEAT_PENALTY``), unless the caller or config set one."""
         if repeat_seed() is not None:  # a test–retest repeat samples with its own seed
             params = {**params, "seed": repeat_seed()}
+        try:
+            return await self._complete_once(messages, schema_json, params)
+        except JudgeLoopError:
+            if "repeat_penalty" in params or "repeat_penalty" in self.config.extra:
+                raise
+        return await self._complete_once(messages, schema_json, {**params, "repeat_penalty": RETRY_REPEAT_PENALTY})
+
+    async def _complete_once(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> str:
         kwargs = self._kwargs(messages, schema_json, params)
         start = time.perf_counter()
         try:
@@ -246,10 +259,8 @@ class LlamaCppJudge(ChatJudge):
         if choice.get("finish_reason") == "length":
             rec.error = "finish_reason=length"
             record_call(rec)
-            raise JudgeLengthError(
-                f"gguf judge {self.model}: answer cut at max_tokens={kwargs.get('max_tokens')} "
-                "(finish_reason=length); " + length_remedy(content)
-            )
+            note = f", also with repeat_penalty={kwargs['repeat_penalty']}" if "repeat_penalty" in kwargs else ""
+            raise cut_error(f"gguf judge {self.model}", kwargs.get("max_tokens"), content, note)
         record_call(rec)
         return content
 

@@ -29,10 +29,10 @@ from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
 from unified.judge import budget
-from unified.judge.base import CallRecord, ChatJudge, JudgeLengthError, Messages, T, record_call, repeat_seed
+from unified.judge.base import CallRecord, ChatJudge, Messages, T, record_call, repeat_seed
 from unified.judge.batch import BatchMode, JudgeBatchError, current_batch_mode, custom_id_for
 from unified.judge.config import JudgeConfig
-from unified.judge.loops import length_remedy
+from unified.judge.loops import cut_error
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
 
 # the structured-output helpers live in their own module; re-exported here for callers
@@ -245,10 +245,7 @@ class OpenAIChatJudge(ChatJudge):
         if choice is not None and choice.finish_reason == "length":
             rec.error = "finish_reason=length"
             record_call(rec)
-            raise JudgeLengthError(
-                f"{self._what}: answer cut at max_tokens={kwargs.get('max_tokens')} "
-                "(finish_reason=length); " + length_remedy(content)
-            )
+            raise cut_error(self._what, kwargs.get("max_tokens"), content)
         record_call(rec)
         return content
 
