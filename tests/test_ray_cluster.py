@@ -165,8 +165,10 @@ def test_kill_9_of_the_worker_node_mid_run_then_the_same_command_is_exactly_once
         end = time.monotonic() + 240
         # mid-run: 30 lines written and a scoring actor alive on the worker (its process
         # title), so the kill takes work from it; waiting for lines alone raced the placement
-        while time.monotonic() < end and proc.poll() is None and not (
-            len(_lines(out)) >= 30 and any("ray::ScoringWorker" in cmdline(p) for p in worker.processes())
+        while (
+            time.monotonic() < end
+            and proc.poll() is None
+            and not (len(_lines(out)) >= 30 and any("ray::ScoringWorker" in cmdline(p) for p in worker.processes()))
         ):
             time.sleep(0.02)
         assert proc.poll() is None, "the run ended before the kill: " + proc.stderr.read().decode()[-2000:]
