@@ -84,6 +84,20 @@ def test_at_most_workers_calls_at_once_and_a_new_loop_starts_fresh():
 # ---------------------------------------------------------------- the real local model
 
 
+def _count_encodes(monkeypatch, model, delay: float = 0.0) -> list[str]:
+    """Wrap the model's ``encode``: the texts it was given, in order (each call waits ``delay`` s)."""
+    seen: list[str] = []
+    real_encode = model.encode
+
+    def counting(batch, **kw):
+        seen.extend(batch)
+        time.sleep(delay)
+        return real_encode(batch, **kw)
+
+    monkeypatch.setattr(model, "encode", counting)
+    return seen
+
+
 @pytest.mark.local
 def test_batched_vectors_equal_one_call_per_request_and_the_cache_is_hit(monkeypatch):
     from unified.judge import local as L
@@ -97,15 +111,7 @@ def test_batched_vectors_equal_one_call_per_request_and_the_cache_is_hit(monkeyp
     L.clear_vector_cache()
     alone = {t: L.encode_both([t])[0] for r in texts for t in r}  # one text per forward pass
     L.clear_vector_cache()
-    model = L.get_sentence_model()
-    seen: list[str] = []
-    real_encode = model.encode
-
-    def counting(batch, **kw):
-        seen.extend(batch)
-        return real_encode(batch, **kw)
-
-    monkeypatch.setattr(model, "encode", counting)
+    seen = _count_encodes(monkeypatch, L.get_sentence_model())
     emb = L.LocalEmbedder()
 
     async def concurrent():
@@ -129,16 +135,8 @@ def test_concurrent_encodes_of_the_same_text_run_the_model_once(monkeypatch):
     from unified.judge import local as L
 
     L.clear_vector_cache()
-    model = L.get_sentence_model()
-    seen: list[str] = []
-    real_encode = model.encode
-
-    def slow(batch, **kw):
-        seen.extend(batch)
-        time.sleep(0.2)  # the second thread arrives while this text is in flight
-        return real_encode(batch, **kw)
-
-    monkeypatch.setattr(model, "encode", slow)
+    # the second thread arrives while the first one's text is in flight
+    seen = _count_encodes(monkeypatch, L.get_sentence_model(), delay=0.2)
     text = "A context sentence that two samples retrieved at the same time."
     out: list = [None, None]
     threads = [threading.Thread(target=lambda i=i: out.__setitem__(i, L.encode_both([text]))) for i in range(2)]
