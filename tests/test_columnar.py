@@ -344,6 +344,24 @@ def test_a_torn_or_foreign_parquet_is_ignored(tmp_path):
     assert columnar.fresh_parquet(out) is None and isinstance(Report(out).source(), FileSource)
 
 
+def test_a_parquet_damaged_inside_is_an_error_the_report_reads_past_to_the_lines(tmp_path):
+    """Its footer (and so its fingerprint) intact, every data page overwritten: the page
+    checksums make the read fail, and the report reads the lines instead — the same
+    values, never numbers decoded from damaged pages."""
+    _, out = _first(tmp_path)
+    want = _tasks(Report(out))
+    path = out / PQ
+    raw = bytearray(path.read_bytes())
+    footer = int.from_bytes(raw[-8:-4], "little")
+    raw[4 : len(raw) - 8 - footer] = b"\x55" * (len(raw) - 12 - footer)
+    path.write_bytes(bytes(raw))
+    assert columnar.fresh_parquet(out) is not None  # the footer still vouches for the lines
+    rep = Report(out)
+    assert _tasks(rep) == want
+    assert isinstance(rep.source(), FileSource)
+    assert len(list(rep.iter_score_dicts())) == len(want)
+
+
 def test_a_report_keeps_the_source_its_model_was_built_from(tmp_path):
     """A model read from the lines keeps byte offsets: a parquet written after it must not
     be paired with those positions (rows would be dropped without a word)."""

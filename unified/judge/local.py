@@ -187,6 +187,8 @@ def _encode(todo: list[str], batch_size: int) -> dict[str, _Pair]:
     try:
         with _workers:
             outs = get_sentence_model().encode(todo, output_value=None, batch_size=batch_size, show_progress_bar=False)
+            if len(outs) != len(todo):  # zip would drop texts whose waiters then wait forever
+                raise RuntimeError(f"the local model encoded {len(outs)} of {len(todo)} texts")
             fresh = {t: _pair(o) for t, o in zip(todo, outs)}
     except BaseException:
         with _cache_lock:

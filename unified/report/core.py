@@ -9,11 +9,13 @@ also wrap Scores held in memory.
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from unified.data.files import atomic_path, write_text
+from unified.redact import one_line
 from unified.report import frameworks
 from unified.report.model import (
     FileSource,
@@ -28,6 +30,8 @@ from unified.report.model import (
 from unified.run.columnar import fresh_parquet
 from unified.run.runfolder import PARQUET_FILE, SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
 from unified.scores import Aggregate, Score
+
+log = logging.getLogger(__name__)
 
 
 def _run_folder(path: str | os.PathLike[str]) -> Path:
@@ -87,14 +91,16 @@ class Report:
         return FileSource(self.run_dir / SCORES_FILE)
 
     def _stamp(self) -> Any:
-        """What invalidates the cached model: the scores file's size and mtime, and the
-        summary's (it names the metrics in the order asked)."""
+        """What invalidates the cached model: the scores file's stat (inode, size, mtime and
+        ctime: a same-size rewrite within one mtime tick still changes the ctime or inode),
+        and the summary's mtime (it names the metrics in the order asked)."""
         if self._scores is not None:
             return len(self._scores)
         assert self.run_dir is not None
         st = (self.run_dir / SCORES_FILE).stat()
         summary = self.run_dir / SUMMARY_FILE
-        return (st.st_size, st.st_mtime_ns, summary.stat().st_mtime_ns if summary.exists() else None)
+        stat = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        return (stat, summary.stat().st_mtime_ns if summary.exists() else None)
 
     def model(self) -> RunModel:
         """The report model (one pass over the score lines; cached until the file changes)."""
@@ -105,7 +111,18 @@ class Report:
         if self._model is None or self._model[0] != stamp:
             self._model, self._source = None, None
             source = self.source()
-            self._model, self._source = (stamp, build_model(source, self.run_summary())), source
+            try:
+                model = build_model(source, self.run_summary())
+            except Exception as exc:
+                if not isinstance(source, ParquetSource):
+                    raise
+                # a damaged copy (page checksum) or one removed by a run mid-read: the lines
+                # are the source of truth, and the copy is only ever a faster way to them
+                log.debug("scores.parquet unreadable (%s): reading scores.jsonl", one_line(exc, 200))
+                assert self.run_dir is not None  # a ParquetSource only comes from a folder
+                source = FileSource(self.run_dir / SCORES_FILE)
+                model = build_model(source, self.run_summary())
+            self._model, self._source = (stamp, model), source
         return self._model[1]
 
     # ------------------------------------------------------------ access

@@ -201,7 +201,7 @@ def write_parquet(folder: Path) -> dict[str, Any] | None:
         remove_parquet(folder)
         return None
     with atomic_path(target) as tmp:
-        with pq.ParquetWriter(tmp, schema(), compression="zstd") as writer:
+        with pq.ParquetWriter(tmp, schema(), compression="zstd", write_page_checksum=True) as writer:
             meta = _write_rows(scores, writer)
             meta["scores"]["stat"] = before
             if file_stat(scores) != before:
@@ -250,7 +250,7 @@ def read_meta(path: Path) -> dict[str, Any] | None:
     import pyarrow.parquet as pq
 
     try:
-        kv = pq.ParquetFile(path).metadata.metadata or {}
+        kv = pq.ParquetFile(path, page_checksum_verification=True).metadata.metadata or {}
         meta = json.loads(kv.get(META_KEY, b"null"))
     except Exception:  # a torn, foreign or unreadable file is simply not used
         return None
@@ -277,7 +277,9 @@ def iter_columns(path: Path, names: Iterable[str] | None = None) -> Iterator[tup
 
     pos = 0
     cols = None if names is None else list(names)
-    for batch in pq.ParquetFile(path).iter_batches(batch_size=BATCH_ROWS, columns=cols):
+    for batch in pq.ParquetFile(path, page_checksum_verification=True).iter_batches(
+        batch_size=BATCH_ROWS, columns=cols
+    ):
         yield pos, {name: _pylist(batch.column(name)) for name in batch.schema.names}
         pos += batch.num_rows
 
@@ -352,7 +354,7 @@ def fetch_raw(path: Path, positions: Iterable[int]) -> dict[int, dict[str, Any]]
     import pyarrow.parquet as pq
 
     want = sorted(set(positions))
-    pf, start = pq.ParquetFile(path), 0
+    pf, start = pq.ParquetFile(path, page_checksum_verification=True), 0
     out: dict[int, dict[str, Any]] = {}
     for g in range(pf.metadata.num_row_groups):
         n = pf.metadata.row_group(g).num_rows
