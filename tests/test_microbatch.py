@@ -72,7 +72,7 @@ def test_a_failing_request_does_not_lose_the_others():
 
 
 def test_at_most_workers_calls_at_once_and_a_new_loop_starts_fresh():
-    fn = SlowFn(delay=0.02)
+    fn = SlowFn(delay=0.2)  # long enough that the two workers overlap on a loaded machine (0.02 did not)
     batcher = MicroBatcher(fn, workers=2, max_texts=2)
     requests = [[f"t{i}", f"u{i}"] for i in range(10)]
     assert asyncio.run(_many(batcher, requests)) == [[t.upper() for t in r] for r in requests]

@@ -55,7 +55,10 @@ from unified.run.runindex import file_stat, same_file
 
 FORMAT = 1
 META_KEY = b"unified.scores"
-BATCH_ROWS = 16_384  # one row group per batch: memory stays bounded at a million lines
+# one row group per batch: memory stays bounded at a million lines. 4,096, not 16,384: with
+# 16k-row batches a 20k-sample run (40k rows) peaked 36 MB above a 5k-sample one (10k rows,
+# one part-filled batch), 2.4 KB a sample in tests/test_run_memory.py; the batch is the peak
+BATCH_ROWS = 4_096
 _LOG = logging.getLogger(__name__)
 
 KEY = ("metric", "backend", "sample_id")
