@@ -21,7 +21,7 @@ from unified.judge.base import JudgeLengthError, JudgeLoopError
 MIN_BLOCK = 24  # characters: shorter periods are enum lists and separators, not loops
 MIN_REPEATS = 3
 # An in-process judge that looped asks once more with this repetition penalty (1.1: Ollama's
-# default and llama.cpp's long-standing one; llama-cpp-python's is 1.0, none). Measured on the
+# default; llama-cpp-python's is 1.0, none). Measured on the
 # packaged 1.5B model: DeepEval's truths of a RAGTruth news article looped 26 times at 1.0
 # and were answered at 1.1. Only a call that looped is asked again; no other answer changes.
 RETRY_REPEAT_PENALTY = 1.1
