@@ -32,6 +32,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from unified.judge import budget
 from unified.judge.base import CallRecord, Embedder, JudgeNotConfiguredError, record_call
 from unified.judge.microbatch import MicroBatcher
 
@@ -97,11 +98,7 @@ _inflight: "dict[str, Future[tuple[np.ndarray, np.ndarray] | None]]" = {}
 
 
 def _default_workers() -> int:
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except AttributeError:  # not Linux
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, 8))
+    return max(1, min(budget.usable_cpus(), 8))
 
 
 #: how many forward passes run at once, each on ONE torch thread (``UNIFIED_LOCAL_ENCODERS``,
