@@ -223,6 +223,11 @@ def _job_errors(job: Any) -> str:
     return "; ".join(f"{e.code}: {e.message}" if getattr(e, "code", None) else str(e.message) for e in data[:3])
 
 
+def _counts(job: Any) -> dict[str, int]:
+    """The job's request counts (completed, failed, total) for its end record; {} when none."""
+    return job.request_counts.model_dump() if job.request_counts is not None else {}
+
+
 def _line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | None]:
     """(chat completion body, None) for a good output line, else (None, why)."""
     resp = line.get("response") or {}
@@ -447,7 +452,7 @@ class Batcher:
             self._reasons[batch_id] = reason
         if self.mode.ledger.ended_status(batch_id) is None:
             failed = sorted(c for c in self.mode.ledger.custom_ids_of(batch_id) if _line_outcome(lines.get(c, {}))[1])
-            counts = job.request_counts.model_dump() if job.request_counts is not None else {}
+            counts = _counts(job)
             self.mode.ledger.ended(batch_id, job.status, counts, failed)
         for cid in sorted(self._members.pop(batch_id, set())):
             self._resolve(cid, batch_id)
@@ -474,7 +479,7 @@ class Batcher:
         are lost) instead of polling a job whose results no rerun can ever read."""
         ids = sorted(self.mode.ledger.custom_ids_of(batch_id))
         if self.mode.ledger.ended_status(batch_id) is None:
-            counts = gone.job.request_counts.model_dump() if gone.job.request_counts is not None else {}
+            counts = _counts(gone.job)
             self.mode.ledger.ended(batch_id, f"{gone.job.status}, results unreadable", counts, ids)
         msg = (
             f"batch {batch_id} ({gone.job.status}): its result file can no longer be read ({gone.cause}); "
