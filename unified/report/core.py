@@ -29,6 +29,7 @@ from unified.report.model import (
 )
 from unified.run.columnar import fresh_parquet
 from unified.run.runfolder import PARQUET_FILE, SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
+from unified.run.runindex import file_stat
 from unified.scores import Aggregate, Score
 
 log = logging.getLogger(__name__)
@@ -43,7 +44,7 @@ def _run_folder(path: str | os.PathLike[str]) -> Path:
 
 def _same_lines(old: Any, new: Any) -> bool:
     """Two ``Report._stamp`` values of a folder whose scores file is unchanged."""
-    return isinstance(old, tuple) and isinstance(new, tuple) and old[:2] == new[:2]
+    return isinstance(old, tuple) and isinstance(new, tuple) and old[0] == new[0]
 
 
 class Report:
@@ -91,16 +92,17 @@ class Report:
         return FileSource(self.run_dir / SCORES_FILE)
 
     def _stamp(self) -> Any:
-        """What invalidates the cached model: the scores file's stat (inode, size, mtime and
-        ctime: a same-size rewrite within one mtime tick still changes the ctime or inode),
-        and the summary's mtime (it names the metrics in the order asked)."""
+        """What invalidates the cached model: the scores file's stat (``runindex.file_stat``:
+        a same-size rewrite within one mtime tick still changes the ctime or inode), and the
+        summary's mtime (it names the metrics in the order asked)."""
         if self._scores is not None:
             return len(self._scores)
         assert self.run_dir is not None
-        st = (self.run_dir / SCORES_FILE).stat()
         summary = self.run_dir / SUMMARY_FILE
-        stat = (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        return (stat, summary.stat().st_mtime_ns if summary.exists() else None)
+        stat = file_stat(self.run_dir / SCORES_FILE)
+        if stat is None:  # as before: a folder whose scores file is gone is an error, not an empty run
+            raise FileNotFoundError(f"{self.run_dir / SCORES_FILE} is gone")
+        return (tuple(stat), summary.stat().st_mtime_ns if summary.exists() else None)
 
     def model(self) -> RunModel:
         """The report model (one pass over the score lines; cached until the file changes)."""
