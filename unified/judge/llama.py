@@ -215,9 +215,15 @@ class LlamaCppJudge(ChatJudge):
         except JudgeLoopError:
             if "repeat_penalty" in params or "repeat_penalty" in self.config.extra:
                 raise
-        return await self._complete_once(messages, schema_json, {**params, "repeat_penalty": RETRY_REPEAT_PENALTY})
+        retry = {**params, "repeat_penalty": RETRY_REPEAT_PENALTY}
+        return await self._complete_once(
+            messages, schema_json, retry, f"asked again with repeat_penalty={RETRY_REPEAT_PENALTY}"
+        )
 
-    async def _complete_once(self, messages: Messages, schema_json: dict | None, params: dict[str, Any]) -> str:
+    async def _complete_once(
+        self, messages: Messages, schema_json: dict | None, params: dict[str, Any], tried: str = ""
+    ) -> str:
+        """One call; ``tried`` says, in a cut answer's error, what this call already was."""
         kwargs = self._kwargs(messages, schema_json, params)
         start = time.perf_counter()
         try:
@@ -237,9 +243,9 @@ class LlamaCppJudge(ChatJudge):
             # a crash of the metric that asked
             hint = "; raise n_ctx" if "context window" in str(e) else ""
             raise self._failed(JudgeError(f"gguf judge {self.model}: {e}{hint}"), time.perf_counter() - start) from None
-        return self._answer(resp, messages, latency, kwargs)
+        return self._answer(resp, messages, latency, kwargs, tried)
 
-    def _answer(self, resp: dict, messages: Messages, latency: float, kwargs: dict[str, Any]) -> str:
+    def _answer(self, resp: dict, messages: Messages, latency: float, kwargs: dict[str, Any], tried: str = "") -> str:
         choice = resp["choices"][0]
         content = choice["message"].get("content") or ""
         usage = resp.get("usage") or {}
@@ -259,8 +265,11 @@ class LlamaCppJudge(ChatJudge):
         if choice.get("finish_reason") == "length":
             rec.error = "finish_reason=length"
             record_call(rec)
-            note = f", also with repeat_penalty={kwargs['repeat_penalty']}" if "repeat_penalty" in kwargs else ""
-            raise cut_error(f"gguf judge {self.model}", kwargs.get("max_tokens"), content, note)
+            if not tried and "repeat_penalty" in kwargs:  # the caller's or the config's own penalty
+                tried = f"with repeat_penalty={kwargs['repeat_penalty']} as set"
+            raise cut_error(
+                f"gguf judge {self.model}", kwargs.get("max_tokens"), content, f", {tried}" if tried else ""
+            )
         record_call(rec)
         return content
 
