@@ -2,7 +2,7 @@
 
     python benchmarks/fit_offline_judge.py --data /work/shared/data [--sources N]
            [--cache /tmp/candidates.json] [--features a,b,c] [--candidates]
-           [--out adapters/offline_judge.json] [--dry-run]
+           [--out adapters/offline_judge.json] [--dry-run] [--ignore-answered]
 
 Data (human labels; none of it is in the repository):
 
@@ -35,7 +35,8 @@ hallucination rate does not move the intercept. Printed and stored:
   set-weighted balanced accuracy on that data.
 
 AUC is ROC AUC of the score against the human label (faithful = 1), computed after the
-non-answer rule (``p · answered``), i.e. of the value the backend reports.
+non-answer rule (``p · answered``), i.e. of the value the backend reports;
+``--ignore-answered`` prints the same table for p alone, to weigh that rule.
 """
 
 from __future__ import annotations
@@ -355,7 +356,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--search", type=int, default=0, help="greedy forward selection: N steps from --features")
     ap.add_argument("--out", type=Path, default=ROOT / "adapters/offline_judge.json")
     ap.add_argument("--dry-run", action="store_true", help="print the table, write nothing")
-    return ap.parse_args(argv)
+    ap.add_argument(
+        "--ignore-answered",
+        action="store_true",
+        help="score p alone, without the backend's non-answer factor (a comparison: implies --dry-run)",
+    )
+    args = ap.parse_args(argv)
+    args.dry_run = args.dry_run or args.ignore_answered  # the backend always applies the factor
+    return args
 
 
 def load_candidates(
@@ -410,6 +418,9 @@ def main(argv: list[str] | None = None) -> int:
         search(C, Y, names, args.search)
         return 0
     X = {k: matrix(C[k], names) for k in SETS}
+    if args.ignore_answered:
+        for x in X.values():
+            x[:, -1] = 1.0
     report(names, X, Y, G, args, t0)
     return 0
 
