@@ -186,3 +186,34 @@ def test_a_failed_encode_lets_the_waiting_caller_encode_the_text_itself(monkeypa
     assert len(out[0]) == 2 and out[0][0][0].shape == (384,)
     assert calls[0] == [text] and [text] in calls[1:]  # encoded again by the waiting caller
     assert L._inflight == {}
+
+
+@pytest.mark.local
+def test_an_encode_is_cut_into_passes_by_length_on_both_pass_threads(monkeypatch):
+    from unified.judge import local as L
+
+    short = [f"Plan {i} keeps notes for {i} days." for i in range(12)]
+    long = [
+        "When the same note is edited on two devices before either of them syncs, both versions are kept: "
+        f"the later edit becomes the main note and the earlier one is saved as conflicted copy number {i}."
+        for i in range(3)
+    ]
+    L.clear_vector_cache()
+    alone = {t: L.encode_both([t])[0] for t in short + long}
+    L.clear_vector_cache()
+    model = L.get_sentence_model()
+    real_encode = model.encode
+    passes: list[tuple[list[str], str]] = []
+
+    def recording(batch, **kw):
+        passes.append((list(batch), threading.current_thread().name))
+        return real_encode(batch, **kw)
+
+    monkeypatch.setattr(model, "encode", recording)
+    got = L.encode_both(long[:1] + short + long[1:])
+    # the short sentences are not padded to the long ones' length: separate passes
+    assert sorted(t for b, _ in passes for t in b) == sorted(short + long)  # each text once
+    assert not any(set(b) & set(short) and set(b) & set(long) for b, _ in passes)
+    assert all(name.startswith("unified-encode") for _, name in passes)
+    for t, (sent, tok) in zip(long[:1] + short + long[1:], got):
+        assert np.abs(sent - alone[t][0]).max() < 1e-6 and np.abs(tok - alone[t][1]).max() < 1e-6

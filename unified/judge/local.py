@@ -27,7 +27,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Sequence
 
 import numpy as np
@@ -35,9 +35,12 @@ import numpy as np
 from unified.judge import budget
 from unified.judge.base import CallRecord, Embedder, JudgeNotConfiguredError, record_call
 from unified.judge.microbatch import MicroBatcher
+from unified.judge.passplan import plan_passes
 
 _model: Any = None
 _lock = threading.Lock()
+#: the model's one fast tokenizer is reconfigured by every call (``_for_parallel_encodes``)
+_tokenising = threading.Lock()
 LOCAL_MODEL_NAME = "all-MiniLM-L6-v2"
 
 
@@ -77,10 +80,10 @@ def _for_parallel_encodes(model: Any) -> Any:
     import torch
 
     torch.set_num_threads(1)
-    preprocess, tokenising = model.preprocess, threading.Lock()
+    preprocess = model.preprocess
 
     def serialised(*args: Any, **kwargs: Any) -> Any:
-        with tokenising:
+        with _tokenising:
             return preprocess(*args, **kwargs)
 
     model.preprocess = serialised  # an instance attribute: encode() calls self.preprocess
@@ -108,7 +111,9 @@ def _default_workers() -> int:
 #: two threads on one pass 20–170 ms (docs/offline-judge.md). Concurrent samples (the
 #: runner scores several at once) each get a core instead.
 ENCODE_WORKERS = max(1, int(os.environ.get("UNIFIED_LOCAL_ENCODERS", "0")) or _default_workers())
-_workers = threading.BoundedSemaphore(ENCODE_WORKERS)
+_passes: ThreadPoolExecutor | None = None
+_passes_lock = threading.Lock()
+_passes_waiting = 0  # passes submitted and not finished (guarded by _passes_lock)
 
 
 def _remember(text: str, pair: tuple[np.ndarray, np.ndarray]) -> None:
@@ -176,17 +181,57 @@ def _claim(texts: Sequence[str]) -> tuple[dict[str, _Pair], list[str], "dict[str
     return hits, mine, theirs
 
 
-def _encode(todo: list[str], batch_size: int) -> dict[str, _Pair]:
-    """One ``encode`` of ``todo`` (sorted by length and cut into batches by
-    sentence-transformers, as before) on one of the ``ENCODE_WORKERS`` slots; publishes
-    each text's vectors to the cache and to the callers waiting for it, or, on failure,
-    releases the texts (their futures get None) so a waiting caller encodes them itself."""
+def _word_pieces(model: Any, texts: list[str]) -> list[int]:
+    """Each text's word pieces with [CLS] and [SEP], truncated as the model truncates
+    (what its pass is padded to; ``passplan``)."""
+    limit = getattr(model, "max_seq_length", None) or 512
+    with _tokenising:
+        ids = model.tokenizer(texts, add_special_tokens=True, truncation=True, max_length=limit)["input_ids"]
+    return [len(x) for x in ids]
+
+
+def _one_pass(texts: list[str]) -> list[dict[str, Any]]:
+    """One forward pass over ``texts`` (one batch) on a pass thread; ``_encode`` waits for it."""
+    global _passes_waiting
     try:
-        with _workers:
-            outs = get_sentence_model().encode(todo, output_value=None, batch_size=batch_size, show_progress_bar=False)
-            if len(outs) != len(todo):  # zip would drop texts whose waiters then wait forever
-                raise RuntimeError(f"the local model encoded {len(outs)} of {len(todo)} texts")
-            fresh = {t: _pair(o) for t, o in zip(todo, outs)}
+        return list(
+            get_sentence_model().encode(texts, output_value=None, batch_size=len(texts), show_progress_bar=False)
+        )
+    finally:
+        with _passes_lock:
+            _passes_waiting -= 1
+
+
+def _run_passes(todo: list[str], batch_size: int) -> list[dict[str, Any]]:
+    """``encode``'s per-text outputs for ``todo``, in order: the texts cut into passes by
+    length (``passplan``: little padding, and a free core gets a share), each pass on one
+    of the ``ENCODE_WORKERS`` pass threads."""
+    global _passes, _passes_waiting
+    model = get_sentence_model()
+    with _passes_lock:
+        if _passes is None:
+            _passes = ThreadPoolExecutor(ENCODE_WORKERS, thread_name_prefix="unified-encode")
+        idle = ENCODE_WORKERS - _passes_waiting
+    plan = plan_passes(_word_pieces(model, todo), max_texts=batch_size, idle=idle)
+    with _passes_lock:
+        _passes_waiting += len(plan)
+    futures = [_passes.submit(_one_pass, [todo[i] for i in idx]) for idx in plan]
+    outs: list[Any] = [None] * len(todo)
+    for idx, fut in zip(plan, futures):
+        for i, o in zip(idx, fut.result(), strict=True):
+            outs[i] = o
+    return outs
+
+
+def _encode(todo: list[str], batch_size: int) -> dict[str, _Pair]:
+    """The vectors of ``todo`` from ``_run_passes``; publishes each text's vectors to the
+    cache and to the callers waiting for it, or, on failure, releases the texts (their
+    futures get None) so a waiting caller encodes them itself."""
+    try:
+        outs = _run_passes(todo, batch_size)
+        if len(outs) != len(todo) or any(o is None for o in outs):  # waiters would wait forever
+            raise RuntimeError(f"the local model encoded {sum(o is not None for o in outs)} of {len(todo)} texts")
+        fresh = {t: _pair(o) for t, o in zip(todo, outs)}
     except BaseException:
         with _cache_lock:
             for t in todo:
