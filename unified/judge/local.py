@@ -8,7 +8,12 @@ Speed on a few cores (issue 27): each forward pass runs on ONE torch thread, and
 ``ENCODE_WORKERS`` passes (the usable cores) run at once. A pass over a few short
 sentences is many small matrix products; with two OpenMP threads per pass those threads
 spin-wait between products, which cost 2.5–20× the CPU of one thread on a shared 2-core
-machine (docs/offline-judge.md). Concurrent samples fill the cores instead.
+machine (docs/offline-judge.md). Concurrent samples fill the cores instead, and so does
+one large encode: its texts are cut into passes by length (``unified.judge.passplan``: a
+short sentence is not padded to a long context's length, and a free core gets a share of
+a big batch), and the passes run on ``ENCODE_WORKERS`` pass threads. Before, a merged
+micro-batch of 16 samples was one call of sentence-transformers, i.e. one pass after the
+other on one core, padded to its longest text: the run kept one core busy of two.
 
 ``encode_both`` is the one place the model runs: one forward pass gives a text's sentence
 vector (mean-pooled, L2-normalised, what ``LocalEmbedder`` returns) and its contextual
