@@ -217,3 +217,34 @@ def test_an_encode_is_cut_into_passes_by_length_on_both_pass_threads(monkeypatch
     assert all(name.startswith("unified-encode") for _, name in passes)
     for t, (sent, tok) in zip(long[:1] + short + long[1:], got):
         assert np.abs(sent - alone[t][0]).max() < 1e-6 and np.abs(tok - alone[t][1]).max() < 1e-6
+
+
+def test_a_child_forked_after_an_encode_encodes_instead_of_waiting_for_the_parents_threads():
+    """A forked child has none of the parent's pass threads: without the fork handler its
+    first pass waits forever on the inherited pool (a multiprocessing worker would hang)."""
+    import os
+    import signal
+
+    from unified.judge import local as L
+
+    L.encode_both(["The parent starts the pass threads."])  # the pool and its threads exist
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: encode a new text, report its vector's length, leave
+        try:
+            os.close(read)
+            sent, _ = L.encode_both(["A text the child encodes itself after the fork."])[0]
+            os.write(write, str(len(sent)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    deadline = time.monotonic() + 120
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if done[0] == 0:
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    answer = os.read(read, 64).decode()
+    os.close(read)
+    assert done[0] == pid, "the forked child hung on the parent's encode threads"
+    assert answer == "384"

@@ -282,6 +282,21 @@ def _batcher(batch_size: int) -> MicroBatcher[list[float]]:
     return _batchers[batch_size]
 
 
+def _forget_threads_after_fork() -> None:
+    """In a forked child, drop what only the parent's threads could finish: the pass pool
+    (its threads do not exist in the child, so a pass submitted to it would wait forever),
+    texts marked in flight, the micro-batchers' busy workers, and locks a parent thread
+    may have held at the fork. The vector cache and the loaded model stay."""
+    global _passes, _passes_waiting, _lock, _tokenising, _cache_lock, _passes_lock
+    _lock, _tokenising, _cache_lock, _passes_lock = (threading.Lock() for _ in range(4))
+    _passes, _passes_waiting = None, 0
+    _inflight.clear()
+    _batchers.clear()
+
+
+os.register_at_fork(after_in_child=_forget_threads_after_fork)
+
+
 class LocalEmbedder(Embedder):
     """Embeddings from the packaged MiniLM model (384 dimensions, L2-normalised)."""
 
