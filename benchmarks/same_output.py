@@ -31,6 +31,7 @@ if there is one.
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import random
 import re
@@ -94,6 +95,7 @@ def run_cli(tree: Path, args: list[str], cwd: Path) -> tuple[int, str, str]:
 def _clean_text(text: str, folder: Path) -> str:
     text = text.replace(str(folder), "<OUT>")
     text = re.sub(r"wall \d+(\.\d+)?s", "wall Xs", text)
+    text = re.sub(r"^ +| +$", "", text, flags=re.M)  # the table's title is centred on its wall time
     return re.sub(r"\d+(\.\d+)? ?s\b", "Xs", text) if "nothing to do" in text else text
 
 
@@ -170,9 +172,10 @@ def change_input(src: Path, dst: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--against", type=Path, required=True, help="the other tree (e.g. /work/main)")
+    ap.add_argument("--this", type=Path, default=ROOT, help="this tree (default: the one holding this script)")
     ap.add_argument("--n", type=int, default=1500, help="input rows")
     args = ap.parse_args()
-    trees = {"this": ROOT, "other": args.against.resolve()}
+    trees = {"this": args.this.resolve(), "other": args.against.resolve()}
     work = Path(tempfile.mkdtemp(prefix="same_output_"))
     data = work / "hostile.jsonl"
     data.write_text("\n".join(hostile_rows(args.n)) + "\n", encoding="utf-8")
@@ -197,6 +200,13 @@ def main() -> int:
             same = got["this"][part] == got["other"][part]
             differences += not same
             print(f"{name:22s} {part:15s} {'same' if same else 'DIFFERENT'}")
+            if not same and isinstance(got["this"][part], str):
+                for line in list(
+                    difflib.unified_diff(
+                        got["other"][part].splitlines(), got["this"][part].splitlines(), lineterm="", n=0
+                    )
+                )[2:8]:
+                    print(f"    {line[:200]}")
     print(f"{differences} difference(s); folders in {work}")
     if differences == 0:
         shutil.rmtree(work, ignore_errors=True)
