@@ -64,6 +64,10 @@ class RunModel:
     written: dict[tuple[str, str], None] = field(default_factory=dict)  # (metric, backend) as first written
     seen: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # metrics, backends as first read
     ids: SampleIds = field(default_factory=SampleIds)  # every sample id once, for the columns
+    # aggregates() by (stable, metrics, backends): the sums over every task, done once
+    _aggregates: dict[tuple[bool, tuple[str, ...], tuple[str, ...]], list[Aggregate]] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     def column(self, metric: str, backend: str) -> TaskColumn:
         """The tasks of (metric, backend), created empty on first use."""
@@ -95,7 +99,17 @@ class RunModel:
         """One Aggregate per (metric, backend) — in the stable order, or (``stable=False``)
         in the order the lines were first written, as the runner's ``RunningAggregates``
         lists them. Row-error lines count as failed tasks of their (metric, backend), as
-        the runner counts them."""
+        the runner counts them.
+
+        Kept per (order, metric and backend order): the model's tasks do not change once
+        built, and the end of a run asks for the same list three to four times (the table,
+        ``index.json`` both ways, the caller); each is a fresh copy."""
+        key = (stable, tuple(self.metrics), tuple(self.backends))
+        if key not in self._aggregates:
+            self._aggregates[key] = self._aggregate(stable)
+        return [a.model_copy(deep=True) for a in self._aggregates[key]]
+
+    def _aggregate(self, stable: bool) -> list[Aggregate]:
         acc = RunningAggregates()
         for m in self.metrics:  # the order of iter_tasks: every sum adds in the same order
             for b in self.backends:
