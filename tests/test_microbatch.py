@@ -189,7 +189,7 @@ def test_a_failed_encode_lets_the_waiting_caller_encode_the_text_itself(monkeypa
 
 
 @pytest.mark.local
-def test_an_encode_is_cut_into_passes_by_length_on_both_pass_threads(monkeypatch):
+def test_an_encode_is_cut_into_passes_by_length_on_the_pass_threads(monkeypatch):
     from unified.judge import local as L
 
     short = [f"Plan {i} keeps notes for {i} days." for i in range(12)]
@@ -219,6 +219,7 @@ def test_an_encode_is_cut_into_passes_by_length_on_both_pass_threads(monkeypatch
         assert np.abs(sent - alone[t][0]).max() < 1e-6 and np.abs(tok - alone[t][1]).max() < 1e-6
 
 
+@pytest.mark.local
 def test_a_child_forked_after_an_encode_encodes_instead_of_waiting_for_the_parents_threads():
     """A forked child has none of the parent's pass threads: without the fork handler its
     first pass waits forever on the inherited pool (a multiprocessing worker would hang)."""

@@ -68,3 +68,10 @@ def test_an_idle_worker_gets_half_of_a_big_pass_but_not_of_a_small_one():
     # a single text cannot be split
     assert plan_passes([300], idle=4) == [[0]]
     assert plan_passes([], idle=2) == []
+
+
+def test_a_long_single_text_does_not_stop_another_pass_from_being_split():
+    # the long text's pass is the costliest but cannot be split; the short ones' can
+    plan = plan_passes([20] * 10 + [256], idle=3)
+    assert sorted(len(p) for p in plan) == [1, 5, 5]
+    assert sorted(i for p in plan for i in p) == list(range(11))

@@ -1,7 +1,8 @@
 """What the end of a run no longer pays for (issue 25 part 2, docs/scale.md): the Report's
 repr (asyncio reprs the main task's result), the batch module on an online run, and the
 same aggregates summed three or four times. Real runs into real folders; each test fails
-on the code before the change."""
+on the code before the change, except the refusal test, which guards the batch check's
+early return."""
 
 from __future__ import annotations
 

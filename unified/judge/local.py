@@ -218,9 +218,16 @@ def _run_passes(todo: list[str], batch_size: int) -> list[dict[str, Any]]:
             _passes = ThreadPoolExecutor(ENCODE_WORKERS, thread_name_prefix="unified-encode")
         idle = ENCODE_WORKERS - _passes_waiting
     plan = plan_passes(_word_pieces(model, todo), max_texts=batch_size, idle=idle)
-    with _passes_lock:
-        _passes_waiting += len(plan)
-    futures = [_passes.submit(_one_pass, [todo[i] for i in idx]) for idx in plan]
+    futures = []
+    for idx in plan:
+        with _passes_lock:  # counted per pass submitted: a failed submit leaves no phantom pass
+            _passes_waiting += 1
+        try:
+            futures.append(_passes.submit(_one_pass, [todo[i] for i in idx]))
+        except BaseException:
+            with _passes_lock:
+                _passes_waiting -= 1
+            raise
     outs: list[Any] = [None] * len(todo)
     for idx, fut in zip(plan, futures):
         for i, o in zip(idx, fut.result(), strict=True):
@@ -251,8 +258,8 @@ def _encode(todo: list[str], batch_size: int) -> dict[str, _Pair]:
 
 def encode_both(texts: Sequence[str], batch_size: int = 64) -> list[_Pair]:
     """Per text, in order: (its unit sentence vector, its unit word-piece vectors without
-    [CLS] and [SEP]), float32, from one forward pass over the texts not cached yet (see
-    the module docstring). Thread-safe: concurrent calls encode on up to
+    [CLS] and [SEP]), float32, from the forward passes ``passplan`` cuts the texts not
+    cached yet into (see the module docstring). Thread-safe: concurrent calls encode on up to
     ``ENCODE_WORKERS`` cores at once, and a text another call is encoding is waited for,
     not encoded twice; if that call fails, this one encodes the text itself. Inputs
     beyond the model's 256 word pieces are truncated."""
