@@ -67,7 +67,10 @@ def repeated_tail(text: str, min_block: int = MIN_BLOCK, min_repeats: int = MIN_
 
 def length_remedy(text: str) -> str:
     """The end of a length error's message: a loop named as one, else "raise max_tokens"."""
-    loop = repeated_tail(text)
+    return _remedy(repeated_tail(text))
+
+
+def _remedy(loop: Loop | None) -> str:
     if loop is None:
         return "raise max_tokens"
     # the remedy first: a task error is shown cut to one line, and the block is the part to lose
@@ -77,8 +80,9 @@ def length_remedy(text: str) -> str:
 def cut_error(what: str, cap: Any, text: str, note: str = "") -> JudgeLengthError:
     """The error for an answer cut at ``cap`` tokens: ``JudgeLoopError`` when ``text`` ends
     in a loop, else ``JudgeLengthError``; ``note`` says what was already tried."""
-    error = JudgeLoopError if repeated_tail(text) is not None else JudgeLengthError
-    return error(f"{what}: answer cut at max_tokens={cap} (finish_reason=length){note}; {length_remedy(text)}")
+    loop = repeated_tail(text)  # once: it decides both the error's class and its remedy
+    error = JudgeLoopError if loop is not None else JudgeLengthError
+    return error(f"{what}: answer cut at max_tokens={cap} (finish_reason=length){note}; {_remedy(loop)}")
 
 
 __all__ = ["RETRY_REPEAT_PENALTY", "Loop", "cut_error", "length_remedy", "repeated_tail"]
