@@ -53,7 +53,12 @@ class Task:
         return self.error is None and self.value is not None
 
     def cost_model(self) -> Cost:
-        return Cost(**dict(zip(Cost.model_fields, self.cost)))
+        return cost_of(self.cost)
+
+
+def cost_of(values: tuple[Any, ...]) -> Cost:
+    """The ``Cost`` of a cost tuple kept in ``Cost.model_fields`` order."""
+    return Cost(**dict(zip(Cost.model_fields, values)))
 
 
 class SampleIds:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
-from unified.report.columns import SampleIds, Task, TaskColumn
+from unified.report.columns import SampleIds, Task, TaskColumn, cost_of
 from unified.run import columnar
 from unified.run.runfolder import iter_lines
 from unified.scores import (
@@ -39,10 +39,6 @@ from unified.scores import (
 
 COST_FIELDS = tuple(Cost.model_fields)
 _NO_COST = tuple(Cost().model_dump().values())  # a task that cost nothing: adds nothing to a sum
-
-
-def _cost(values: tuple[Any, ...]) -> Cost:
-    return Cost(**dict(zip(COST_FIELDS, values)))
 
 
 @dataclass
@@ -116,7 +112,7 @@ class RunModel:
                 col = self.tasks.get(m, {}).get(b)
                 for value, passed, cost in col.outcomes() if col is not None else ():
                     # a zero cost (every deterministic task) is the sum's identity: no Cost is built
-                    acc.add_value(m, b, value, passed, None if cost is None else _cost(cost))
+                    acc.add_value(m, b, value, passed, None if cost is None else cost_of(cost))
         for (_sid, m, b), t in self.row_tasks.items():
             acc.add_value(m, b, t.value if t.ok else None, t.passed, None if t.cost == _NO_COST else t.cost_model())
         pairs = [(m, b) for m in self.metrics for b in self.backends] if stable else list(self.written)
