@@ -473,7 +473,7 @@ async def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.
     features = S.response_features(signals)
     verdict = J.load("faithfulness").predict(features)
     raw = verdict.probability * features["answered"]
-    flagged = sum(bool(x.unsupported_numbers or x.unsupported_names or x.unsupported_rare) for x in signals)
+    flagged = sum(bool(x.unsupported_numbers or x.unsupported_names or x.unsupported_rare or x.denied) for x in signals)
     n_non = sum(x.non_answer for x in signals)
     reason = (
         f"fitted offline judge: p(faithful)={verdict.probability:.2f}"

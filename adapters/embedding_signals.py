@@ -22,6 +22,10 @@ sentence of every context; vectors L2-normalised, so a dot product is a cosine):
   weighing double) found in no context (``unified.text.unsupported_terms``).
 - ``non_answer``: the sentence says the information is missing or talks about the source
   (``unified.text.is_nonanswer``).
+- ``denied``: content words the contexts hold only as the key of a field set to false,
+  no, none or null, and that the sentence does not negate ("offers outdoor seating"
+  against ``OutdoorSeating: False``; ``embedding_polarity``). They count as unsupported
+  in ``idf_unsupported``.
 
 "Occurs in a context" uses ``unified.text.Vocabulary`` (exact word, or a shared five-letter
 stem after dropping a plural "-s"), except for numbers, which compare their parts exactly.
@@ -60,6 +64,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from unified.text import STOPWORDS, Vocabulary, content_words, is_nonanswer, unsupported_terms, words
+
+from .embedding_polarity import ContextPolarity
 
 __all__ = [
     "SentenceSignals",
@@ -146,6 +152,8 @@ class SentenceSignals:
     unsupported_numbers: list[str] = field(default_factory=list)
     unsupported_names: list[str] = field(default_factory=list)
     unsupported_rare: list[str] = field(default_factory=list)
+    #: words the contexts hold only as a field set to false ("outdoor" in "OutdoorSeating: False")
+    denied: list[str] = field(default_factory=list)
     #: each word piece's best cosine to a context word piece (token_precision is its mean)
     token_best: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     idf_unsupported: float = 0.0
@@ -166,6 +174,7 @@ class SentenceSignals:
             "unsupported_numbers": self.unsupported_numbers,
             "unsupported_names": self.unsupported_names,
             "unsupported_rare": self.unsupported_rare,
+            "denied": self.denied,
         }
 
 
@@ -179,6 +188,7 @@ class ContextEvidence:
         self.numbers = NumberSet(contexts)
         self.bigrams = {b for c in contexts for b in bigrams(c)}
         self.n_words = sum(len(words(c)) for c in contexts)
+        self.polarity = ContextPolarity(contexts)
         # document frequency of each word over the context sentences, for idf
         self.df: dict[str, int] = {}
         for c in sentences:
@@ -197,12 +207,15 @@ def bigrams(text: str) -> set[tuple[str, str]]:
     return set(zip(ws, ws[1:]))
 
 
-def idf_unsupported(sentence: str, ctx: "ContextEvidence") -> float:
-    """Σ_{w ∈ T, w ∉ V} idf(w) / Σ_{w ∈ T} idf(w) over the sentence's content words T
-    (``ContextEvidence.idf``; V: the contexts' vocabulary); 0 without content words."""
+def idf_unsupported(sentence: str, ctx: "ContextEvidence", denied: Sequence[str] = ()) -> float:
+    """Σ_{w ∈ T, w ∉ V or w ∈ D} idf(w) / Σ_{w ∈ T} idf(w) over the sentence's content
+    words T (``ContextEvidence.idf``; V: the contexts' vocabulary; D: ``denied``, the
+    words the contexts hold only as a field set to false, ``embedding_polarity``); 0
+    without content words."""
     terms = content_words(sentence)
     total = sum(ctx.idf(w) for w in terms)
-    return sum(ctx.idf(w) for w in terms if w not in ctx.vocabulary) / total if total else 0.0
+    missing = sum(ctx.idf(w) for w in terms if w not in ctx.vocabulary or w in denied)
+    return missing / total if total else 0.0
 
 
 def novel_bigrams(sentence: str, ctx: "ContextEvidence") -> float:
@@ -229,6 +242,7 @@ def sentence_signals(
     nums = number_mentions(sentence)
     names = name_mentions(sentence)
     rare = [w for w in sorted(content_words(sentence)) if w.isalpha() and len(w) > 3 and is_rare(w)]
+    denied = ctx.polarity.denied(sentence)
     return SentenceSignals(
         sentence=sentence,
         best_match=ctx.sentences[k],
@@ -243,7 +257,8 @@ def sentence_signals(
         unsupported_names=sorted({n for n in names if n not in ctx.vocabulary}),
         unsupported_rare=[w for w in rare if w not in ctx.vocabulary],
         token_best=best,
-        idf_unsupported=idf_unsupported(sentence, ctx),
+        denied=denied,
+        idf_unsupported=idf_unsupported(sentence, ctx, denied),
         novel_bigrams=novel_bigrams(sentence, ctx),
         n_words=len(words(sentence)),
     )

@@ -180,3 +180,25 @@ def test_bare_verdict_label_abstains_with_one_clear_line():
         assert "bare verdict label" in s.error and repr(answer) in s.error and "\n" not in s.error
     # a one-word answer that states something is still scored
     assert faith("Thirty seconds.").ok
+
+
+def test_a_false_field_asserted_is_listed_as_denied_and_lowers_the_score():
+    """RAGTruth's data-to-text conflicts: "offers outdoor seating" against
+    ``OutdoorSeating: False``. Word overlap alone called it supported."""
+    record = (
+        "name: Finch & Fork\naddress: 31 W Carrillo St\nattributes OutdoorSeating (Outdoor Seating): False\n"
+        "attributes WiFi: free\nattributes RestaurantsTakeOut (Restaurants Take Out): True"
+    )
+    backend = get_backend("embedding")
+
+    def score(response: str):
+        sample = Sample(user_input="Describe the business.", response=response, retrieved_contexts=[record])
+        (s,) = asyncio.run(backend.score(sample, parse_metrics("faithfulness")))
+        assert s.ok, s.error
+        return s
+
+    wrong = score("Finch & Fork at 31 W Carrillo St offers free WiFi, take out and outdoor seating.")
+    right = score("Finch & Fork at 31 W Carrillo St offers free WiFi and take out, but no outdoor seating.")
+    assert wrong.details["sentences"][0]["denied"] == ["outdoor", "seating"]
+    assert right.details["sentences"][0]["denied"] == []
+    assert wrong.value < right.value - 0.5
