@@ -33,10 +33,10 @@ def _claims(messages, response_claims=RESP_CLAIMS):
 
 # judge A: verdicts per original item
 A_VERIFY = {
-    "response_claim_1": "supported",
-    "response_claim_2": "not_found",
-    "reference_claim_1": "supported",
-    "reference_claim_2": "supported",
+    "response1": "supported",
+    "response2": "not_found",
+    "reference1": "supported",
+    "reference2": "supported",
 }
 A_CTX = {
     "context_1_relevance": 2,
@@ -46,13 +46,13 @@ A_CTX = {
     "context_3_relevance": 0,
     "context_3_useful": "yes",
 }
-A_CMP = {"response_claim_1": "yes", "response_claim_2": "no", "reference_claim_1": "yes", "reference_claim_2": "no"}
+A_CMP = {"response1": "yes", "response2": "no", "reference1": "yes", "reference2": "no"}
 # judge B sees contexts reversed: passage_1 = context 3, passage_3 = context 1
 B_VERIFY = {
-    "answer_statement_1": "supported",
-    "answer_statement_2": "contradicted",
-    "gold_statement_1": "supported",
-    "gold_statement_2": "not_found",
+    "answer1": "supported",
+    "answer2": "contradicted",
+    "gold1": "supported",
+    "gold2": "not_found",
 }
 B_CTX = {
     "passage_1_relevance": 0,
@@ -62,7 +62,7 @@ B_CTX = {
     "passage_3_relevance": 2,
     "passage_3_useful": "no",
 }
-B_CMP = {"answer_fact_1": "yes", "answer_fact_2": "no", "gold_fact_1": "yes", "gold_fact_2": "yes"}
+B_CMP = {"answer1": "yes", "answer2": "no", "gold1": "yes", "gold2": "yes"}
 
 
 def script_for(table, questions, rating, response_claims=RESP_CLAIMS):
@@ -275,7 +275,7 @@ async def test_noncommittal_response_scores_zero_relevancy():
 
 async def test_contradicted_reference_facts_are_listed_by_context_correctness():
     j, a, b, _ = judges()
-    b.script = script_for({"Verification": {**B_VERIFY, "gold_statement_2": "contradicted"}}, ["x"], 1)
+    b.script = script_for({"Verification": {**B_VERIFY, "gold2": "contradicted"}}, ["x"], 1)
     out = await run(j, "context_correctness")
     cc = out["context_correctness"]
     assert cc.value == pytest.approx(7.5)  # (1 + 1) / 2 and (1 + 0) / 2 over two facts

@@ -100,7 +100,7 @@ async def test_each_metric_alone_uses_its_own_smaller_prompt():
     j.calls.clear()
     await NativeBackend(judges).score(make(3), parse_metrics("context_recall"))
     verify = [m for n, m in j.calls if n.startswith("Verification")]
-    assert len(verify) == 2 and "response_claim" not in verify[0][-1]["content"]
+    assert len(verify) == 2 and "STATEMENTS FROM THE RESPONSE" not in verify[0][-1]["content"]
 
 
 async def test_extraction_prompt_is_identical_whichever_metric_asks():

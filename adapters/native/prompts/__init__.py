@@ -29,7 +29,8 @@ Variant = Literal["A", "B"]
 # answers, so a run folder scored with other prompts is refused on resume (``--fresh``)
 # instead of mixing scores. Raise it with every change of wording or layout.
 # 2: the shared opening (system + contexts first) for the local judge's prompt cache.
-PROMPTS_VERSION = 2
+# 3: per-claim keys without underscores (``response3``, not ``response_claim_3``).
+PROMPTS_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,17 @@ class Ask:
 def numbered(label: str, texts: Sequence[str]) -> str:
     """``[label 1] text`` blocks, one per text, numbered from 1 in the order given."""
     return "\n\n".join(f"[{label} {i}]\n{t.strip()}" for i, t in enumerate(texts, 1))
+
+
+def keyed(key: str, texts: Sequence[str]) -> str:
+    """``[key1] text`` blocks: each item shown under the exact JSON key its verdict goes
+    to, the label plus its number from 1 (``response1``, ``response2``, …).
+
+    Why no underscore: a judge writes every key of a per-item answer, and tokenizers cut
+    ``response_claim_12`` into ~6 pieces but ``response12`` into ~3 (Qwen2.5: 111 vs 87
+    tokens for 12 verdicts). On a local model that generates ~10 tokens/s, that is
+    seconds per sample; on a paid one, output tokens."""
+    return "\n\n".join(f"[{key}{i}]\n{t.strip()}" for i, t in enumerate(texts, 1))
 
 
 # Shared by every prompt that shows a sample's contexts in their given order: it must not

@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..schemas import ClaimList, keyed_model
-from . import Ask, Variant, evidence_ask, numbered, system, user
+from . import Ask, Variant, evidence_ask, keyed, system, user
 
 # ---------------------------------------------------------------- extraction
 
@@ -89,40 +89,33 @@ def verification(
     if not response_claims and not reference_claims:
         raise ValueError("verification needs at least one claim")
     if variant == "A":
-        rkey, fkey = "response_claim_{}", "reference_claim_{}"
+        rkey, fkey = "response", "reference"
         parts = []
         if response_claims:
-            parts.append(
-                "STATEMENTS FROM THE RESPONSE (keys response_claim_N)\n" + numbered("response_claim", response_claims)
-            )
+            parts.append(f"STATEMENTS FROM THE RESPONSE (keys {rkey}1, {rkey}2, …)\n" + keyed(rkey, response_claims))
         if reference_claims:
             parts.append(
-                "STATEMENTS FROM THE REFERENCE ANSWER (keys reference_claim_N)\n"
-                + numbered("reference_claim", reference_claims)
+                f"STATEMENTS FROM THE REFERENCE ANSWER (keys {fkey}1, {fkey}2, …)\n" + keyed(fkey, reference_claims)
             )
         task = _VERIFY_A
     else:
-        rkey, fkey = "answer_statement_{}", "gold_statement_{}"
+        rkey, fkey = "answer", "gold"
         parts = []
         if reference_claims:
-            parts.append(
-                "Gold-answer statements (keys gold_statement_N):\n" + numbered("gold_statement", reference_claims)
-            )
+            parts.append(f"Gold-answer statements (keys {fkey}1, {fkey}2, …):\n" + keyed(fkey, reference_claims))
         if response_claims:
-            parts.append(
-                "Answer statements (keys answer_statement_N):\n" + numbered("answer_statement", response_claims)
-            )
+            parts.append(f"Answer statements (keys {rkey}1, {rkey}2, …):\n" + keyed(rkey, response_claims))
         task = _VERIFY_B
-    keys = [(rkey.format(i), "support") for i in range(1, len(response_claims) + 1)]
-    keys += [(fkey.format(i), "support") for i in range(1, len(reference_claims) + 1)]
+    keys = [(f"{rkey}{i}", "support") for i in range(1, len(response_claims) + 1)]
+    keys += [(f"{fkey}{i}", "support") for i in range(1, len(reference_claims) + 1)]
     schema = keyed_model(f"Verification{variant}", tuple(keys))
     messages = evidence_ask(contexts, task, "\n\n".join(parts))
 
     def parse(ans) -> dict[str, list[str]]:
         data = ans.model_dump()
         return {
-            "response": [data[rkey.format(i)] for i in range(1, len(response_claims) + 1)],
-            "reference": [data[fkey.format(i)] for i in range(1, len(reference_claims) + 1)],
+            "response": [data[f"{rkey}{i}"] for i in range(1, len(response_claims) + 1)],
+            "reference": [data[f"{fkey}{i}"] for i in range(1, len(reference_claims) + 1)],
         }
 
     return Ask(messages, schema, parse)
@@ -150,33 +143,33 @@ def comparison(variant: Variant, question: str, response_claims: Sequence[str], 
     """For answer_correctness. ``parse`` returns ``{"tp": [bool per response claim],
     "covered": [bool per reference claim]}``."""
     if variant == "A":
-        rkey, fkey = "response_claim_{}", "reference_claim_{}"
+        rkey, fkey = "response", "reference"
         body = (
             f"Question: {question.strip()}\n\nRESPONSE CLAIMS\n"
-            + (numbered("response_claim", response_claims) or "(none)")
+            + (keyed(rkey, response_claims) or "(none)")
             + "\n\nREFERENCE CLAIMS\n"
-            + (numbered("reference_claim", reference_claims) or "(none)")
+            + (keyed(fkey, reference_claims) or "(none)")
         )
         sys_text = _COMPARE_A
     else:
-        rkey, fkey = "answer_fact_{}", "gold_fact_{}"
+        rkey, fkey = "answer", "gold"
         body = (
             f"Question: {question.strip()}\n\nGold facts:\n"
-            + (numbered("gold_fact", reference_claims) or "(none)")
+            + (keyed(fkey, reference_claims) or "(none)")
             + "\n\nAnswer facts:\n"
-            + (numbered("answer_fact", response_claims) or "(none)")
+            + (keyed(rkey, response_claims) or "(none)")
         )
         sys_text = _COMPARE_B
-    keys = [(rkey.format(i), "yesno") for i in range(1, len(response_claims) + 1)]
-    keys += [(fkey.format(i), "yesno") for i in range(1, len(reference_claims) + 1)]
+    keys = [(f"{rkey}{i}", "yesno") for i in range(1, len(response_claims) + 1)]
+    keys += [(f"{fkey}{i}", "yesno") for i in range(1, len(reference_claims) + 1)]
     schema = keyed_model(f"Comparison{variant}", tuple(keys))
     messages = [system(sys_text), user(body + "\n\nAnswer with JSON only.")]
 
     def parse(ans) -> dict[str, list[bool]]:
         data = ans.model_dump()
         return {
-            "tp": [data[rkey.format(i)] == "yes" for i in range(1, len(response_claims) + 1)],
-            "covered": [data[fkey.format(i)] == "yes" for i in range(1, len(reference_claims) + 1)],
+            "tp": [data[f"{rkey}{i}"] == "yes" for i in range(1, len(response_claims) + 1)],
+            "covered": [data[f"{fkey}{i}"] == "yes" for i in range(1, len(reference_claims) + 1)],
         }
 
     return Ask(messages, schema, parse)
