@@ -87,6 +87,24 @@ def test_rows_removed_from_the_input_leave_the_folder(tmp_path):
     assert [a["count"] for a in summary["aggregates"]] == [2]
 
 
+def test_metrics_not_asked_this_time_lose_their_stale_and_orphaned_lines(tmp_path):
+    """A run that asks for fewer metrics still owns the folder's truth: a precision@3 line
+    of content that changed, or of a row that left the input, is dropped, not reported as
+    current (found by a hostile-input pass: it stayed, in the table and the summary)."""
+    data = write_rows(tmp_path / "d.jsonl", ir_rows(4))
+    out = tmp_path / "o"
+    assert invoke("run", data, "--metrics", "precision@3,mrr", "--out", out, "--quiet").exit_code == 0
+    rows = ir_rows(3)  # s3 leaves the input
+    rows[1]["retrieved_ids"] = ["x", "y", "z"]  # s1 changes
+    write_rows(data, rows)
+    r = invoke("run", data, "--metrics", "mrr", "--out", out)
+    assert r.exit_code == 0, r.output
+    got = {(d["sample_id"], d["metric"]) for d in lines(out / "scores.jsonl")}
+    assert got == {("s0", "mrr"), ("s1", "mrr"), ("s2", "mrr"), ("s0", "precision@3"), ("s2", "precision@3")}
+    summary = json.loads((out / "summary.json").read_text())
+    assert {a["metric"]: a["count"] for a in summary["aggregates"]}.get("precision@3", 0) == 2
+
+
 def test_changed_judge_configuration_is_refused_naming_what_changed(tmp_path, judge_server):
     out = tmp_path / "o"
     base = [

@@ -31,7 +31,8 @@ Invariants, and where each is kept:
   backend)``; the last line of a key wins. ``compact()`` rewrites the file (temp file,
   fsync, rename: a kill leaves the old or the new file whole) keeping only the last line
   of each key and dropping lines that are stale — of a sample seen in this run with other
-  content — or orphaned — of a sample no longer in an input read to its end.
+  content — or orphaned — of a sample no longer in an input read to its end — whichever
+  metric wrote them, asked for in this run or not.
 """
 
 from __future__ import annotations
@@ -463,11 +464,13 @@ class RunFolder:
         os.replace(tmp, self.scores)
 
     # ------------------------------------------------------------ compaction
-    def compact(self, seen: Mapping[Key, str] | SeenKeys, pairs: set[str], *, complete: bool) -> int:
-        """Rewrite ``scores.jsonl`` to one line per task key (the last), dropping lines of
-        this run's ``pairs`` whose sample was seen with another hash (stale) and, when the
-        input was read to its end (``complete``), of samples not in it (orphans). Lines of
-        other pairs are kept as they are. Returns the number of lines dropped."""
+    def compact(self, seen: Mapping[Key, str] | SeenKeys, *, complete: bool) -> int:
+        """Rewrite ``scores.jsonl`` to one line per task key (the last), dropping lines
+        whose sample was seen with another hash (stale) and, when the input was read to
+        its end (``complete``), of samples not in it (orphans). The rule holds for every
+        pair's lines, not only this run's: a score of ``precision@2`` for content that has
+        since changed is stale even when this run asked only for ``mrr`` (before, such a
+        line stayed and was reported as current). Returns the number of lines dropped."""
         last: dict[tuple[bool, str, str, str], int] = {}
         for i, d in enumerate(iter_lines_indexed(self.scores)):
             if d is not None and _is_score_line(d):
@@ -476,8 +479,6 @@ class RunFolder:
         def keep(i: int, d: dict[str, Any] | None) -> bool:
             if d is None or not _is_score_line(d) or last.get(line_key(d)) != i:
                 return False
-            if f"{d['metric']}|{d['backend']}" not in pairs:
-                return True
             key = (bool(d.get("row_error")), str(d["sample_id"]))
             if key not in seen:
                 return not complete

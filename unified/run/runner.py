@@ -672,8 +672,7 @@ class _Run:
         from unified.report import Report
 
         if self.scan.all_lines or self.counts.samples_changed:
-            pairs = set(self.plan.hashes)
-            self.counts.lines_dropped = self.folder.compact(self.seen, pairs, complete=self.complete)
+            self.counts.lines_dropped = self.folder.compact(self.seen, complete=self.complete)
         if self.book.pairs:  # repeats of folded tasks live in their folded lines now
             self.book.compact(folded_tasks(self.folder.scores))
         manifest = self.folder.read_manifest()
