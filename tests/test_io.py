@@ -157,6 +157,28 @@ def test_mixed_good_and_bad_csv():
     assert "expected a JSON object" in bad[1].reason
 
 
+def test_pandas_to_csv_list_columns_read_as_lists(tmp_path):
+    """pandas writes a list column as its repr, ``['d1', 'd2']``: read as one string it was
+    scored as a single id (mrr 0 instead of 5, no warning). Now it is the list; a cell
+    that starts like a Python list but is not a list of strings is a row error."""
+    path = tmp_path / "p.csv"
+    pd.DataFrame(
+        [
+            {"id": "p1", "retrieved_contexts": ["ctx one", "it's two"], "retrieved_ids": ["d1", "d2"]},
+            {"id": "p2", "retrieved_contexts": ["c"], "retrieved_ids": ["d1"]},
+        ]
+    ).to_csv(path, index=False)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write("p3,\"['a', 1]\",['x']\n")
+    good, bad = load_samples(path)
+    assert [(s.id, s.retrieved_contexts, s.retrieved_ids) for s in good] == [
+        ("p1", ["ctx one", "it's two"], ["d1", "d2"]),
+        ("p2", ["c"], ["d1"]),
+    ]
+    assert [(e.row, e.field) for e in bad] == [(4, "retrieved_contexts")]
+    assert "not a list of strings" in bad[0].reason and "\n" not in str(bad[0])
+
+
 def test_validate_source_lists_warnings_once(tmp_path):
     path = tmp_path / "v.jsonl"
     rows = [

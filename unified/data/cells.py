@@ -5,7 +5,10 @@ List fields (``retrieved_contexts``, ``retrieved_ids``, ``relevant_ids``,
 
 1. a string that parses as a JSON array is that array (any source: Patronus'
    ``task_context`` is often one); one that looks like a JSON array (``["…``) but does
-   not parse is a row error;
+   not parse is a row error. A Python list of strings (``['d1', 'd2']``: what pandas'
+   ``to_csv`` writes for a list column) is that list; one that does not parse as a list
+   of strings is a row error (read as one string, it scored ``['d1', 'd2']`` as a
+   single id);
 2. in tabular sources (CSV, TSV, parquet, DataFrame, HF datasets) the string is split on
    the list separator: ``list_sep`` when given (``""`` = never split), else the first of
    the layout's separators found in the cell — ``|`` (DeepEval's CSV writer), and for
@@ -27,6 +30,7 @@ exactly that one added ``'``, so every string reads back exactly.
 
 from __future__ import annotations
 
+import ast
 import json
 import math
 from typing import Any
@@ -98,6 +102,8 @@ def list_value(text: str, key: str, field: str, *, split: bool, sep: str | None,
         try:
             return json.loads(stripped)
         except (ValueError, RecursionError) as e:
+            if stripped[1:].lstrip()[:1] == "'":
+                return python_list(stripped, key, field)
             if stripped[1:].lstrip()[:1] in ('"', "]", "[", "{"):  # meant as JSON
                 msg = e.msg if isinstance(e, json.JSONDecodeError) else "too deep or too long"
                 raise SampleError(field, f"invalid JSON array in column '{key}': {msg}") from None
@@ -110,6 +116,20 @@ def list_value(text: str, key: str, field: str, *, split: bool, sep: str | None,
     if used is None:
         return [text]
     return [p.strip() for p in text.split(used) if p.strip()]
+
+
+def python_list(text: str, key: str, field: str) -> list[str]:
+    """``['a', "b's"]``, a Python list of strings as ``repr`` writes it, as that list;
+    anything else that starts ``['`` is a row error naming the column."""
+    try:
+        value = ast.literal_eval(text)
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        value = None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SampleError(
+            field, f"column '{key}' starts like a Python list but is not a list of strings: {text[:40]!r}"
+        )
+    return value
 
 
 def object_value(text: str, key: str, field: str) -> Any:
