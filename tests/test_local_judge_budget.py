@@ -7,7 +7,6 @@ once while the model finishes. The model here is a stand-in for ``llama_cpp.Llam
 from __future__ import annotations
 
 import asyncio
-import json
 import threading
 import time
 from typing import Literal
@@ -16,7 +15,7 @@ import pytest
 from pydantic import BaseModel
 
 from unified.judge import JudgeConfig, JudgeTimeoutError, budget, task_scope
-from unified.judge.llama import LlamaCppJudge, compact_grammar
+from unified.judge.llama import LlamaCppJudge
 from unified.judge.resolve import resolve_judges
 from unified.judge.structured import schema_json
 
@@ -140,12 +139,5 @@ async def test_each_call_gets_its_cap_and_the_schema_grammar():
     await judge.ask(MSGS, Verdict, max_tokens=7)
     first, second = fake.kwargs
     assert first["max_tokens"] == budget.answer_cap(judge.config, MSGS, schema_json(Verdict))
-    # the schema's grammar without optional spaces (llama.compact_grammar), built once;
-    # without llama-cpp-python to build it, the schema goes as response_format
-    grammar = compact_grammar(json.dumps(schema_json(Verdict)))
-    if grammar is None:
-        assert first["response_format"] == {"type": "json_object", "schema": schema_json(Verdict)}
-    else:
-        assert first["grammar"] is grammar and "response_format" not in first
-        assert 'space ::= ""' in grammar._grammar
+    assert first["response_format"] == {"type": "json_object", "schema": schema_json(Verdict)}
     assert second["max_tokens"] == 7  # the caller's own cap wins

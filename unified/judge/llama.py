@@ -26,9 +26,7 @@ a sample's calls share first for this reason (``adapters/native/prompts``).
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
-import re
 import threading
 import time
 from pathlib import Path
@@ -56,27 +54,6 @@ from unified.redact import one_line
 
 _NO_SYSTEM_ROLE = {"gemma"}
 PROMPT_CACHE_BYTES = 1 << 30  # states of ~30 recent calls of a 1.5B model at 1k tokens
-
-
-@functools.lru_cache(maxsize=256)
-def compact_grammar(schema_text: str) -> Any:
-    """The grammar llama-cpp-python builds for ``response_format`` with this JSON schema,
-    less its optional space after ``:``, ``,`` and brackets: ``{"a1":"supported"}``, not
-    ``{"a1": "supported"}``. None when the schema does not convert (the caller then
-    passes ``response_format``, whose own fallback is any JSON).
-
-    Why: every token of the answer costs one decode step, forced or not, and Qwen2.5's
-    tokenizer writes ``": "`` and ``", "`` as their own tokens where ``":"`` / ``","``
-    join the quotes: 12 verdicts take 64 tokens instead of 87. The content the model
-    chooses (the values, the strings) is not constrained any further."""
-    from llama_cpp import llama_grammar
-
-    try:
-        gbnf = llama_grammar.json_schema_to_gbnf(schema_text)
-        gbnf = re.sub(r"^space ::= .*$", 'space ::= ""', gbnf, flags=re.MULTILINE)
-        return llama_grammar.LlamaGrammar.from_string(gbnf, verbose=False)
-    except Exception:  # any failure means: use llama-cpp-python's own conversion
-        return None
 
 
 def prompt_cache(capacity_bytes: int = PROMPT_CACHE_BYTES) -> Any:
@@ -196,11 +173,7 @@ class LlamaCppJudge(ChatJudge):
             kwargs["max_tokens"] = cap
         kwargs.update(params)
         if schema_json is not None:
-            grammar = compact_grammar(json.dumps(schema_json))
-            if grammar is not None:
-                kwargs["grammar"] = grammar
-            else:
-                kwargs["response_format"] = {"type": "json_object", "schema": schema_json}
+            kwargs["response_format"] = {"type": "json_object", "schema": schema_json}
         return kwargs
 
     def _generate(self, messages: Messages, kwargs: dict[str, Any]) -> dict:
