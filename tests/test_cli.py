@@ -446,3 +446,19 @@ def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(
     keys = [(r["sample_id"], r["metric"], r["backend"]) for r in rows]
     assert len(keys) == len(set(keys)) == 6  # 3 samples × (faithfulness, mrr), once each
     assert all(r["error"] is None for r in rows)
+
+
+def test_an_empty_input_is_a_failed_run_not_a_pass(tmp_path):
+    """A 0-byte export (a broken pipeline upstream) exited 0 with "rows read 0": a CI gate
+    without --fail-under passed on nothing. It is exit 3 with one line now; an input
+    whose rows were all scored before (a no-op rerun) still exits 0."""
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    r = invoke("run", empty, "--metrics", "mrr", "--out", tmp_path / "e")
+    assert r.exit_code == 3, r.output
+    assert "the input has no rows" in r.output
+    assert invoke("run", empty, "--metrics", "mrr", "--out", tmp_path / "e2", "--allow-errors").exit_code == 0
+    one = tmp_path / "one.jsonl"
+    one.write_text('{"id": "a", "retrieved_ids": ["d1"], "relevant_ids": ["d1"]}\n')
+    for _ in range(2):
+        assert invoke("run", one, "--metrics", "mrr", "--out", tmp_path / "o", "--quiet").exit_code == 0

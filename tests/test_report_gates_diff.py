@@ -41,6 +41,11 @@ def test_parse_gates():
         parse_gates("faithfulness=high")
     with pytest.raises(GateError, match="0–10"):
         parse_gates("faithfulness=70")
+    # a repeated gate kept the last, laxer bound without a word (mrr=10,mrr=0 passed)
+    with pytest.raises(GateError, match="mrr is gated twice"):
+        parse_gates("mrr=10,mrr=0")
+    with pytest.raises(GateError, match="gated twice"):
+        parse_gates(["mrr=10", "mrr=0"])
 
 
 def test_check_gates_lines_and_exit_status():

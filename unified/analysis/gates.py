@@ -20,8 +20,8 @@ class GateError(ValueError):
 
 def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[str, float]:
     """``"faithfulness=7,context_recall=6"`` (or a list of such items, or a dict) ->
-    ``{metric: bound on 0–10}``. Unknown metric names, bounds outside 0–10 and unmarked
-    bounds in (0, 1] are errors (``unified.bounds.read_bound``: ``0.7@0-1`` means 7)."""
+    ``{metric: bound on 0–10}``. Unknown metric names, a metric gated twice, bounds outside
+    0–10 and unmarked bounds in (0, 1] are errors (``unified.bounds.read_bound``: ``0.7@0-1`` means 7)."""
     if not spec:
         return {}
     if isinstance(spec, Mapping):
@@ -38,6 +38,8 @@ def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[
         if not sep:
             raise GateError(f"gate '{item}' must be metric=bound, like faithfulness=7")
         name = name.strip()
+        if name in gates:  # which bound was meant? keeping the last let a laxer one win unseen
+            raise GateError(f"gate '{item}': {name} is gated twice; give one bound per metric")
         try:
             parse_metric(name)
         except UnknownMetricError as e:

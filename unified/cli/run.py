@@ -831,6 +831,9 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     for u in written.get("unserved_metrics") or []:
         n_failed += 1  # asked for, never scored: not a pass
         cli.err_console.print(f"error: {u['metric']} was not scored: {u['reason']}", highlight=False, soft_wrap=True)
+    if not summary and (written.get("counts") or {}).get("rows_read") == 0:
+        n_failed += 1  # an empty export is a broken pipeline upstream, not a passing run
+        cli.err_console.print("error: the input has no rows: nothing was scored", highlight=False, soft_wrap=True)
     if summary and not any(a.scored for a in summary):
         cli.err_console.print(
             f"error: no task produced a score; fix the cause above and rerun with --retry-errors --out {s.out}",
