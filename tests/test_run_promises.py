@@ -779,3 +779,21 @@ def test_diff_never_pairs_a_sample_whose_content_changed(tmp_path):
     (row,) = json.loads((tmp_path / "d.json").read_text())
     assert row["n_paired"] == 3 and row["changed"] == 1 and row["delta"] == 0.0 and not row["movers"]
     assert "1 sample(s) changed content between the runs" in r.output
+
+
+def test_a_line_that_is_not_json_is_said_not_silently_dropped(tmp_path):
+    """One hand-broken line in the middle of scores.jsonl: its task is missing from every
+    figure, so every reader says so (before, only report.html did, blaming a killed run)."""
+    data = write_rows(tmp_path / "d.jsonl", ir_rows(4))
+    out = tmp_path / "o"
+    assert invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet").exit_code == 0
+    text = (out / "scores.jsonl").read_text().splitlines()
+    text[1] = text[1].replace('"value":', '"value":0', 1)  # "value":010.0 is not JSON
+    (out / "scores.jsonl").write_text("\n".join(text) + "\n")
+    with pytest.warns(UserWarning, match="1 line\\(s\\) of .*scores.jsonl are not JSON and were skipped"):
+        assert len(Report.from_dir(out).to_pandas()) == 3
+    r = invoke("report", out)
+    assert r.exit_code == 0 and "warning: 1 line(s) of" in r.output, r.output
+    # the same run command scores the task again: whole again, no warning
+    assert invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet").exit_code == 0
+    assert len(lines(out / "scores.jsonl")) == 4

@@ -245,10 +245,10 @@ def report_cmd(
     from unified.run.runfolder import REPORT_FILE
     from unified.run.runner import print_summary
 
-    with user_errors():
+    with user_errors(), plain_warnings():  # skipped unreadable lines are said, not hidden
         report = Report.from_dir(run_dir)
         path = report.write_html(run_dir / REPORT_FILE, max_drilldown=max_samples)
-    print_summary(report.summary())
+        print_summary(report.summary())
     out_console.print(f"wrote {path}", highlight=False)
 
 
@@ -287,7 +287,7 @@ def diff_cmd(
     first, then Δ with a bootstrap 95% CI, a Holm-adjusted p and the samples needed for 80% power."""
     from unified.analysis.diff import describe_config_changes, diff_runs, format_diff
 
-    with user_errors():
+    with user_errors(), plain_warnings():
         rows = diff_runs(run_a, run_b, n_boot=n_boot, seed=seed, top=top)
     if not rows:
         err_console.print("error: the two runs share no (metric, backend)")

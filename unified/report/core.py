@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -26,6 +27,7 @@ from unified.report.model import (
     build_model,
     iter_jsonl,
     order_model,
+    unreadable_note,
 )
 from unified.run.columnar import fresh_parquet
 from unified.run.runfolder import PARQUET_FILE, SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
@@ -125,6 +127,8 @@ class Report:
                 source = FileSource(self.run_dir / SCORES_FILE)
                 model = build_model(source, self.run_summary())
             self._model, self._source = (stamp, model), source
+            if model.unreadable:
+                warnings.warn(unreadable_note(model.unreadable, self.run_dir), stacklevel=2)
         return self._model[1]
 
     # ------------------------------------------------------------ access

@@ -24,6 +24,7 @@ from unified.report import plots
 from unified.report.html_base import CSS, JS, e, num, pct, sample_link, table, usd
 from unified.report.html_compare import compare_sections
 from unified.report.html_samples import section_disagree, section_samples
+from unified.report.model import unreadable_note
 from unified.report.view import View, build_view
 from unified.scores import Cost
 
@@ -92,7 +93,7 @@ def header(view: View) -> str:
     if m.superseded:
         notes.append(f"{m.superseded} score line(s) repeated a task; the last line of each was used")
     if m.unreadable:
-        notes.append(f"{m.unreadable} unreadable line(s) skipped (a killed run; resume repairs them)")
+        notes.append(unreadable_note(m.unreadable, None))
     note_html = "".join(f"<div class='meta'>note: {e(n)}</div>" for n in notes)
     return f"<header><h1>{e(view.title)}</h1><div class='meta'>{' · '.join(bits)}</div>{note_html}</header>"
 

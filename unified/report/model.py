@@ -335,3 +335,12 @@ def metric_order(seen: Sequence[str], asked: Sequence[str] = ()) -> list[str]:
 
     rest = sorted(((i, m) for i, m in enumerate(seen) if m not in first), key=key)
     return first + [m for _, m in rest]
+
+
+def unreadable_note(n: int, run_dir: Path | None) -> str:
+    """What ``n`` skipped lines of a scores file mean to the reader of its figures."""
+    where = f"{run_dir / 'scores.jsonl'}" if run_dir is not None else "the scores file"
+    return (
+        f"{n} line(s) of {where} are not JSON and were skipped: their tasks are missing from "
+        "these figures (a killed run or a hand edit); the same run command scores them again"
+    )
