@@ -163,7 +163,7 @@ def test_metric_table_shows_each_backends_own_pass_bound():
     }
     assert rows["answer_relevancy"].endswith("| 5 |")
     assert rows["context_relevancy"].endswith("| 5 (embedding 4.25) |")
-    assert rows["faithfulness"].endswith("| 7 (embedding 5) |") and rows["precision@k"].endswith("| 5† |")
+    assert rows["faithfulness"].endswith("| 7 (embedding 4.5) |") and rows["precision@k"].endswith("| 5† |")
     assert len(rows) == len({r for r in rows})  # one row per metric
 
 
@@ -206,7 +206,7 @@ def test_describe_metric_names_every_framework_spelling():
     assert d["required"] == ["response", "retrieved_contexts"]  # no question needed (summaries)
     assert d["aliases"]["ragas"] == ["Faithfulness"] and d["aliases"]["deepeval"] == ["FaithfulnessMetric"]
     backends = ("native", "embedding", "ragas", "deepeval", "opik", "mlflow", "phoenix", "trulens")
-    assert d["thresholds"] == {b: 5.0 if b == "embedding" else 7.0 for b in backends}  # the fitted offline bound
+    assert d["thresholds"] == {b: 4.5 if b == "embedding" else 7.0 for b in backends}  # the fitted offline bound
     assert d["scales"]["opik"].startswith("Hallucination: ") and "1 − raw" in d["scales"]["opik"]
     assert d["scales"]["mlflow"].startswith("RetrievalGroundedness: ") and '"yes" (raw 1)' in d["scales"]["mlflow"]
     # what the label-valued and rating-valued frameworks return, read without importing them
