@@ -147,6 +147,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--label", type=int, required=True, help="the output index meaning 'entailed / supported'")
     ap.add_argument("--windows", type=int, default=2, help="best-aligned context sentences per response sentence")
     ap.add_argument("--radius", type=int, default=1, help="neighbouring sentences either side of each one")
+    ap.add_argument("--sets", default=",".join(fit.SETS), help="the labelled sets to score, comma-separated")
     ap.add_argument("--out", type=Path, required=True, help="JSON {meta, rows: {key: features}} (resumable)")
     return ap.parse_args(argv)
 
@@ -156,7 +157,8 @@ def main(argv: list[str] | None = None) -> int:
     model = PairModel(args.model, args.tokenizer, args.label)
     done = json.loads(args.out.read_text(encoding="utf-8"))["rows"] if args.out.exists() else {}
     meta = {"model": args.model.name, "label": args.label, "windows": args.windows, "radius": args.radius}
-    todo = [r for rows in fit.load_sets(args.data, args.sources).values() for r in rows if fit._key(r) not in done]
+    sets = fit.load_sets(args.data, args.sources)
+    todo = [r for k in args.sets.split(",") for r in sets[k.strip()] if fit._key(r) not in done]
     t0, scored = time.process_time(), 0
     for n, row in enumerate(todo):
         done[fit._key(row)] = features(row, model, args.windows, args.radius)
