@@ -3,6 +3,7 @@
     python benchmarks/fit_offline_judge.py --data /work/shared/data [--sources N]
            [--cache /tmp/candidates.json] [--features a,b,c] [--candidates]
            [--out adapters/offline_judge.json] [--dry-run] [--ignore-answered]
+           [--merge more_candidates.json]
 
 Data (human labels; none of it is in the repository):
 
@@ -19,7 +20,8 @@ Signals and features are computed by the backend's own code
 (``unified.adapters.embedding_signals``) from the packaged MiniLM's sentence and
 word-piece vectors, one forward pass per distinct sentence; ``--cache`` keeps every
 response's candidate features between runs (``--candidates`` prints each one's AUC alone,
-``--features`` picks the ones to fit).
+``--features`` picks the ones to fit). ``--merge`` adds candidates computed elsewhere, by
+response (``benchmarks/nli_candidate.py``: an entailment model's).
 
 The fit: scikit-learn ``LogisticRegression`` (L2, C = 1) on standardised
 ``FEATURES``. Each set weighs the same in the loss, and within a set each class weighs
@@ -351,6 +353,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument(
         "--vectors", type=Path, default=None, help="a pickle {text: (sentence, word-piece vectors)} to start from"
     )
+    ap.add_argument(
+        "--merge",
+        type=Path,
+        action="append",
+        default=[],
+        help="a JSON {rows: {key: {feature: value}}} of more candidates (benchmarks/nli_candidate.py writes one)",
+    )
     ap.add_argument("--features", default=",".join(FEATURES), help="the features to fit, comma-separated")
     ap.add_argument("--candidates", action="store_true", help="print every candidate's AUC alone, then stop")
     ap.add_argument("--search", type=int, default=0, help="greedy forward selection: N steps from --features")
@@ -372,6 +381,22 @@ def load_candidates(
     """Every response's candidate features, computed or from ``--cache``."""
     vectors, cache = Vectors(args.vectors), FeatureCache(args.cache)
     return {k: candidates(rows, vectors, cache) for k, rows in sets.items()}
+
+
+def merge_candidates(
+    C: dict[str, list[dict[str, float]]], sets: dict[str, list[dict[str, Any]]], path: Path
+) -> dict[str, list[dict[str, float]]]:
+    """``C`` with each response's features from ``path`` added (joined by ``_key``, so the
+    file must come from the same data and ``--sources``); a response the file lacks stops
+    the run with the set, the count and the first key, rather than fit on a subset."""
+    extra = json.loads(path.read_text(encoding="utf-8"))["rows"]
+    out = {}
+    for k, rows in sets.items():
+        missing = [_key(r) for r in rows if _key(r) not in extra]
+        if missing:
+            raise SystemExit(f"{path}: {len(missing)} of {len(rows)} {k} responses missing (first: {missing[0]})")
+        out[k] = [{**c, **extra[_key(r)]} for c, r in zip(C[k], rows)]
+    return out
 
 
 def report(names: tuple[str, ...], X: Table, Y: Table, G: Table, args: argparse.Namespace, t0: float) -> None:
@@ -408,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     sets = load_sets(args.data, args.sources)
     C = load_candidates(args, sets)
+    for path in args.merge:
+        C = merge_candidates(C, sets, path)
     Y = {k: np.array([r["y"] for r in rows]) for k, rows in sets.items()}
     G = {k: np.array([r["group"] for r in rows]) for k, rows in sets.items()}
     if args.candidates:
