@@ -147,6 +147,17 @@ def test_append_log_holds_lines_in_order_and_writes_them_whole(tmp_path):
     log.write("4", flush=False)
     log.close()
     assert path.read_text() == "1\n2\n3\n4\n" and log.lines == 4
+    samples, scores = tmp_path / "samples.jsonl", tmp_path / "scores.jsonl"
+    first = AppendLog(samples)
+    log = AppendLog(scores, first=first)
+    first.write("s1", flush=False)
+    assert samples.read_text() == ""
+    log.write("t1")  # the sample's line reaches the disk before its score's
+    assert samples.read_text() == "s1\n" and scores.read_text() == "t1\n"
+    first.write("s2", flush=False)
+    log.close()
+    first.close()
+    assert samples.read_text() == "s1\ns2\n"
 
 
 def _big(path: Path, n: int) -> None:

@@ -161,11 +161,14 @@ class AppendLog:
     flush=False)`` — held until the next ``flush`` (or the next flushed line, or
     ``close``), which writes every held line in one ``write`` call: the file only ever
     grows by whole lines in order (a kill -9 in between loses held lines, never part of
-    one; the next run scores their tasks again). fsync at most every second. A write that
-    fails (disk full, folder made read-only) is a ``RunFolderError`` naming the file."""
+    one; the next run scores their tasks again). ``first``: a log whose held lines go to
+    disk before any line of this one (a sample's ``samples.jsonl`` line before its score
+    lines). fsync at most every second. A write that fails (disk full, folder made
+    read-only) is a ``RunFolderError`` naming the file."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, first: "AppendLog | None" = None):
         self.path = path
+        self.first = first
         try:
             self._f = open(path, "a", encoding="utf-8")
         except OSError as e:
@@ -181,6 +184,8 @@ class AppendLog:
 
     def flush(self) -> None:
         """Write the held lines (one call), flush; fsync when the last was a second ago."""
+        if self.first is not None:
+            self.first.flush()
         if not self._held:
             return
         data = "\n".join(self._held) + "\n"

@@ -558,7 +558,7 @@ class _Run:
         if not todo:
             return
         assert self.sample_log is not None
-        self.sample_log.write(sample.model_dump_json(exclude_none=True))
+        self.sample_log.write(sample.model_dump_json(exclude_none=True), flush=False)
         runnable: dict[tuple[str, bool], list[Pair]] = {}
         for p in todo:
             missing = missing_field_error(sample, p.metric, p.backend)
@@ -614,8 +614,9 @@ class _Run:
                 )
 
     async def stream(self) -> None:
-        self.log = AppendLog(self.folder.scores)
+        # a sample's line is held until its scores are written (one write per block, not per row)
         self.sample_log = AppendLog(self.folder.samples)
+        self.log = AppendLog(self.folder.scores, first=self.sample_log)
         if self.book.pairs:
             self.book.open()
         rows = count_rows(self.snapshot or self.samples)
