@@ -46,7 +46,7 @@ def _samples() -> list[Sample]:
     nfd = unicodedata.normalize("NFD", "café")
     return [
         Sample(id="plain", retrieved_ids=["a", "b", "c", "a"], relevant_ids=["a", "c"]),
-        Sample(id=f"{nfd} 東京 🚀 \"q\" \\", retrieved_ids=["x"], relevant_ids=["y"]),
+        Sample(id=f'{nfd} 東京 🚀 "q" \\', retrieved_ids=["x"], relevant_ids=["y"]),
         Sample(id="row:3", retrieved_ids=[], relevant_ids=["a"]),
         Sample(id="no-rel", retrieved_ids=["a"]),
         Sample(id="no-ret", relevant_ids=["a"], response="r"),
@@ -93,12 +93,22 @@ def test_compute_fields_are_the_sample_plans_scores():
         assert [line_of(f) for f in fast] == [score_line(s) for s in slow], sample.id
     assert not backend.computes(parse_metric("faithfulness"))
 
+    class Watching(NativeBackend):  # a subclass that overrides score sees every sample
+        async def score(self, sample, metrics):
+            return await super().score(sample, metrics)
+
+    assert not Watching(judges).computes(refs[0])
+
 
 def _hostile(path: Path, n: int) -> None:
     """Odd ids, missing fields, unicode, rows that are not JSON, repeated rows and ids."""
     lines = []
     for i in range(n):
-        row = {"id": f"s{i}", "user_input": f"Ü {i} 東京", "retrieved_ids": [f"d{(i * 7 + j) % 13}" for j in range(i % 9)]}
+        row = {
+            "id": f"s{i}",
+            "user_input": f"Ü {i} 東京",
+            "retrieved_ids": [f"d{(i * 7 + j) % 13}" for j in range(i % 9)],
+        }
         if i % 5:
             row["relevant_ids"] = [f"d{i % 13}", f"d{(i + 3) % 13}"]
         if i % 17 == 0:

@@ -232,11 +232,8 @@ def line_of(fields: Mapping[str, Any]) -> str:
     if "cost" in fields:
         raise ValueError("line_of: a line with a cost goes through score_line")
     missing = _FIELD_DEFAULTS  # a sentinel no field holds
-    line = {
-        k: v for k, d in _FIELD_DEFAULTS.items() if (v := fields.get(k, missing)) is not missing and not v == d
-    }
+    line = {k: v for k, d in _FIELD_DEFAULTS.items() if (v := fields.get(k, missing)) is not missing and not v == d}
     return _value_first(to_json(line).decode(), fields.get("value"))
-
 
 
 _LINE_DEFAULTS: dict[str, Any] = {}

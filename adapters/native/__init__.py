@@ -91,8 +91,9 @@ class NativeBackend(Backend):
 
     def computes(self, metric: MetricRef) -> bool:
         """True when ``metric`` is a built-in retrieval formula, which ``compute`` scores
-        without a judge or an await (the run's batch path for deterministic groups)."""
-        return computed(metric)
+        without a judge or an await (the run's batch path for deterministic groups). A
+        subclass that overrides ``score`` gets every sample through it: never."""
+        return type(self).score is NativeBackend.score and computed(metric)
 
     def compute(self, sample: Sample, metrics: list[MetricRef]) -> list[dict[str, Any]]:
         """``score(sample, metrics)`` for metrics that ``computes``, synchronously, as
