@@ -86,9 +86,17 @@ def hostile_rows(n: int, seed: int = 5) -> list[str]:
     return lines
 
 
+def python_of(tree: Path) -> str:
+    """The tree's own venv python when it has one: an editable install maps
+    ``unified.adapters`` to the tree it was installed from, whatever ``sys.path`` says,
+    so another tree's run through this venv would mix the two trees' code."""
+    own = tree / ".venv" / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
 def run_cli(tree: Path, args: list[str], cwd: Path) -> tuple[int, str, str]:
     code = _CLI.format(tree=str(tree), args=args)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(cwd))
+    r = subprocess.run([python_of(tree), "-c", code], capture_output=True, text=True, cwd=str(cwd))
     return r.returncode, r.stdout, r.stderr
 
 

@@ -109,9 +109,17 @@ print(json.dumps({{"wall": time.perf_counter() - t1, "cpu": time.process_time() 
 """
 
 
+def python_of(tree: Path) -> str:
+    """The tree's own venv python when it has one: an editable install maps
+    ``unified.adapters`` to the tree it was installed from, whatever ``sys.path`` says,
+    so another tree's run through this venv would mix the two trees' code."""
+    own = tree / ".venv" / "bin" / "python"
+    return str(own) if own.exists() else sys.executable
+
+
 def run_worker(tree: Path, data: Path, out: Path, resume: bool) -> dict:
     code = _WORKER.format(tree=str(tree), data=str(data), out=str(out), resume=resume)
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=str(tree))
+    r = subprocess.run([python_of(tree), "-c", code], capture_output=True, text=True, cwd=str(tree))
     if r.returncode != 0:
         raise SystemExit(f"benchmark run failed ({tree}):\n{r.stderr[-3000:]}")
     res = json.loads(r.stdout.strip().splitlines()[-1])

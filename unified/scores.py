@@ -111,7 +111,7 @@ class Score(BaseModel):
 
     @classmethod
     def failure(cls, metric: str, backend: str, sample_id: str, error: str, **kw: Any) -> "Score":
-        return cls(metric=metric, backend=backend, sample_id=sample_id, value=None, error=error, **kw)
+        return cls(**failure_fields(metric, backend, sample_id, error), **kw)
 
     @classmethod
     def from_raw(
@@ -126,38 +126,72 @@ class Score(BaseModel):
         threshold: float | None = None,
         **kw: Any,
     ) -> "Score":
-        """Normalise ``raw`` to 0–10 and set ``passed``. A None/NaN/inf raw becomes a
-        failure whose error is ``error`` when given (what the backend said), else a generic
-        one. ``error`` applies only then: a usable raw never yields a Score with an error."""
-        error = kw.pop("error", None)
-        value = normalize(raw, raw_range, higher_is_better=higher_is_better)
-        if value is None or raw is None:
-            err = error or f"backend returned no usable score (raw={raw!r})"
-            return cls(
-                metric=metric,
-                backend=backend,
-                sample_id=sample_id,
-                value=None,
-                raw=None,
+        """Normalise ``raw`` to 0–10 and set ``passed`` (``raw_fields``)."""
+        return cls(
+            **raw_fields(
+                metric,
+                backend,
+                sample_id,
+                raw,
                 raw_range=raw_range,
                 higher_is_better=higher_is_better,
                 threshold=threshold,
-                error=err,
                 **kw,
             )
-        passed = None if threshold is None else value >= threshold
-        return cls(
-            metric=metric,
-            backend=backend,
-            sample_id=sample_id,
-            value=value,
-            raw=float(raw),
-            raw_range=raw_range,
-            higher_is_better=higher_is_better,
-            threshold=threshold,
-            passed=passed,
-            **kw,
         )
+
+
+def failure_fields(metric: str, backend: str, sample_id: str, error: str) -> dict[str, Any]:
+    """The fields of ``Score.failure``'s Score: no value, ``error`` says why."""
+    return {"metric": metric, "backend": backend, "sample_id": sample_id, "value": None, "error": error}
+
+
+def raw_fields(
+    metric: str,
+    backend: str,
+    sample_id: str,
+    raw: float | None,
+    *,
+    raw_range: tuple[float, float] = (0.0, 1.0),
+    higher_is_better: bool = True,
+    threshold: float | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
+    """The fields of ``Score.from_raw``'s Score, as a dict (a batch of deterministic
+    scores is written from these without building a Score: ``line_of``).
+
+        value  = normalize(raw, raw_range, higher_is_better)        (0–10)
+        passed = value ≥ threshold                                  (None without threshold)
+
+    A None/NaN/inf raw becomes a failure whose error is ``error`` when given (what the
+    backend said), else a generic one. ``error`` applies only then: a usable raw never
+    yields a Score with an error."""
+    error = kw.pop("error", None)
+    value = normalize(raw, raw_range, higher_is_better=higher_is_better)
+    head = {"metric": metric, "backend": backend, "sample_id": sample_id}
+    if value is None or raw is None:
+        err = error or f"backend returned no usable score (raw={raw!r})"
+        return {
+            **head,
+            "value": None,
+            "raw": None,
+            "raw_range": raw_range,
+            "higher_is_better": higher_is_better,
+            "threshold": threshold,
+            "error": err,
+            **kw,
+        }
+    passed = None if threshold is None else value >= threshold
+    return {
+        **head,
+        "value": value,
+        "raw": float(raw),
+        "raw_range": raw_range,
+        "higher_is_better": higher_is_better,
+        "threshold": threshold,
+        "passed": passed,
+        **kw,
+    }
 
 
 def score_line(score: Score) -> str:
@@ -169,8 +203,37 @@ def score_line(score: Score) -> str:
     ``full_line`` gives a reader the full shape back, and ``Score.model_validate`` reads
     either form. ``value`` is on every line, null on a failure's (the one field a reader
     of the file by hand always looks for)."""
-    line = score.model_dump_json(exclude_defaults=True)
-    return line if score.value is not None else '{"value":null,' + line[1:]
+    return _value_first(score.model_dump_json(exclude_defaults=True), score.value)
+
+
+def _value_first(line: str, value: float | None) -> str:
+    # a failure's line still says "value": null, first (exclude_defaults left it out)
+    return line if value is not None else '{"value":null,' + line[1:]
+
+
+_FIELD_DEFAULTS: dict[str, Any] = {}
+
+
+def line_of(fields: Mapping[str, Any]) -> str:
+    """``score_line(Score(**fields))``, the same bytes, without building the Score: a
+    deterministic batch writes 200k lines this way (``docs/scale.md``). The same rule:
+    every field in the Score's field order, those still at their default left out,
+    (compared with ``==``, as pydantic's ``exclude_defaults`` does), serialised by
+    pydantic's own encoder (``pydantic_core.to_json``: the same float
+    spelling). ``fields`` must hold what the Score would (floats for its float fields,
+    a ``(lo, hi)`` tuple of floats, plain JSON in ``details``) and no ``cost`` (a cost
+    is a model: its line goes through ``score_line``); ``tests/test_detblock.py``
+    checks the bytes against ``score_line``."""
+    from pydantic_core import to_json
+
+    if not _FIELD_DEFAULTS:
+        for name, info in Score.model_fields.items():
+            _FIELD_DEFAULTS[name] = info.get_default(call_default_factory=True)
+    if "cost" in fields:
+        raise ValueError("line_of: a line with a cost goes through score_line")
+    missing = _FIELD_DEFAULTS  # a sentinel no field holds
+    line = {k: v for k, d in _FIELD_DEFAULTS.items() if (v := fields.get(k, missing)) is not missing and not v == d}
+    return _value_first(to_json(line).decode(), fields.get("value"))
 
 
 _LINE_DEFAULTS: dict[str, Any] = {}

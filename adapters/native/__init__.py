@@ -23,7 +23,7 @@ from unified.metrics import MetricRef, UnknownMetricError, get_metric
 from unified.sample import Sample
 from unified.scores import Score
 
-from .plan import SamplePlan
+from .plan import SamplePlan, compute_fields, computed
 from .prompts import PROMPTS_VERSION
 from .table import NATIVE_METRICS, entry_for, metric_names
 
@@ -88,6 +88,17 @@ class NativeBackend(Backend):
             "options": {k: v for k, v in sorted(self.options.items()) if k in read},
             "prompts": PROMPTS_VERSION,
         }
+
+    def computes(self, metric: MetricRef) -> bool:
+        """True when ``metric`` is a built-in retrieval formula, which ``compute`` scores
+        without a judge or an await (the run's batch path for deterministic groups). A
+        subclass that overrides ``score`` gets every sample through it: never."""
+        return type(self).score is NativeBackend.score and computed(metric)
+
+    def compute(self, sample: Sample, metrics: list[MetricRef]) -> list[dict[str, Any]]:
+        """``score(sample, metrics)`` for metrics that ``computes``, synchronously, as
+        the Scores' field dicts (``plan.compute_fields``)."""
+        return compute_fields(self.judges, sample, list(metrics))
 
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]:
         """Exactly one Score per metric, in order; never raises for a per-sample problem."""

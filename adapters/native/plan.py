@@ -24,10 +24,12 @@ from unified.adapters import missing_field_error, unknown_param_error
 from unified.judge.base import JudgeError, Judges, current_meter, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
-from unified.scores import Cost, Score
+from unified.scores import Cost, Score, failure_fields
 
 from .dual import DualResult, StepFailed, ask_dual, ask_one
+from .metrics import retrieval
 from .prompts import Ask, Variant
+from .retrieval import retrieval_fields
 from .table import STEPS, NativeMetric, entry_for, step_key
 
 BACKEND = "native"
@@ -55,6 +57,46 @@ def precheck(
 
 
 _NO_COST = Cost()
+
+
+def failure_text(ref: MetricRef, e: Exception) -> str:
+    """A metric's exception as its task's error: a failed step or an undefined formula
+    (ValueError) says its reason, a judge error what the judge did, anything else is
+    reported as the bug it is."""
+    if isinstance(e, StepFailed):
+        return str(e)
+    if isinstance(e, JudgeError):
+        return f"judge failed: {e}"
+    if isinstance(e, ValueError):  # a formula's undefined case, with its reason
+        return str(e)
+    return f"native {ref.name} crashed: {type(e).__name__}: {e}"
+
+
+def computed(ref: MetricRef) -> bool:
+    """True when ``ref`` is a built-in retrieval formula: no judge, no model, no await, so
+    ``compute_fields`` scores it in one plain call (a deterministic run's batch path)."""
+    entry = entry_for(ref.spec)
+    return entry is not None and entry.fn is retrieval and not ref.spec.custom
+
+
+def compute_fields(judges: Judges, sample: Sample, refs: list[MetricRef]) -> list[dict[str, Any]]:
+    """``SamplePlan(judges, sample, refs, ...).run()`` for metrics that are all
+    ``computed``, as the Scores' field dicts (``unified.scores.line_of`` writes them):
+    the same precheck, the same formula (``retrieval_fields``, which ``retrieval`` wraps
+    into a Score) and the same failure texts (``failure_text``). No cost: a formula
+    makes no call."""
+    contexts = list(sample.retrieved_contexts or [])
+    out: list[dict[str, Any]] = []
+    for ref in refs:
+        err = precheck(entry_for(ref.spec), ref, sample, judges, contexts)
+        if err is None:
+            try:
+                out.append(retrieval_fields(sample, ref, BACKEND))
+                continue
+            except Exception as e:
+                err = failure_text(ref, e)
+        out.append(failure_fields(ref.name, BACKEND, sample.id, err))
+    return out
 
 
 class SamplePlan:
@@ -114,16 +156,8 @@ class SamplePlan:
         assert entry is not None
         try:
             return await entry.fn(_MetricView(self, i))
-        except StepFailed as e:
-            return Score.failure(ref.name, BACKEND, self.sample.id, str(e))
-        except JudgeError as e:
-            return Score.failure(ref.name, BACKEND, self.sample.id, f"judge failed: {e}")
-        except ValueError as e:  # a formula's undefined case, with its reason
-            return Score.failure(ref.name, BACKEND, self.sample.id, str(e))
-        except Exception as e:  # never raise per sample: report the bug as this task's error
-            return Score.failure(
-                ref.name, BACKEND, self.sample.id, f"native {ref.name} crashed: {type(e).__name__}: {e}"
-            )
+        except Exception as e:  # never raise per sample
+            return Score.failure(ref.name, BACKEND, self.sample.id, failure_text(ref, e))
 
     # ------------------------------------------------------------ accounting
 

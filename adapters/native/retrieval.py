@@ -43,7 +43,7 @@ from typing import Any, Callable
 
 from unified.metrics import MetricRef
 from unified.sample import Sample
-from unified.scores import Score
+from unified.scores import Score, failure_fields, raw_fields
 
 __all__ = [
     "precision_at_k",
@@ -53,6 +53,7 @@ __all__ = [
     "hit_rate_at_k",
     "relevant_set",
     "score_retrieval",
+    "retrieval_fields",
     "best_achievable",
     "RETRIEVAL_METRICS",
 ]
@@ -238,22 +239,28 @@ def _reason(name: str, raw: float, k: int, hits: list[int], n_rel: int) -> str:
 
 
 def score_retrieval(sample: Sample, metric: MetricRef, backend: str = "native") -> Score:
-    """Score one retrieval metric on one sample. Raw on [0, 1]; value = 10 · raw.
+    """Score one retrieval metric on one sample: ``Score(**retrieval_fields(...))``."""
+    return Score(**retrieval_fields(sample, metric, backend))
+
+
+def retrieval_fields(sample: Sample, metric: MetricRef, backend: str = "native") -> dict[str, Any]:
+    """The fields of one retrieval metric's Score on one sample (a deterministic batch
+    writes its line from them, ``unified.scores.line_of``). Raw on [0, 1]; value = 10 · raw.
 
     ``details``: ``k`` (effective cutoff), ``hits`` (relevant ids found), ``ranks`` (their
     1-based ranks), ``relevant`` (size of the relevant set). The pass bound of P@k and
     R@k is relative to the best achievable value (module docstring). A missing field or
-    an undefined metric gives ``Score.failure`` naming it. Never raises.
+    an undefined metric gives a failure naming it. Never raises.
     """
     name, sid = metric.name, sample.id
     fn = RETRIEVAL_METRICS.get(metric.canonical)
     if fn is None:
-        return Score.failure(name, backend, sid, f"'{metric.canonical}' is not a retrieval metric")
+        return failure_fields(name, backend, sid, f"'{metric.canonical}' is not a retrieval metric")
     if sample.retrieved_ids is None:
-        return Score.failure(name, backend, sid, "missing field 'retrieved_ids'")
+        return failure_fields(name, backend, sid, "missing field 'retrieved_ids'")
     rel = relevant_set(sample)
     if rel is None:
-        return Score.failure(name, backend, sid, "missing field 'relevant_ids' (or 'graded_relevance')")
+        return failure_fields(name, backend, sid, "missing field 'relevant_ids' (or 'graded_relevance')")
     retrieved = sample.retrieved_ids
     try:
         if metric.canonical == "ndcg_at_k":
@@ -264,11 +271,11 @@ def score_retrieval(sample: Sample, metric: MetricRef, backend: str = "native") 
         k = _cutoff(retrieved, metric.k)
         ranks = _hit_ranks(retrieved, rel, k)
     except ValueError as e:
-        return Score.failure(name, backend, sid, str(e))
+        return failure_fields(name, backend, sid, str(e))
     except Exception as e:  # never raise per sample; keep the type for debugging
-        return Score.failure(name, backend, sid, f"{type(e).__name__}: {e}")
+        return failure_fields(name, backend, sid, f"{type(e).__name__}: {e}")
     details: dict[str, Any] = {"k": k, "hits": [retrieved[r - 1] for r in ranks], "ranks": ranks, "relevant": len(rel)}
-    return Score.from_raw(
+    return raw_fields(
         name,
         backend,
         sid,

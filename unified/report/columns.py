@@ -170,6 +170,20 @@ class TaskColumn(Mapping[str, Task]):
         ids = self._ids.ids
         return ((ids[n], self._task(i)) for i, n in enumerate(self._sample))
 
+    def failed_items(self) -> Iterator[tuple[str, Task]]:
+        """``items()`` of the failed tasks only (an error, or no value), in order: a run
+        of 200k good tasks builds no Task to find its few failures."""
+        ids, value, error = self._ids.ids, self._value, self._error
+        for i, n in enumerate(self._sample):
+            if i in error or math.isnan(value[i]):
+                yield ids[n], self._task(i)
+
+    def degraded_items(self) -> Iterator[tuple[str, Task]]:
+        """``items()`` of the tasks with a degraded reason, in order (only those are read)."""
+        ids = self._ids.ids
+        for i in sorted(self._degraded):
+            yield ids[self._sample[i]], self._task(i)
+
     def outcomes(self) -> Iterator[tuple[float | None, bool | None, tuple[Any, ...] | None]]:
         """(value of a successful task else None, verdict, cost or None for no cost) per
         task in order: what an aggregate needs, without building a Task."""

@@ -130,16 +130,27 @@ class RunModel:
     def n_tasks(self) -> int:
         return sum(len(s) for per_b in self.tasks.values() for s in per_b.values()) + len(self.row_tasks)
 
+    def _some_tasks(self, which: str) -> Iterator[tuple[str, str, str, Task, bool]]:
+        """``iter_tasks()`` restricted to the columns' ``failed_items`` or
+        ``degraded_items`` (the same order; the row-error tasks are few and all read)."""
+        for m in self.metrics:
+            for b in self.backends:
+                col = self.tasks.get(m, {}).get(b)
+                for sid, t in getattr(col, which)() if col is not None else ():
+                    yield m, b, sid, t, False
+        for (sid, m, b), t in self.row_tasks.items():
+            yield m, b, sid, t, True
+
     def failed(self) -> Iterator[dict[str, Any]]:
         """Failed tasks as small dicts (sample_id, metric, backend, error, row_error)."""
-        for m, b, sid, t, row in self.iter_tasks():
+        for m, b, sid, t, row in self._some_tasks("failed_items"):
             if not t.ok:
                 yield {"sample_id": sid, "metric": m, "backend": b, "error": t.error or "no value", "row_error": row}
 
     def degraded(self) -> Iterator[dict[str, Any]]:
         """Degraded tasks (a value, from fewer judges than asked) in ``failed()``'s shape,
         the reason as the error, so they group the same way."""
-        for m, b, sid, t, row in self.iter_tasks():
+        for m, b, sid, t, row in self._some_tasks("degraded_items"):
             if t.ok and t.degraded is not None:
                 yield {"sample_id": sid, "metric": m, "backend": b, "error": t.degraded, "row_error": row}
 

@@ -39,6 +39,8 @@ class Pair:
     config_hash: str
     needs_judge: bool
     repeats: int = 1
+    # the backend scores it with a plain call (``backend.compute``): no judge, no await
+    computed: bool = False
 
     @property
     def key(self) -> str:
@@ -57,6 +59,11 @@ class TaskGroup:
     # (row, DataFrame index label) of the sample's input row, stamped on its score lines
     where: tuple[int | None, Any] = (None, None)
 
+    @property
+    def computed(self) -> bool:
+        """Scored by ``compute_group`` (every pair a formula the backend computes)."""
+        return self.repeat is None and not self.needs_judge and all(p.computed for p in self.pairs)
+
     def failures(self, why: str) -> list[Score]:
         """One failure Score per pair, named and stamped as a scored one would be."""
         return [
@@ -73,7 +80,8 @@ class TaskGroup:
         ]
 
 
-OnDone = Callable[[TaskGroup, list[Score]], None]
+# a group's results: Scores, or — from ``compute_group`` — the Scores' field dicts
+OnDone = Callable[[TaskGroup, list[Any]], None]
 
 
 class Executor(Protocol):
@@ -100,15 +108,33 @@ def named_executor(name: str, **options: Any) -> Any:
 
 
 class LocalExecutor:
-    """asyncio tasks in this process (module docstring)."""
+    """asyncio tasks in this process (module docstring).
+
+    Computed groups (``TaskGroup.computed``: formulas, no judge, no await) get no task:
+    they wait in a block of at most ``free_concurrency`` groups, which is scored in one
+    plain loop (``compute_group``) at the points where their tasks would have run — when
+    the block is full, before the executor waits for a window, and at the end — so the
+    lines come out in the same order as they would through tasks. After each block,
+    ``after_block`` (the runner writes the block's lines at once) and one turn of the
+    event loop (the progress ticker, Ctrl-C and SIGTERM are served between blocks)."""
 
     def __init__(self, concurrency: int = 16, free_concurrency: int | None = None):
         self.concurrency = max(1, concurrency)
         self.free_concurrency = max(1, free_concurrency or self.concurrency)
 
-    async def run(self, groups: Iterable[TaskGroup], on_done: OnDone) -> None:
+    async def run(
+        self, groups: Iterable[TaskGroup], on_done: OnDone, after_block: Callable[[], None] | None = None
+    ) -> None:
         windows = {True: asyncio.Semaphore(self.concurrency), False: asyncio.Semaphore(self.free_concurrency)}
         inflight: set[asyncio.Task] = set()
+        block: list[TaskGroup] = []
+
+        def run_block() -> None:
+            for g in block:
+                on_done(g, compute_group(g))
+            block.clear()
+            if after_block is not None:
+                after_block()
 
         async def one(group: TaskGroup, window: asyncio.Semaphore) -> None:
             try:
@@ -118,11 +144,21 @@ class LocalExecutor:
 
         try:
             for group in groups:
+                if group.computed:
+                    if len(block) >= self.free_concurrency:
+                        run_block()
+                        await asyncio.sleep(0)
+                    block.append(group)
+                    continue
                 window = windows[group.needs_judge]
+                if block and window.locked():  # the wait below is where the block's tasks would run
+                    run_block()
                 await window.acquire()
                 task = asyncio.create_task(one(group, window))
                 inflight.add(task)
                 task.add_done_callback(inflight.discard)
+            if block:
+                run_block()
             while inflight:
                 await asyncio.gather(*list(inflight))
         except BaseException:
@@ -130,6 +166,24 @@ class LocalExecutor:
                 t.cancel()
             await asyncio.gather(*list(inflight), return_exceptions=True)
             raise
+
+
+def compute_group(group: TaskGroup) -> list[Any]:
+    """``score_group`` for a computed group, without a task scope or a Score: the
+    backend's ``compute`` gives each metric's Score fields, stamped here with the task
+    key as requested and both fingerprints (a dict per pair; ``line_of`` writes it).
+    Never raises: a backend bug is each pair's failure, as in ``score_group``."""
+    refs = [p.metric for p in group.pairs]
+    try:
+        got = group.backend.compute(group.sample, refs)
+    except Exception as e:  # a backend bug must not stop the run
+        return group.failures(f"{type(e).__name__}: {e}".strip())
+    if not isinstance(got, list) or len(got) != len(refs) or not all(isinstance(f, dict) for f in got):
+        return group.failures(f"backend '{group.backend.name}' computed {type(got).__name__} for {len(refs)} metric(s)")
+    key = {"backend": group.backend.name, "sample_id": group.sample.id, "sample_hash": group.sample_hash}
+    for f, p in zip(got, group.pairs):
+        f.update(key, metric=p.metric.name, config_hash=p.config_hash)
+    return got
 
 
 async def score_group(group: TaskGroup) -> list[Score]:

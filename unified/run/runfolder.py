@@ -157,21 +157,42 @@ def rewrite_jsonl(path: Path, keep: Callable[[int, dict[str, Any] | None], bool]
 
 
 class AppendLog:
-    """Append-only JSONL: one write + flush per line, fsync at most every second. A write
-    that fails (disk full, folder made read-only) is a ``RunFolderError`` naming the file."""
+    """Append-only JSONL: a line is written and flushed at once, or — ``write(line,
+    flush=False)`` — held until the next ``flush`` (or the next flushed line, or
+    ``close``), which writes every held line in one ``write`` call: the file only ever
+    grows by whole lines in order (a kill -9 in between loses held lines, never part of
+    one; the next run scores their tasks again). ``first``: a log whose held lines go to
+    disk before any line of this one (a sample's ``samples.jsonl`` line before its score
+    lines). fsync at most every second. A write that fails (disk full, folder made
+    read-only) is a ``RunFolderError`` naming the file."""
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, first: "AppendLog | None" = None):
         self.path = path
+        self.first = first
         try:
             self._f = open(path, "a", encoding="utf-8")
         except OSError as e:
             raise _os_error(path, e, "write") from None
         self._last_sync = time.monotonic()
+        self._held: list[str] = []
         self.lines = 0
 
-    def write(self, line: str) -> None:
+    def write(self, line: str, flush: bool = True) -> None:
+        self._held.append(line)
+        if flush:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the held lines (one call), flush; fsync when the last was a second ago."""
+        if self.first is not None:
+            self.first.flush()
+        if not self._held:
+            return
+        data = "\n".join(self._held) + "\n"
+        n = len(self._held)
+        self._held.clear()
         try:
-            self._f.write(line + "\n")
+            self._f.write(data)
             self._f.flush()
             now = time.monotonic()
             if now - self._last_sync >= FSYNC_EVERY_S:
@@ -179,21 +200,24 @@ class AppendLog:
                 self._last_sync = now
         except OSError as e:
             raise _os_error(self.path, e, "write") from None
-        self.lines += 1
+        self.lines += n
 
     def close(self) -> None:
         if self._f.closed:
             return
         try:
-            self._f.flush()
-            os.fsync(self._f.fileno())
-        except OSError:
-            pass  # the write that failed has already been reported
+            self.flush()  # the lines still held (a write error here is one line, as any)
         finally:
             try:
-                self._f.close()
+                self._f.flush()
+                os.fsync(self._f.fileno())
             except OSError:
-                pass
+                pass  # the write that failed has already been reported
+            finally:
+                try:
+                    self._f.close()
+                except OSError:
+                    pass
 
 
 class SeenKeys:

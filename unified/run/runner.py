@@ -81,7 +81,10 @@ from unified.run.runindex import (
 from unified.run.runplan import RunPlan, plan_run
 from unified.run.runsummary import RunCounts, build_summary, print_failures, print_table
 from unified.sample import Sample
-from unified.scores import Score, score_line
+from unified.scores import Score, line_of, score_line
+
+# DataFrame index labels ``line_of`` writes as the Score's own encoder does (others: through a Score)
+_PLAIN_INDEX = (type(None), int, float, str)
 
 __all__ = [
     "RunConfigChanged",
@@ -426,22 +429,36 @@ class _Run:
         )
 
     # ------------------------------------------------------------ streaming
-    def emit(self, scores: list[Score], backend: str, where: tuple[int | None, Any] | None = None) -> None:
-        """Write ``scores``; ``where``: the (row, DataFrame index label) of their input row,
-        so content-hash ids join back to the user's rows — a scored group's own (it may
-        finish long after its row was read), else the row being read now."""
+    def emit(self, scores: list[Any], backend: str, where: tuple[int | None, Any] | None = None) -> None:
+        """Write ``scores`` (Scores, or a computed group's Score field dicts); ``where``:
+        the (row, DataFrame index label) of their input row, so content-hash ids join
+        back to the user's rows — a scored group's own (it may finish long after its row
+        was read), else the row being read now. A computed group's lines wait for the
+        end of its block (``LocalExecutor``: one write for the block)."""
         assert self.log is not None
         row, index = self.where if where is None else where
+        update: dict[str, Any] = {"row": row, "input_index": index}
+        plain = type(index) in _PLAIN_INDEX  # what line_of writes as model_dump_json would
+        failed = degraded = 0
         for s in scores:
-            update: dict[str, Any] = {"row": row, "input_index": index}
-            if s.error:  # defence in depth: no error text leaves with a credential in it
-                update["error"] = scrub(s.error)
-            self.log.write(score_line(s.model_copy(update=update)))
+            if isinstance(s, dict) and plain:
+                s.update(update)
+                if s.get("error"):  # defence in depth: no error text leaves with a credential in it
+                    s["error"] = scrub(s["error"])
+                self.log.write(line_of(s), flush=False)
+                ok = s.get("error") is None and s.get("value") is not None
+                failed += not ok
+                degraded += ok and bool(s.get("degraded"))
+                continue
+            s = Score(**s) if isinstance(s, dict) else s
+            changes = {**update, "error": scrub(s.error)} if s.error else update
+            self.log.write(score_line(s.model_copy(update=changes)))
+            failed += not s.ok
+            degraded += s.ok and s.degraded
         self.counts.tasks_run += len(scores)
-        failed = sum(1 for s in scores if not s.ok)
         self.counts.tasks_failed += failed
         if self.progress is not None:
-            self.progress.advance(backend, len(scores), failed, sum(1 for s in scores if s.ok and s.degraded))
+            self.progress.advance(backend, len(scores), failed, degraded)
 
     def done(self, group: TaskGroup, scores: list[Score]) -> None:
         """A scored group: its Scores, or — for a repeat — the repeat lines, and the
@@ -541,7 +558,7 @@ class _Run:
         if not todo:
             return
         assert self.sample_log is not None
-        self.sample_log.write(sample.model_dump_json(exclude_none=True))
+        self.sample_log.write(sample.model_dump_json(exclude_none=True), flush=False)
         runnable: dict[tuple[str, bool], list[Pair]] = {}
         for p in todo:
             missing = missing_field_error(sample, p.metric, p.backend)
@@ -597,8 +614,9 @@ class _Run:
                 )
 
     async def stream(self) -> None:
-        self.log = AppendLog(self.folder.scores)
+        # a sample's line is held until its scores are written (one write per block, not per row)
         self.sample_log = AppendLog(self.folder.samples)
+        self.log = AppendLog(self.folder.scores, first=self.sample_log)
         if self.book.pairs:
             self.book.open()
         rows = count_rows(self.snapshot or self.samples)
@@ -614,7 +632,10 @@ class _Run:
             prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
             with price_scope(prices):
                 async with self._batch_scope():
-                    await self.executor.run(self.groups(), self.done)
+                    if isinstance(self.executor, LocalExecutor):  # a computed block's lines: one write
+                        await self.executor.run(self.groups(), self.done, after_block=self.log.flush)
+                    else:
+                        await self.executor.run(self.groups(), self.done)
         finally:
             ticker.cancel()
             self.progress.stop()

@@ -123,13 +123,16 @@ def plan_run(refs: Sequence[MetricRef], backends: Sequence[Any], judges: Any, re
             times = repeats if repeats > 1 and "chat" in judge_requirements(b, r) else 1
             if times > 1:
                 cfg["repeats"] = times
+            needs_judge = bool(judge_requirements(b, r))
+            computes = getattr(b, "computes", None)  # a formula the backend scores without an await
             pair = Pair(
                 metric=r,
                 backend=b,
                 bit=len(plan.pairs),
                 config_hash=config_hash(cfg),
-                needs_judge=bool(judge_requirements(b, r)),
+                needs_judge=needs_judge,
                 repeats=times,
+                computed=not needs_judge and times == 1 and callable(computes) and bool(computes(r)),
             )
             plan.configs[pair.key] = cfg
             plan.pairs.append(pair)
