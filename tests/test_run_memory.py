@@ -95,11 +95,16 @@ def _peak_kb(tmp: Path, n: int) -> int:
 
 
 @pytest.mark.slow
-def test_peak_rss_grows_by_well_under_a_kilobyte_a_sample(tmp_path):
-    """5,000 and 20,000 samples × 2 retrieval metrics, each run in its own process: the
-    peak RSS (report.html written, the report model built) grows by at most 1 KB a sample
-    between them. Main before this change measured 1.38 KB/sample (20k→60k); this branch
-    0.61 KB/sample; the ~8 KB/sample the Ray benchmark once saw fails it by far."""
-    small, big = _peak_kb(tmp_path, 5_000), _peak_kb(tmp_path, 20_000)
-    per_sample = (big - small) * 1024 / 15_000
-    assert per_sample <= 1024, f"peak RSS {small} kB at 5k, {big} kB at 20k: {per_sample:.0f} B a sample"
+def test_peak_rss_grows_by_at_most_one_and_a_half_kilobytes_a_sample(tmp_path):
+    """5,000 and 40,000 samples × 2 retrieval metrics, each run in its own process: the
+    peak RSS (report.html written, the report model built) grows by at most 1.5 KB a
+    sample between them. The run-memory work took it from 1.38 to 0.61 KB a sample
+    (20k→60k); a bound the noise allows cannot tell those two apart, but the ~8 KB a
+    sample of a structure that keeps every sample's row fails it by far."""
+    # 35k samples apart, and a 1.5 KB bound: the peak of one run moves by ±10 MB between
+    # identical runs (the Parquet writer's and the allocator's transient memory). Over the
+    # 15k samples this test first used, with a 1 KB bound, that noise failed it on trees
+    # that measure 0.5–0.95 KB a sample here (0.12–1.2 KB at 5k→20k on one tree)
+    small, big = _peak_kb(tmp_path, 5_000), _peak_kb(tmp_path, 40_000)
+    per_sample = (big - small) * 1024 / 35_000
+    assert per_sample <= 1536, f"peak RSS {small} kB at 5k, {big} kB at 40k: {per_sample:.0f} B a sample"
