@@ -49,3 +49,21 @@ def test_negated_words_cover_the_whole_clause():
     }
     assert negated_words("It doesn't take reservations") == {"take", "reservations"}
     assert negated_words("It takes reservations.") == set()
+
+
+def test_long_runs_of_blanks_are_read_in_linear_time():
+    """A comma followed by 20,000 spaces (PDF or table padding) took 117 s when the key
+    could take the blanks too; every split of the run was tried."""
+    import time
+
+    start = time.process_time()
+    for text in ["a," + " " * 200_000 + "x", "{" + " " * 100_000 + "key" + " " * 5_000 + ": false}", "\t" * 100_000]:
+        ContextPolarity([text])
+    assert time.process_time() - start < 5.0
+    assert ContextPolarity(['{"Valet":   false ,  "Garage" : no}']).denied("valet and garage") == ["garage", "valet"]
+
+
+def test_negation_without_an_apostrophe_or_by_adjective_counts():
+    ctx = ContextPolarity([RECORD])
+    assert ctx.denied("Outdoor seating is unavailable.") == []
+    assert ctx.denied("It doesnt offer outdoor seating.") == []

@@ -103,6 +103,23 @@ def test_metrics_not_asked_this_time_lose_their_stale_and_orphaned_lines(tmp_pat
     assert got == {("s0", "mrr"), ("s1", "mrr"), ("s2", "mrr"), ("s0", "precision@3"), ("s2", "precision@3")}
     summary = json.loads((out / "summary.json").read_text())
     assert {a["metric"]: a["count"] for a in summary["aggregates"]}.get("precision@3", 0) == 2
+    assert "precision@3 (native): 2 line(s) of changed or removed samples dropped and not scored again" in r.output
+
+
+def test_a_row_still_in_error_keeps_its_failure_for_metrics_not_asked(tmp_path):
+    """A row that fails in both runs, for another reason the second time: the metric not
+    asked for again must still count its failure (its line's text hash changed)."""
+    rows = ir_rows(3)
+    rows[1]["retrieved_ids"] = "a"  # a string, not a list: a row error
+    data = write_rows(tmp_path / "d.jsonl", rows)
+    out = tmp_path / "o"
+    assert invoke("run", data, "--metrics", "precision@3,mrr", "--out", out, "--quiet").exit_code == 3
+    rows[1]["retrieved_ids"] = ["a"]
+    rows[1]["relevant_ids"] = "a"  # now another field fails
+    write_rows(data, rows)
+    assert invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet").exit_code == 3
+    errors = {d["metric"] for d in lines(out / "scores.jsonl") if d.get("error")}
+    assert errors == {"mrr", "precision@3"}
 
 
 def test_changed_judge_configuration_is_refused_naming_what_changed(tmp_path, judge_server):

@@ -488,29 +488,46 @@ class RunFolder:
         os.replace(tmp, self.scores)
 
     # ------------------------------------------------------------ compaction
-    def compact(self, seen: Mapping[Key, str] | SeenKeys, *, complete: bool) -> int:
+    def compact(self, seen: Mapping[Key, str] | SeenKeys, pairs: set[str], *, complete: bool) -> Compaction:
         """Rewrite ``scores.jsonl`` to one line per task key (the last), dropping lines
         whose sample was seen with another hash (stale) and, when the input was read to
-        its end (``complete``), of samples not in it (orphans). The rule holds for every
-        pair's lines, not only this run's: a score of ``precision@2`` for content that has
-        since changed is stale even when this run asked only for ``mrr`` (before, such a
-        line stayed and was reported as current). Returns the number of lines dropped."""
+        its end (``complete``), of samples not in it (orphans).
+
+        The rule holds for the lines of every pair, not only this run's ``pairs``: a
+        ``precision@2`` score of content that has since changed is stale even when this run
+        asked only for ``mrr`` (before, such a line stayed and was reported as current).
+        Two exceptions for the pairs this run did not ask for, which it will not score
+        again: a row-error line of a row that is still an error is kept (its text may have
+        changed; it still counts the failure), and so is a line without a sample hash (an
+        older format: nothing shows it stale). ``Compaction.unasked`` counts, per such
+        pair, the lines dropped and not replaced."""
         last: dict[tuple[bool, str, str, str], int] = {}
         for i, d in enumerate(iter_lines_indexed(self.scores)):
             if d is not None and _is_score_line(d):
                 last[line_key(d)] = i
+        unasked: dict[str, int] = {}
+
+        def fresh(d: dict[str, Any], pair: str) -> bool:
+            key = (bool(d.get("row_error")), str(d["sample_id"]))
+            if key not in seen:
+                return not complete
+            if pair not in pairs and (key[0] or d.get("sample_hash") is None):
+                return True
+            return d.get("sample_hash") == seen[key]
 
         def keep(i: int, d: dict[str, Any] | None) -> bool:
             if d is None or not _is_score_line(d) or last.get(line_key(d)) != i:
                 return False
-            key = (bool(d.get("row_error")), str(d["sample_id"]))
-            if key not in seen:
-                return not complete
-            return d.get("sample_hash") == seen[key]
+            pair = f"{d['metric']}|{d['backend']}"
+            if fresh(d, pair):
+                return True
+            if pair not in pairs:
+                unasked[pair] = unasked.get(pair, 0) + 1
+            return False
 
         dropped = rewrite_jsonl(self.scores, keep)
         self._compact_samples(seen, complete)
-        return dropped
+        return Compaction(dropped, unasked)
 
     def _compact_samples(self, seen: Mapping[Key, str] | SeenKeys, complete: bool) -> None:
         last: dict[str, int] = {}
@@ -525,6 +542,15 @@ class RunFolder:
                 and (not complete or (False, str(d.get("id"))) in seen)
             ),
         )
+
+
+@dataclass
+class Compaction:
+    """What ``RunFolder.compact`` dropped: ``lines`` in all, and per (metric|backend) pair
+    this run did not ask for, the lines of changed or removed samples (not scored again)."""
+
+    lines: int
+    unasked: dict[str, int] = field(default_factory=dict)
 
 
 def iter_lines_indexed(path: Path) -> Iterator[dict[str, Any] | None]:

@@ -83,8 +83,9 @@ from unified.run.runsummary import RunCounts, build_summary, print_failures, pri
 from unified.sample import Sample
 from unified.scores import Score, line_of, score_line
 
-# DataFrame index labels ``line_of`` writes as the Score's own encoder does (others: through a Score)
-_PLAIN_INDEX = (type(None), int, float, str)
+# DataFrame index labels ``line_of`` writes as the Score's own encoder does (others, floats too:
+# through a Score)
+_PLAIN_INDEX = (type(None), int, str)  # not float: a NaN label would be written as bare NaN, not null
 
 __all__ = [
     "RunConfigChanged",
@@ -201,6 +202,7 @@ class _Run:
         self.out = Path(opts.out) if opts.out is not None else Path(tempfile.mkdtemp(prefix="unified-run-"))
         self.folder = RunFolder(self.out)
         self.counts = RunCounts()
+        self.unasked_dropped: dict[str, int] = {}  # per pair not asked for: lines compaction dropped
         self.seen = SeenKeys()
         # (row, DataFrame index label) of the row being read; a sample's groups carry their own
         self.where: tuple[int | None, Any] = (None, None)
@@ -639,9 +641,13 @@ class _Run:
         finally:
             ticker.cancel()
             self.progress.stop()
-            self.log.close()
-            self.sample_log.close()
-            self.book.close()
+            try:  # a failing close (disk full while writing held lines) must not skip the others
+                self.log.close()
+            finally:
+                try:
+                    self.sample_log.close()
+                finally:
+                    self.book.close()
 
     def _calibrate(self) -> None:
         """``--calibration``: set ``calibrated`` on the lines it covers (and only those);
@@ -693,7 +699,8 @@ class _Run:
         from unified.report import Report
 
         if self.scan.all_lines or self.counts.samples_changed:
-            self.counts.lines_dropped = self.folder.compact(self.seen, complete=self.complete)
+            dropped = self.folder.compact(self.seen, set(self.plan.hashes), complete=self.complete)
+            self.counts.lines_dropped, self.unasked_dropped = dropped.lines, dropped.unasked
         if self.book.pairs:  # repeats of folded tasks live in their folded lines now
             self.book.compact(folded_tasks(self.folder.scores))
         manifest = self.folder.read_manifest()
@@ -814,6 +821,12 @@ class _Run:
             )
         if c.lines_dropped:
             self.say(f"note: dropped {c.lines_dropped} stale or superseded score line(s) from {self.folder.scores}")
+        for pair, n in sorted(self.unasked_dropped.items()):
+            metric, _, backend = pair.partition("|")
+            self.say(
+                f"note: {metric} ({backend}): {n} line(s) of changed or removed samples dropped and not "
+                "scored again (not asked for in this run; add it to --metrics to score them)"
+            )
         if self.opts.quiet:
             return
         if self.opts.show_summary:
