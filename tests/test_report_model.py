@@ -54,7 +54,10 @@ def test_a_folder_read_after_kill_never_double_counts(run, tmp_path):
     got = {(d["sample_id"], d["metric"], d["backend"]): d for d in r.iter_score_dicts()}
     assert got[(first["sample_id"], first["metric"], first["backend"])]["reason"] == "rescored"
     page = r.write_html(tmp_path / "r.html").read_text()
-    assert "5 score line(s) repeated a task" in page and "1 line(s) of the scores file are not JSON and were skipped" in page
+    assert (
+        "5 score line(s) repeated a task" in page
+        and "1 line(s) of the scores file are not JSON and were skipped" in page
+    )
 
 
 def test_the_page_reads_the_scores_once_and_fetches_only_what_it_shows(run, monkeypatch):
