@@ -70,10 +70,12 @@ class ContextPolarity:
 
     def __init__(self, contexts: Sequence[str]):
         keys: list[str] = []
-        rest: list[str] = []
-        for text in contexts:
-            keys += [m.group("key") for m in _FALSE_FIELD.finditer(text)]
-            rest.append(_FALSE_FIELD.sub(" ", text))
+
+        def take(m: re.Match[str]) -> str:  # one scan finds a field and blanks it out
+            keys.append(m.group("key"))
+            return " "
+
+        rest = [_FALSE_FIELD.sub(take, text) for text in contexts]
         self.denied_vocabulary = Vocabulary(keys) if keys else None
         self.affirmed = Vocabulary(rest) if keys else None
 

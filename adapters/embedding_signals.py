@@ -241,8 +241,9 @@ def sentence_signals(
     share, _ = unsupported_terms(sentence, ctx.vocabulary)
     nums = number_mentions(sentence)
     names = name_mentions(sentence)
-    rare = [w for w in sorted(content_words(sentence)) if w.isalpha() and len(w) > 3 and is_rare(w)]
-    denied = ctx.polarity.denied(sentence)
+    terms = content_words(sentence)
+    rare = [w for w in sorted(terms) if w.isalpha() and len(w) > 3 and is_rare(w)]
+    denied = ctx.polarity.denied(sentence, terms)
     return SentenceSignals(
         sentence=sentence,
         best_match=ctx.sentences[k],

@@ -168,30 +168,19 @@ def raw_fields(
     yields a Score with an error."""
     error = kw.pop("error", None)
     value = normalize(raw, raw_range, higher_is_better=higher_is_better)
-    head = {"metric": metric, "backend": backend, "sample_id": sample_id}
-    if value is None or raw is None:
-        err = error or f"backend returned no usable score (raw={raw!r})"
-        return {
-            **head,
-            "value": None,
-            "raw": None,
-            "raw_range": raw_range,
-            "higher_is_better": higher_is_better,
-            "threshold": threshold,
-            "error": err,
-            **kw,
-        }
-    passed = None if threshold is None else value >= threshold
-    return {
-        **head,
-        "value": value,
-        "raw": float(raw),
+    fields = {
+        "metric": metric,
+        "backend": backend,
+        "sample_id": sample_id,
         "raw_range": raw_range,
         "higher_is_better": higher_is_better,
         "threshold": threshold,
-        "passed": passed,
-        **kw,
     }
+    if value is None or raw is None:
+        err = error or f"backend returned no usable score (raw={raw!r})"
+        return {**fields, "value": None, "raw": None, "error": err, **kw}
+    passed = None if threshold is None else value >= threshold
+    return {**fields, "value": value, "raw": float(raw), "passed": passed, **kw}
 
 
 def score_line(score: Score) -> str:
