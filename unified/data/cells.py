@@ -102,9 +102,10 @@ def list_value(text: str, key: str, field: str, *, split: bool, sep: str | None,
         try:
             return json.loads(stripped)
         except (ValueError, RecursionError) as e:
-            if stripped[1:].lstrip()[:1] == "'":
+            head = stripped[1:].lstrip()[:1]
+            if head == "'":
                 return python_list(stripped, key, field)
-            if stripped[1:].lstrip()[:1] in ('"', "]", "[", "{"):  # meant as JSON
+            if head in ('"', "]", "[", "{"):  # meant as JSON
                 msg = e.msg if isinstance(e, json.JSONDecodeError) else "too deep or too long"
                 raise SampleError(field, f"invalid JSON array in column '{key}': {msg}") from None
     if not split:
