@@ -103,6 +103,7 @@ FRAMEWORK_FIELDS: dict[str, dict[str, str]] = {
 ALIAS_TO_CANONICAL: dict[str, str] = {alias: canonical for canonical, names in ALIASES.items() for alias in names}
 _ALIAS_TO_CANONICAL = ALIAS_TO_CANONICAL  # the name older code imports
 LIST_FIELDS = ("retrieved_contexts", "retrieved_ids", "relevant_ids", "reference_contexts")
+_TEXT_FIELDS = frozenset(("user_input", "response", "reference", "id"))  # a str stays as given
 #: the fields that define an interaction (its content hash): all but id and metadata
 CONTENT_FIELDS = (
     "user_input",
@@ -128,6 +129,10 @@ MAX_DEPTH = 64
 #: (2**1024 overflows); TREC-style scales use -2..4, percentages 0..100
 MAX_GRADE = 100.0
 _SURROGATE = re.compile("[\ud800-\udfff]")
+# json.dumps(v, sort_keys=True, ensure_ascii=False) and json.dumps(v, ensure_ascii=False,
+# allow_nan=False), without building an encoder per call
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False).encode
+_META_JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode
 
 
 class SampleError(ValueError):
@@ -208,20 +213,19 @@ def sample_problem(sample: Any, content_blob: str | None = None) -> tuple[str, s
     ``json.dumps`` of the content (``content_blob`` when the caller has it) and of the
     metadata answers for the clean majority; only a sample that fails is walked
     (``json_problem``) to name the field."""
-    fields = {name: getattr(sample, name) for name in type(sample).model_fields}
     try:
         blob = content_blob if content_blob is not None else sample._content_blob()
-        meta = json.dumps(fields["metadata"], ensure_ascii=False, allow_nan=False)
+        meta = sample.metadata
         clean = (
             _SURROGATE.search(blob) is None
-            and _SURROGATE.search(meta) is None
-            and _SURROGATE.search(fields["id"]) is None
-            and not _too_deep(fields["metadata"])
+            and _SURROGATE.search(sample.id) is None
+            and (not meta or (_SURROGATE.search(_META_JSON(meta)) is None and not _too_deep(meta)))
         )
     except (TypeError, ValueError, RecursionError):
         clean = False
     if clean:
         return None
+    fields = {name: getattr(sample, name) for name in type(sample).model_fields}
     return next(filter(None, (json_problem(v, k) for k, v in fields.items())), None)
 
 
@@ -283,9 +287,7 @@ class Sample(BaseModel):
     @field_validator("user_input")
     @classmethod
     def _blank_question_is_absent(cls, v: str | None) -> str | None:
-        # one spelling of "no question": "", "  " and a missing field hash and read alike,
-        # and every reader of user_input checks for None only
-        return v if v is not None and v.strip() else None
+        return blank_as_absent(v)
 
     @field_validator("graded_relevance")
     @classmethod
@@ -294,27 +296,11 @@ class Sample(BaseModel):
 
     @model_validator(mode="after")
     def _json_safe_then_id(self) -> "Sample":
-        # one pass: the content's canonical JSON is both checked and hashed
-        if all(getattr(self, k) is None for k in CONTENT_FIELDS):
-            # with no field always required, a row whose columns all went to metadata (a
-            # misnamed column) would otherwise be a sample every metric fails on
-            raise SampleError(
-                None,
-                f"no sample field ({', '.join(CONTENT_FIELDS[:4])}, …); "
-                "is a column misnamed? rename it with --map SOURCE=FIELD",
-            )
-        blob = self._content_blob()
-        problem = sample_problem(self, blob)
-        if problem:
-            raise SampleError(*problem)
-        self._hash_at_validation = hashlib.sha256(blob.encode()).hexdigest()[:16]
-        if not self.id:
-            self.id = self._hash_at_validation
-        return self
+        return check_then_id(self)
 
     def _content_blob(self) -> str:
-        payload = {k: v for k in CONTENT_FIELDS if (v := getattr(self, k)) is not None}
-        return json.dumps(payload, sort_keys=True, ensure_ascii=False)
+        values = self.__dict__
+        return _CANONICAL_JSON({k: v for k in CONTENT_FIELDS if (v := values[k]) is not None})
 
     def content_hash(self) -> str:
         """Stable id from the content: sha256 of the canonical JSON (sorted keys, absent
@@ -347,11 +333,69 @@ class Sample(BaseModel):
         return cls.model_validate(canonicalize(record, mapping, warn_unknown=warn_unknown))
 
     @classmethod
+    def trusted(cls, fields: dict[str, Any]) -> "Sample":
+        """The Sample ``model_validate(fields)`` builds, without pydantic's validation, for
+        ``fields`` that ``plain_fields`` returned (canonical names, every value already of
+        its field's exact type, grades checked): the same rules run — the blank question,
+        then ``check_then_id`` (content present, JSON safety, the content hash, the id).
+        The instance is made through pydantic's pickling state, as ``model_construct``
+        would make it (the fields given are the fields set) at a third of its cost.
+        Raises ``SampleError``."""
+        if "user_input" in fields:
+            fields["user_input"] = blank_as_absent(fields["user_input"])
+        values = {name: fields.get(name, default) for name, default in _DEFAULTS}
+        if "metadata" not in fields:
+            values["metadata"] = {}  # the default factory's value, a dict per sample
+        sample = cls.__new__(cls)
+        sample.__setstate__(
+            {
+                "__dict__": values,
+                "__pydantic_fields_set__": set(fields),
+                "__pydantic_extra__": None,
+                "__pydantic_private__": {"_hash_at_validation": ""},
+            }
+        )
+        return check_then_id(sample)
+
+    @classmethod
     def model_validate(cls, obj: Any, *args: Any, **kwargs: Any) -> "Sample":
         try:
             return super().model_validate(obj, *args, **kwargs)
         except ValidationError as e:
             raise _one_line(e) from None
+
+
+# (field, default) in the model's field order; metadata's default factory is called per sample
+_DEFAULTS = tuple((name, f.default) for name, f in Sample.model_fields.items())
+
+
+def blank_as_absent(question: str | None) -> str | None:
+    """One spelling of "no question": ``""``, ``"  "`` and a missing field hash and read
+    alike (None), and every reader of ``user_input`` checks for None only."""
+    return question if question is not None and question.strip() else None
+
+
+def check_then_id(sample: Sample) -> Sample:
+    """The whole-record rules, for both ways a Sample is built (validation and
+    ``Sample.trusted``): some content field present, every field JSON-safe, then the
+    content hash — sha256 of the canonical JSON, computed once and also the JSON check's
+    input — kept as ``_hash_at_validation``, and the id when none was given."""
+    if all(getattr(sample, k) is None for k in CONTENT_FIELDS):
+        # with no field always required, a row whose columns all went to metadata (a
+        # misnamed column) would otherwise be a sample every metric fails on
+        raise SampleError(
+            None,
+            f"no sample field ({', '.join(CONTENT_FIELDS[:4])}, …); "
+            "is a column misnamed? rename it with --map SOURCE=FIELD",
+        )
+    blob = sample._content_blob()
+    problem = sample_problem(sample, blob)
+    if problem:
+        raise SampleError(*problem)
+    sample._hash_at_validation = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    if not sample.id:
+        sample.id = sample._hash_at_validation
+    return sample
 
 
 def _one_line(e: ValidationError) -> SampleError:
@@ -452,9 +496,44 @@ def _normalise_fields(out: dict[str, Any], source_of: dict[str, str], metadata: 
         gr = out["graded_relevance"]
         if not isinstance(gr, Mapping):
             raise SampleError("graded_relevance", "expected an object {doc_id: grade}")
-        # None = not judged: parquet / HF datasets store these dicts as structs, which fill
-        # every row with every key of the column
-        out["graded_relevance"] = {str(k): check_grade(k, v) for k, v in gr.items() if v is not None}
+        out["graded_relevance"] = grades_of(gr)
+
+
+def grades_of(grades: Mapping[Any, Any]) -> dict[str, float]:
+    """``graded_relevance`` as ``{doc_id: grade}``, each grade checked (``check_grade``);
+    a None grade means not judged and is left out (parquet / HF datasets store these dicts
+    as structs, which fill every row with every key of the column)."""
+    return {str(k): check_grade(k, v) for k, v in grades.items() if v is not None}
+
+
+def plain_fields(record: Mapping[str, Any], targets: Mapping[str, str]) -> dict[str, Any] | None:
+    """The canonical fields of ``record`` for ``Sample.trusted`` when ``canonicalize`` and
+    pydantic could only copy its values, else None (the caller takes the full path).
+
+    ``targets``: each key's canonical field, distinct, all known (the caller resolved them
+    once for this key set). A value qualifies when its type is exactly the field's: a
+    ``str`` for the text fields and the id, a ``list`` of ``str`` for the list fields, a
+    ``dict`` for ``metadata`` and ``graded_relevance`` (grades through ``grades_of``, which
+    raises ``SampleError`` as the full path does). None, and an empty metadata object, are
+    absent, as there. Anything else — a number id, a reference list, context objects, a
+    string where a list belongs, a tuple — returns None."""
+    out: dict[str, Any] = {}
+    for key, value in record.items():
+        if value is None:
+            continue
+        field, kind = targets[key], type(value)
+        if kind is str and field in _TEXT_FIELDS:
+            out[field] = value
+        elif kind is list and field in LIST_FIELDS and all(type(item) is str for item in value):
+            out[field] = list(value)
+        elif kind is dict and field == "graded_relevance":
+            out[field] = grades_of(value)
+        elif kind is dict and field == "metadata" and all(type(k) is str for k in value):
+            if value:
+                out[field] = dict(value)
+        else:
+            return None
+    return out
 
 
 def _context_texts(field: str, value: Any, source: str) -> tuple[Any, list[str] | None]:

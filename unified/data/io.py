@@ -53,11 +53,20 @@ from typing import Any
 from unified.data.cells import clean_value, is_missing, neutralise_formula
 from unified.data.files import atomic_path, write_text
 from unified.data.labels import label_value, parse_labels
-from unified.data.layouts import Layout, apply_layout, detect_layout, get_layout, renames_for
+from unified.data.layouts import EXTRA_KEY, Layout, apply_layout, detect_layout, get_layout, renames_for
 from unified.data.readers import FORMATS, TABULAR, format_of, read_file
 from unified.data.rowerror import RowError
 from unified.data.traces import TRACE_FORMATS, detect, detect_columns, detect_file, file_rows, trace_rows
-from unified.sample import ALIAS_TO_CANONICAL, ALIASES, LIST_FIELDS, Sample, SampleError, sample_problem, target_of
+from unified.sample import (
+    ALIAS_TO_CANONICAL,
+    ALIASES,
+    LIST_FIELDS,
+    Sample,
+    SampleError,
+    plain_fields,
+    sample_problem,
+    target_of,
+)
 
 __all__ = [
     "RowError",
@@ -426,6 +435,8 @@ class SampleReader(Iterator[Any]):
         self._unknown: set[str] = set()
         self._label_seen: set[str] = set()
         self._mapped_seen: set[str] = set()
+        # key tuple -> each key's field, or None: the row takes the full path (``_plain``)
+        self._targets: dict[tuple[Any, ...], dict[str, str] | None] = {}
         if self._src.columns is not None and self._detect:
             self.layout = detect_layout(self._src.columns)
         self._pairs = self._generate()
@@ -513,19 +524,61 @@ class SampleReader(Iterator[Any]):
         return result
 
     def _record(self, raw: Mapping[str, Any], row: int, layout: Layout | None) -> Sample | RowError:
-        if layout is None and self._detect and self._src.columns is None:
-            self.layout = detect_layout(raw) or self.layout  # a row without the layout's keys keeps it
-        lay = layout or self.layout
         try:
-            rec, soft, renames = self._canonical(raw, row, lay)
-            sample = Sample.from_record(
-                rec, {k: v for k, v in renames.items() if v != "metadata"}, warn_unknown=False
-            )  # the reader notes it once, with its row
+            sample, soft_key = self._sample_of(raw, row, layout)
         except SampleError as e:
             return RowError(self.source, row, e.field, e.reason)
         except (TypeError, ValueError) as e:  # odd cell types a framework may hand us
             return RowError(self.source, row, None, f"{type(e).__name__}: {e}")
-        return self._final_id(sample, row, lay.id_field if soft and lay is not None else None)
+        return self._final_id(sample, row, soft_key)
+
+    def _sample_of(self, raw: Mapping[str, Any], row: int, layout: Layout | None) -> tuple[Sample, str | None]:
+        """(the row's Sample, its soft id's key or None); raises ``SampleError``. A plain
+        row (``_plain``) skips the cell, layout and validation machinery, whose rules
+        could only copy its values."""
+        fast = self._plain(raw) if layout is None and self.layout is None else None
+        if fast is not None:
+            return Sample.trusted(fast), None
+        if layout is None and self._detect and self._src.columns is None:
+            self.layout = detect_layout(raw) or self.layout  # a row without the layout's keys keeps it
+        lay = layout or self.layout
+        rec, soft, renames = self._canonical(raw, row, lay)
+        sample = Sample.from_record(
+            rec, {k: v for k, v in renames.items() if v != "metadata"}, warn_unknown=False
+        )  # the reader notes it once, with its row
+        return sample, (lay.id_field if soft and lay is not None else None)
+
+    def _plain(self, raw: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The row's fields for ``Sample.trusted`` when nothing this reader does to a row
+        (labels, cell cleaning, a layout, ``--map``, unknown fields) applies to it and
+        every value already has its field's type (``plain_fields``); else None."""
+        if type(raw) is not dict or self._src.tabular:
+            return None
+        keys = tuple(raw)
+        targets = self._targets.get(keys, _UNPLANNED)
+        if targets is _UNPLANNED:
+            targets = self._plan(raw)
+            if len(self._targets) < _MAX_PLANS:  # a file of ever-new key sets plans each row
+                self._targets[keys] = targets
+        if targets is None:
+            return None
+        meta = raw.get("metadata")
+        if type(meta) is dict and EXTRA_KEY in meta:
+            return None  # fields a framework layout kept there: apply_layout restores them
+        return plain_fields(raw, targets)
+
+    def _plan(self, raw: Mapping[str, Any]) -> dict[str, str] | None:
+        """Each key's canonical field, or None when a key is mapped, a label, unknown,
+        not a string, a layout's signature, or two keys fill one field."""
+        if self.labels or (self._detect and self._src.columns is None and detect_layout(raw) is not None):
+            return None
+        targets: dict[str, str] = {}
+        for key in raw:
+            target = "metadata" if key == "metadata" else target_of(key, raw, {})
+            if type(key) is not str or key in self.mapping or target is None:
+                return None
+            targets[key] = target
+        return targets if len(set(targets.values())) == len(targets) else None
 
     def _canonical(
         self, raw: Mapping[str, Any], row: int, lay: Layout | None
@@ -584,6 +637,8 @@ class SampleReader(Iterator[Any]):
 
 
 _NO_LAYOUT = ("unified", "ours", "jsonl")  # --from unified: our names and aliases only
+_UNPLANNED: Any = object()
+_MAX_PLANS = 4_096  # distinct key sets remembered by one reader
 
 
 def _with_labels(meta: Any, labels: Mapping[str, Any]) -> dict[str, Any]:
