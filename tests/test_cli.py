@@ -74,6 +74,21 @@ def test_validate_exit_codes():
     assert "bad row(s)" in bad.output
 
 
+def test_validate_refuses_an_empty_file_and_a_folder(tmp_path):
+    # an empty file validated "0 ok, 0 bad" with exit 0, though a run of it exits 3; a
+    # folder was told to "pass fmt=", which is neither the problem nor a CLI flag
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("", encoding="utf-8")
+    r = invoke("validate", empty)
+    assert r.exit_code == 1 and f"error: {empty} has no rows" in r.output
+    r = invoke("validate", tmp_path)
+    assert r.exit_code == 2 and "is a folder, not a file of samples" in r.output and "fmt=" not in r.output
+    odd = tmp_path / "rows.dat"
+    odd.write_text('{"question": "q"}\n', encoding="utf-8")
+    r = invoke("validate", odd)
+    assert r.exit_code == 2 and "--from" in r.output
+
+
 def test_run_retrieval_metrics_end_to_end(tmp_path):
     out = tmp_path / "run"
     r = invoke("run", DATA, "--metrics", "precision@3,ndcg@5,mrr", "--out", out, "--quiet")

@@ -163,3 +163,46 @@ def test_expectations_fill_reference_and_relevant_ids():
     assert (rec["user_input"], rec["response"], rec["reference"]) == ("q", "a", "r")
     assert rec["relevant_ids"] == ["d1", "d2"] and rec["reference_contexts"] == ["c1", "c2"]
     assert rec["metadata"]["provenance"]["user_input"] == "inputs.query"
+
+
+@mlflow.trace(span_type=SpanType.RETRIEVER)
+def retrieve_with_a_hole(question):
+    return [
+        {"page_content": "Paris is the capital of France.", "metadata": {"doc_uri": "kb://a"}},
+        {"page_content": None, "metadata": {"doc_uri": "kb://none"}},
+        {"page_content": "The Seine flows through Paris.", "metadata": {"doc_uri": "kb://c"}},
+    ]
+
+
+@mlflow.trace
+def rag_with_a_hole(question):
+    retrieve_with_a_hole(question)
+    return "Paris is the capital of France."
+
+
+def test_a_retrieved_document_without_text_is_an_error_not_a_dropped_rank(store):
+    # the document was dropped: kb://c moved from rank 3 to 2, and mrr / precision@k moved
+    # with it; the trace reader refuses such a trace, and so does the scorer now
+    from unified.integrations.mlflow_scorer import IntegrationError
+
+    rag_with_a_hole("What is the capital of France?")
+    mlflow.flush_trace_async_logging()
+    trace = mlflow.search_traces(return_type="list")[0]
+    with pytest.raises(IntegrationError, match=r"document 2 \(kb://none\) has no text"):
+        to_record({"question": "q"}, "a", None, trace)
+
+
+def test_the_default_name_is_a_valid_mlflow_metric_name(store):
+    # `unified_precision@2/mean` was refused by mlflow.genai.evaluate after every scorer ran
+    docs = [{"page_content": t, "metadata": {"doc_uri": d}} for t, d in (("x", "d2"), ("y", "d1"))]
+    rows = [
+        {
+            "inputs": {"question": "q"},
+            "outputs": {"answer": "a", "documents": docs},
+            "expectations": {"expected_retrieved_context": [{"doc_uri": "d1"}]},
+        }
+    ]
+    scorer = UnifiedScorer("precision@2")
+    assert scorer.name == "unified_precision_at_2"
+    result = mlflow.genai.evaluate(data=rows, scorers=[scorer])
+    assert result.metrics["unified_precision_at_2/mean"] == pytest.approx(0.5)

@@ -101,3 +101,19 @@ def test_the_collections_style_ascore_gives_the_same_value_and_our_reason(judge)
     # the synthetic judge's claim count follows the prompt's text; the reason is ours
     assert result.value == 1.0 and re.fullmatch(r"(\d+) of \1 claims supported by the contexts", result.reason)
     assert metric.score(**BAD.model_dump(exclude_none=True)).value == 0.0
+
+
+def test_the_metric_named_first_is_the_one_scored():
+    # ragas's dataclass fields came first in the generated __init__: the metric named as the
+    # docs show it went into `_required_columns`, and every such metric scored faithfulness
+    ranked = SingleTurnSample(
+        user_input="q",
+        response="a",
+        retrieved_contexts=["x", "y"],
+        retrieved_context_ids=["d2", "d1"],
+        reference_context_ids=["d1"],
+    )
+    metrics = [UnifiedRagasMetric("mrr"), UnifiedRagasMetric("precision@2", "native", name="p2")]
+    assert [(m.metric, m.name) for m in metrics] == [("mrr", "unified_mrr"), ("precision@2", "p2")]
+    result = run([ranked], metrics)
+    assert result["unified_mrr"] == [0.5] and result["p2"] == [0.5]

@@ -264,10 +264,14 @@ def test_samples_from_pandas_is_strict():
 def test_source_level_errors_raise(tmp_path):
     with pytest.raises(FileNotFoundError, match="no such file"):
         load_samples(tmp_path / "missing.jsonl")
+    (tmp_path / "data.xlsx").write_bytes(b"PK")
+    (tmp_path / "a.jsonl").write_text("{}\n", encoding="utf-8")
     with pytest.raises(ValueError, match="cannot tell the format"):
         load_samples(tmp_path / "data.xlsx")
     with pytest.raises(ValueError, match="unknown format"):
         load_samples(tmp_path / "a.jsonl", fmt="xml")
+    with pytest.raises(ValueError, match="is a folder, not a file of samples"):
+        load_samples(tmp_path)
     # issue 11: one dict (or Sample) is one sample, not an error
     assert [s.user_input for s in load_samples({"user_input": "a?"})[0]] == ["a?"]
 

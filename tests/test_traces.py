@@ -334,3 +334,26 @@ def test_a_span_that_does_not_reach_the_root_is_a_row_error_not_a_context(tmp_pa
     assert [(e.sample_id, e.field) for e in bad] == [(ids[1], "parent_id"), (ids[2], "parent_id")]
     assert "span 'retrieve'" in bad[0].reason and "its parent deadbeefdeadbeef is not in the source" in bad[0].reason
     assert "parent ids form a loop" in bad[1].reason
+
+
+def test_a_span_delivered_twice_counts_once_and_a_conflicting_copy_is_an_error(tmp_path):
+    # an exporter that retries (at-least-once) repeats spans: a repeated retriever doubled
+    # the contexts without a word, and a repeated root made "2 root spans"
+    spans = tf.record(five)
+    ids = trace_ids(spans)
+    path = tf.write_console(spans, tmp_path / "spans.jsonl")
+    lines = path.read_text().splitlines()
+    records = [json.loads(line) for line in lines]
+    first = [i for i, d in enumerate(records) if d["context"]["trace_id"] in (ids[0], "0x" + ids[0])]
+    clean, _ = load_samples(path)
+    conflict = json.loads(lines[first[0]])
+    conflict["name"] = "renamed"
+    repeated = lines + [lines[i] for i in first] + [json.dumps(conflict)]  # trace 0: every span again, one changed
+    path.write_text("\n".join(repeated) + "\n")
+    good, bad = load_samples(path)
+    assert [s.id for s in good] == [s.id for s in clean[1:]]
+    assert [(e.sample_id, e.field) for e in bad] == [(ids[0], "span_id")] and "other content" in bad[0].reason
+    path.write_text("\n".join(lines + [lines[i] for i in first]) + "\n")  # identical copies only
+    good, bad = load_samples(path)
+    assert not bad and [s.retrieved_contexts for s in good] == [s.retrieved_contexts for s in clean]
+    assert good[0].metadata["repeated_spans"] == len(first)

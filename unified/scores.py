@@ -58,6 +58,14 @@ class Cost(BaseModel):
         )
 
 
+def is_ok(error: str | None, value: float | None) -> bool:
+    """A result counts (in means, pass rates and gates) when it has a value and no error.
+
+    The one spelling of the rule, for ``Score``, the report's ``Task`` and the runner's
+    field dicts alike: a value beside an error (a partial answer) does not count."""
+    return error is None and value is not None
+
+
 class Score(BaseModel):
     """One (sample, metric, backend) result.
 
@@ -107,7 +115,7 @@ class Score(BaseModel):
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.value is not None
+        return is_ok(self.error, self.value)
 
     @classmethod
     def failure(cls, metric: str, backend: str, sample_id: str, error: str, **kw: Any) -> "Score":

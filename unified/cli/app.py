@@ -189,7 +189,10 @@ def validate_cmd(
         highlight=False,
         soft_wrap=True,
     )
-    if errors or any(missing.values()):
+    if not samples and not errors:
+        # an empty file is a problem to the run it is meant for (that run exits 3)
+        err_console.print(f"error: {file} has no rows", highlight=False, soft_wrap=True)
+    if errors or any(missing.values()) or not samples:
         raise typer.Exit(1)
 
 

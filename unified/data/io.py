@@ -181,11 +181,12 @@ def _pick_split(ds: Any, split: str | None) -> Any:
 
 
 def _file_source(path: Path, fmt: str | None) -> _Source:
-    f = format_of(path, fmt)
+    # what the path is comes before what its suffix says: a folder has no suffix either
     if not path.exists():
         raise FileNotFoundError(f"{path}: no such file")
     if path.is_dir():
         raise ValueError(f"{path}: is a folder, not a file of samples")
+    f = format_of(path, fmt)
     return _Source(path.name, read_file(path, f), tabular=f in TABULAR, empty_is_missing=f in ("csv", "tsv"))
 
 

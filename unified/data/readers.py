@@ -63,7 +63,7 @@ def format_of(path: Path, fmt: str | None) -> str:
     if by_suffix is None:
         raise ValueError(
             f"{path.name}: cannot tell the format from the suffix "
-            f"'{path.suffix}'; pass fmt= one of {', '.join(FORMATS)}"
+            f"'{path.suffix}'; name it with fmt= (on the command line --from): one of {', '.join(FORMATS)}"
         )
     return by_suffix
 

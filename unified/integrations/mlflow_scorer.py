@@ -51,6 +51,7 @@ import json
 from typing import Any, Sequence
 
 from unified.adapters._quiet import quiet_frameworks
+from unified.integrations.mlflow_log import mlflow_key
 
 quiet_frameworks()  # before mlflow is imported: no telemetry
 
@@ -80,7 +81,8 @@ class UnifiedScorer(Scorer):
     ``"jury:METHOD"``; ``judge``/``judge2``/``embedding``/``single_judge``/``cache``/
     ``timeout``/``max_retries``/``prices``: as ``evaluate`` takes them (None: the
     environment, then the run file); ``allow_degraded``: accept a value from fewer judges
-    or backends than asked. ``name``: ``unified_<metric>`` unless given."""
+    or backends than asked. ``name``: ``unified_<metric>`` as a valid MLflow key (``precision@5`` ->
+    ``unified_precision_at_5``) unless given."""
 
     name: str = ""
     metric: str
@@ -117,7 +119,9 @@ class UnifiedScorer(Scorer):
             prices=self.prices,
         )
         if not self.name:
-            self.name = f"unified_{self._scorer.metric}"
+            # a valid MLflow metric name: mlflow.genai.evaluate refused `unified_precision@5/mean`
+            # only after every scorer had run (and every judge call was paid)
+            self.name = mlflow_key(f"unified_{self._scorer.metric}")
 
     def __call__(
         self,
@@ -244,12 +248,15 @@ def _contexts(inputs: Any, outputs: Any, trace: Any) -> tuple[list[dict[str, Any
     spans = extract_retrieval_context_from_trace(trace)
     if not spans:
         return None, None
-    docs = [
-        {"text": c.get("content"), "id": c.get("doc_uri")}
-        for chunks in spans.values()
-        for c in chunks
-        if isinstance(c.get("content"), str)
-    ]
+    docs = [{"text": c.get("content"), "id": c.get("doc_uri")} for chunks in spans.values() for c in chunks]
+    for rank, doc in enumerate(docs, 1):
+        # dropping it would move every later document up a rank (mrr, precision@k) without a
+        # word; the trace reader refuses such a trace too
+        if not isinstance(doc["text"], str):
+            raise IntegrationError(
+                f"trace RETRIEVER span {', '.join(spans)}: document {rank} ({doc['id'] or 'no doc_uri'}) "
+                "has no text (page_content); its rank cannot be kept"
+            )
     return docs, "trace RETRIEVER span " + ", ".join(spans)
 
 

@@ -57,7 +57,7 @@ __all__ = ["IntegrationError", "UnifiedRagasMetric"]
 _RAGAS_FIELDS = FRAMEWORK_FIELDS["ragas"]  # our field -> ragas column
 
 
-@dataclass
+@dataclass(init=False)
 class UnifiedRagasMetric(SingleTurnMetric):
     """A unified-rag-eval metric inside ``ragas.evaluate`` (module docstring).
 
@@ -79,6 +79,33 @@ class UnifiedRagasMetric(SingleTurnMetric):
     prices: Any = None
     allow_degraded: bool = False
     _scorer: IntegrationScorer | None = field(default=None, init=False, repr=False)
+
+    # Written by hand: the generated one would put ragas's own fields (``_required_columns``,
+    # ``name``) first, so ``UnifiedRagasMetric("answer_relevancy")`` scored faithfulness
+    # under a faithfulness name. Our metric and backend come first; the rest by keyword.
+    def __init__(
+        self,
+        metric: str = "faithfulness",
+        backend: str | Sequence[str] = "native",
+        *,
+        name: str = "",
+        judge: Any = None,
+        judge2: Any = None,
+        embedding: Any = None,
+        single_judge: bool = False,
+        cache: Any = True,
+        timeout: float | None = None,
+        max_retries: int | None = None,
+        prices: Any = None,
+        allow_degraded: bool = False,
+    ) -> None:
+        self._required_columns = {}
+        self.name, self.metric, self.backend = name, metric, backend
+        self.judge, self.judge2, self.embedding, self.single_judge = judge, judge2, embedding, single_judge
+        self.cache, self.timeout, self.max_retries, self.prices = cache, timeout, max_retries, prices
+        self.allow_degraded = allow_degraded
+        self._scorer = None
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         self._scorer = IntegrationScorer(

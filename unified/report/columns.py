@@ -29,7 +29,7 @@ from array import array
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, TypeVar
 
-from unified.scores import Cost
+from unified.scores import Cost, is_ok
 
 _NAN = float("nan")
 _V = TypeVar("_V")
@@ -50,7 +50,7 @@ class Task:
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.value is not None
+        return is_ok(self.error, self.value)
 
     def cost_model(self) -> Cost:
         return cost_of(self.cost)

@@ -353,5 +353,6 @@ def unreadable_note(n: int, run_dir: Path | None) -> str:
     where = f"{run_dir / 'scores.jsonl'}" if run_dir is not None else "the scores file"
     return (
         f"{n} line(s) of {where} are not JSON and were skipped: their tasks are missing from "
-        "these figures (a killed run or a hand edit); the same run command scores them again"
+        "these figures (a run killed mid-line, a hand edit, or a run still writing that line); "
+        "the same run command scores them again"
     )

@@ -81,7 +81,7 @@ from unified.run.runindex import (
 from unified.run.runplan import RunPlan, plan_run
 from unified.run.runsummary import RunCounts, build_summary, print_failures, print_table
 from unified.sample import Sample
-from unified.scores import Score, line_of, score_line
+from unified.scores import Score, is_ok, line_of, score_line
 
 # DataFrame index labels ``line_of`` writes as the Score's own encoder does (others, floats too:
 # through a Score)
@@ -448,7 +448,7 @@ class _Run:
                 if s.get("error"):  # defence in depth: no error text leaves with a credential in it
                     s["error"] = scrub(s["error"])
                 self.log.write(line_of(s), flush=False)
-                ok = s.get("error") is None and s.get("value") is not None
+                ok = is_ok(s.get("error"), s.get("value"))
                 failed += not ok
                 degraded += ok and bool(s.get("degraded"))
                 continue

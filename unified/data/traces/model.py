@@ -91,10 +91,30 @@ def group(spans: "list[tuple[str, Span]]", source: str) -> list[Trace]:
     position in the source as ``order`` (spans of one trace may be spread over several
     lines or batches)."""
     traces: dict[str, Trace] = {}
+    seen: dict[tuple[str, str], Span] = {}
     for order, (trace_id, span) in enumerate(spans):
         span.order = order
         trace = traces.get(trace_id)
         if trace is None:
             trace = traces[trace_id] = Trace(trace_id, len(traces) + 1, source)
+        first = seen.setdefault((trace_id, span.span_id), span) if span.span_id else span
+        if first is not span and _same_span(first, span):
+            # an exporter that retries delivers a span twice: its documents counted twice
+            # would double the contexts; the copy is dropped and counted in the metadata
+            trace.metadata["repeated_spans"] = trace.metadata.get("repeated_spans", 0) + 1
+            continue
+        if first is not span and span.problem is None:
+            span.problem = TraceProblem(
+                "span_id",
+                f"its span id is also {first.label()}'s, with other content: which one is right cannot be told",
+                span,
+            )
         trace.spans.append(span)
     return list(traces.values())
+
+
+def _same_span(a: Span, b: Span) -> bool:
+    """The same span delivered twice: every field equal but the position in the source (and
+    the read fault, an exception object that never compares equal)."""
+    fields = [f for f in a.__dataclass_fields__ if f not in ("order", "problem")]
+    return all(getattr(a, f) == getattr(b, f) for f in fields) and (a.problem is None) == (b.problem is None)

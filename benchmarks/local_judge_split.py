@@ -1,0 +1,114 @@
+"""Where a local judge's wall goes, per backend: reading prompts, generating answers, and
+the rest (sampling under the JSON grammar, Python), from llama.cpp's own counters.
+
+    python benchmarks/local_judge_split.py --rows OUT/speed_rows.jsonl --backend native
+    python benchmarks/local_judge_split.py --rows OUT/speed_rows.jsonl --backend ragas
+
+Runs ``unified-eval run ROWS --metrics faithfulness --model M --backend B --no-cache``
+in this process, the product's in-process judge with every default, and wraps the one
+method that calls the model (``LlamaCppJudge._generate``) to read
+``llama_perf_context`` after each call: ``t_p_eval`` / ``n_p_eval`` (prompt tokens read,
+i.e. not restored from the prompt cache) and ``t_eval`` / ``n_eval`` (tokens generated).
+
+    rest = wall − prompt seconds − generation seconds
+
+``rest`` is mostly the sampler: llama-cpp-python applies the JSON-schema grammar to every
+one of the vocabulary's 151,936 candidates at every generated token. ``ROWS``: any rows
+file, e.g. the one ``local_judge_speed.py`` writes (``OUT/speed_rows.jsonl``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from local_judge_speed import default_model
+
+
+def watch(calls: list[dict[str, Any]]) -> None:
+    """Record llama.cpp's counters of every in-process judge call into ``calls``."""
+    import llama_cpp
+
+    from unified.judge import llama as judge_llama
+
+    generate = judge_llama.LlamaCppJudge._generate
+
+    def timed(self: Any, messages: Any, kwargs: dict[str, Any]) -> dict:
+        ctx = self._load()._ctx.ctx
+        llama_cpp.llama_perf_context_reset(ctx)
+        start = time.perf_counter()
+        answer = generate(self, messages, kwargs)
+        perf = llama_cpp.llama_perf_context(ctx)
+        calls.append(
+            {
+                "wall": time.perf_counter() - start,
+                "prompt_s": perf.t_p_eval_ms / 1000,
+                "prompt_read": perf.n_p_eval,
+                "prompt_sent": answer["usage"]["prompt_tokens"],
+                "gen_s": perf.t_eval_ms / 1000,
+                "generated": perf.n_eval,
+            }
+        )
+        return answer
+
+    judge_llama.LlamaCppJudge._generate = timed  # type: ignore[method-assign]
+
+
+def split(calls: list[dict[str, Any]]) -> dict[str, float]:
+    """Totals over the calls, and each part's share of the wall."""
+    tot = {
+        k: sum(c[k] for c in calls) for k in ("wall", "prompt_s", "prompt_read", "prompt_sent", "gen_s", "generated")
+    }
+    tot["rest_s"] = tot["wall"] - tot["prompt_s"] - tot["gen_s"]
+    tot["calls"] = len(calls)
+    return tot
+
+
+def row(backend: str, t: dict[str, float]) -> str:
+    def share(k: str) -> str:
+        return f"{t[k]:.0f} s ({t[k] / t['wall']:.0%})"
+
+    read = t["prompt_read"] / t["prompt_s"] if t["prompt_s"] else 0.0
+    gen = t["generated"] / t["gen_s"] if t["gen_s"] else 0.0
+    return (
+        f"| {backend} | {t['calls']:.0f} | {t['wall']:.0f} s | {share('prompt_s')} | {t['prompt_read']:.0f} "
+        f"({read:.0f}/s) | {share('gen_s')} | {t['generated']:.0f} ({gen:.1f}/s) | {share('rest_s')} |"
+    )
+
+
+HEADER = (
+    "| backend | calls | model wall | reading prompts | tokens read | generating | tokens generated | rest |\n"
+    "|---|---|---|---|---|---|---|---|"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=Path, required=True)
+    ap.add_argument("--backend", default="native", help="native, ragas, deepeval, or 'native --single-judge'")
+    ap.add_argument("--model", type=Path, default=None, help="a .gguf (default: the packaged model)")
+    ap.add_argument("--out", type=Path, default=Path("runs/local_judge_split"))
+    args = ap.parse_args(argv)
+    calls: list[dict[str, Any]] = []
+    watch(calls)
+    from unified.cli.app import app
+
+    name, *flags = args.backend.split()
+    run = ["run", str(args.rows), "-m", "faithfulness", "--backend", name, *flags, "--model"]
+    run += [str(args.model or default_model()), "--out", str(args.out / name), "--fresh", "--no-cache", "-q"]
+    try:
+        app(run, standalone_mode=False)
+    except SystemExit:
+        pass
+    totals = split(calls)
+    (args.out / f"{name}.calls.json").write_text(json.dumps({"calls": calls, "totals": totals}, indent=1))
+    print(HEADER, row(args.backend, totals), sep="\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
