@@ -101,9 +101,12 @@ def main(argv: list[str] | None = None) -> int:
     run = ["run", str(args.rows), "-m", "faithfulness", "--backend", name, *flags, "--model"]
     run += [str(args.model or default_model()), "--out", str(args.out / name), "--fresh", "--no-cache", "-q"]
     try:
-        app(run, standalone_mode=False)
-    except SystemExit:
-        pass
+        code = app(run, standalone_mode=False)
+    except SystemExit as e:
+        code = e.code
+    if code or not calls:  # a failed run's calls are no speed figure
+        print(f"the run exited {code} after {len(calls)} judge call(s): no table", file=sys.stderr)
+        return 1
     totals = split(calls)
     (args.out / f"{name}.calls.json").write_text(json.dumps({"calls": calls, "totals": totals}, indent=1))
     print(HEADER, row(args.backend, totals), sep="\n")

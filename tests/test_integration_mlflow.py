@@ -169,7 +169,7 @@ def test_expectations_fill_reference_and_relevant_ids():
 def retrieve_with_a_hole(question):
     return [
         {"page_content": "Paris is the capital of France.", "metadata": {"doc_uri": "kb://a"}},
-        {"page_content": None, "metadata": {"doc_uri": "kb://none"}},
+        {"page_content": None, "metadata": {"doc_uri": "https://alice:s3cret@kb.example/none"}},
         {"page_content": "The Seine flows through Paris.", "metadata": {"doc_uri": "kb://c"}},
     ]
 
@@ -188,8 +188,9 @@ def test_a_retrieved_document_without_text_is_an_error_not_a_dropped_rank(store)
     rag_with_a_hole("What is the capital of France?")
     mlflow.flush_trace_async_logging()
     trace = mlflow.search_traces(return_type="list")[0]
-    with pytest.raises(IntegrationError, match=r"document 2 \(kb://none\) has no text"):
+    with pytest.raises(IntegrationError, match=r"document 2 \(https://\*\*\*@kb.example/none\) has no text") as e:
         to_record({"question": "q"}, "a", None, trace)
+    assert "s3cret" not in str(e.value)  # the URI's credential is masked
 
 
 def test_the_default_name_is_a_valid_mlflow_metric_name(store):

@@ -48,6 +48,10 @@ ODD_ROWS: list[Any] = [
     {"id": "grades-big-float", "graded_relevance": {"d1": 1e300}},
     {"id": "grades-neg", "graded_relevance": {"d1": -101}},
     {"id": "grades-bool", "graded_relevance": {"d1": True}},
+    # two faults: the full path names the field it checks first, and so must the short road
+    {"id": "grades-then-ctx", "graded_relevance": {"d": "x"}, "retrieved_contexts": ["c", 1]},
+    {"id": "grades-then-meta", "graded_relevance": {"d": "x"}, "response": "r", "metadata": [1]},
+    {"id": "grades-then-ref", "graded_relevance": {"d": "x"}, "reference": [1]},
     {"id": "meta-huge-int", "response": "x", "metadata": {"n": 10**4000}},
     {"question": "alias q", "answer": "alias a", "contexts": ["c"], "ground_truth": "g", "sample_id": "aliases"},
     {"id": "twice-same", "question": "q", "user_input": "q", "response": "r"},

@@ -47,6 +47,7 @@ from unified.analysis.stats import (
 )
 from unified.run.fingerprint import diff_configs
 from unified.run.runfolder import MANIFEST_FILE
+from unified.scores import is_ok
 
 __all__ = ["GateError", "check_gates", "config_differences", "diff_runs", "format_diff", "gate_matches", "parse_gates"]
 
@@ -64,7 +65,7 @@ def _values(run_dir: Path) -> Values:
     for d in Report.from_dir(run_dir).iter_score_dicts():
         if d.get("row_error"):
             continue  # an input row that never became a sample has nothing to pair
-        ok = d.get("error") is None and d.get("value") is not None
+        ok = is_ok(d.get("error"), d.get("value"))
         out.setdefault((d["metric"], d["backend"]), {})[d["sample_id"]] = (
             float(d["value"]) if ok else None,
             d.get("sample_hash"),

@@ -29,6 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any, Iterable, Mapping
 
+from unified.scores import is_ok
+
 SAMPLE = "<sample>"
 NUM = "<n>"
 VALUE = "…"
@@ -165,7 +167,7 @@ def group_errors(score_dicts: Iterable[Any]) -> list[dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for d in score_dicts:
         error = _field(d, "error")
-        if error is None and _field(d, "value") is not None:
+        if is_ok(error, _field(d, "value")):
             continue
         error = error or "no value"
         sid = _field(d, "sample_id")

@@ -165,7 +165,7 @@ def validate_cmd(
     list_sep: Optional[str] = typer.Option(None, "--list-sep", help=_LIST_SEP_HELP, metavar="SEP"),
 ) -> None:
     """Check every row exactly as a run reads it; list each problem on one line; exit 1 if
-    there is any (a bad row, or a sample missing a field one of --metrics needs)."""
+    there is any (a bad row, a sample missing a field one of --metrics needs, or no rows)."""
     import warnings
 
     from unified.data.io import RowError, read_samples
@@ -183,7 +183,8 @@ def validate_cmd(
         out_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     for w in reader.notes:
         out_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
-    _print_missing(missing, len(samples))
+    if samples:
+        _print_missing(missing, len(samples))
     out_console.print(
         f"{len(samples)} ok, {len(errors)} bad row(s) in {file} ({reader.counts.line()})",
         highlight=False,

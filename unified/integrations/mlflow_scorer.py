@@ -52,6 +52,7 @@ from typing import Any, Sequence
 
 from unified.adapters._quiet import quiet_frameworks
 from unified.integrations.mlflow_log import mlflow_key
+from unified.redact import scrub
 
 quiet_frameworks()  # before mlflow is imported: no telemetry
 
@@ -248,15 +249,17 @@ def _contexts(inputs: Any, outputs: Any, trace: Any) -> tuple[list[dict[str, Any
     spans = extract_retrieval_context_from_trace(trace)
     if not spans:
         return None, None
-    docs = [{"text": c.get("content"), "id": c.get("doc_uri")} for chunks in spans.values() for c in chunks]
-    for rank, doc in enumerate(docs, 1):
-        # dropping it would move every later document up a rank (mrr, precision@k) without a
-        # word; the trace reader refuses such a trace too
-        if not isinstance(doc["text"], str):
-            raise IntegrationError(
-                f"trace RETRIEVER span {', '.join(spans)}: document {rank} ({doc['id'] or 'no doc_uri'}) "
-                "has no text (page_content); its rank cannot be kept"
-            )
+    for span_id, chunks in spans.items():
+        for rank, chunk in enumerate(chunks, 1):
+            # dropping it would move every later document up a rank (mrr, precision@k)
+            # without a word; the trace reader refuses such a trace too
+            if not isinstance(chunk.get("content"), str):
+                uri = scrub(str(chunk.get("doc_uri") or "no doc_uri"))  # a URI may carry a credential
+                raise IntegrationError(
+                    f"trace RETRIEVER span {span_id}: document {rank} ({uri}) has no text (page_content); "
+                    "its rank cannot be kept"
+                )
+    docs = [{"text": c["content"], "id": c.get("doc_uri")} for chunks in spans.values() for c in chunks]
     return docs, "trace RETRIEVER span " + ", ".join(spans)
 
 

@@ -67,6 +67,9 @@ class UnifiedRagasMetric(SingleTurnMetric):
     environment, then the run file); ``allow_degraded``: accept a value from fewer judges
     or backends than asked."""
 
+    # ragas's own field, not an argument here: our __init__ derives it from the metric (and
+    # ``dataclasses.replace`` must not pass it back)
+    _required_columns: dict = field(default_factory=dict, init=False, repr=False)
     metric: str = "faithfulness"
     backend: str | Sequence[str] = "native"
     judge: Any = None

@@ -76,11 +76,6 @@ def root_of(trace: Trace) -> Span:
     """The one span without a parent; raises ``TraceProblem`` for none or several."""
     if not trace.spans:
         raise TraceProblem(None, "has no spans")
-    # two spans under one id (``model.group``): whichever the assembly picked, the sample
-    # could be built from the wrong one
-    clash = next((s.problem for s in trace.spans if s.problem is not None and s.problem.field == "span_id"), None)
-    if clash is not None:
-        raise clash
     roots = [s for s in trace.spans if not s.parent_id]
     if len(roots) == 1:
         _check_tree(trace)

@@ -103,7 +103,7 @@ def group(spans: "list[tuple[str, Span]]", source: str) -> list[Trace]:
             # would double the contexts; the copy is dropped and counted in the metadata
             trace.metadata["repeated_spans"] = trace.metadata.get("repeated_spans", 0) + 1
             continue
-        if first is not span and span.problem is None:
+        if first is not span and span.problem is None:  # raised for the whole trace (assemble._record)
             span.problem = TraceProblem(
                 "span_id",
                 f"its span id is also {first.label()}'s, with other content: which one is right cannot be told",
