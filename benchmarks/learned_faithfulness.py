@@ -19,6 +19,10 @@ vectors v_j, each context's sentences in order):
              (+ with ``+scalars``: u·c, u·w, token precision, idf_unsupported,
               unsupported share, unsupported numbers > 0, novel bigrams)
 
+``--kinds`` picks the rows: ``pairs`` (x), ``pair768`` (its best-sentence half),
+``pairs+scalars``, ``scalars`` (the seven alone), ``pcaN`` (x projected on its top N
+principal directions of the training rows: a low-rank model).
+
 Sentence label: RAGTruth — 0 when the sentence overlaps an annotated hallucination
 span (character offsets in the response; sentences are located in the
 whitespace-normalised response), else 1; ARES — its response label (no spans).
@@ -372,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
     describe(data)
     print("AUC held-out/in-domain")
     show("(a) shipped", table(data, {"model": "shipped"}, True), t0)
-    for kind in args.kinds.split(","):
+    for kind in filter(None, args.kinds.split(",")):
         for C in (float(c) for c in args.C.split(",")):
             for agg in ("min", "mean"):
                 how = {"model": "learned", "kind": kind, "C": C, "agg": agg}
