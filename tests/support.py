@@ -38,3 +38,19 @@ def as_read(d: dict) -> dict:
     from unified.scores import full_line
 
     return full_line(d) if all(k in d for k in ("metric", "backend", "sample_id")) else d
+
+
+def load_benchmark(name: str):
+    """The module ``benchmarks/<name>.py`` (benchmarks are scripts, not a package; their
+    folder goes on ``sys.path`` so they can import each other)."""
+    import importlib.util
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent.parent / "benchmarks"
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+    spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -3,24 +3,10 @@ spans (a wrong offset would train the learned signal on the wrong sentences), th
 3-sentence windows, and the response score (min / mean of the sentences' P(faithful),
 times the non-answer factor)."""
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
+from support import load_benchmark
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _load(name: str):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-lf = _load("learned_faithfulness")
+lf = load_benchmark("learned_faithfulness")
 
 RESPONSE = "Blue Bell shut a plant.\n\n  Five people   died in Kansas.  The CDC found listeria in a cup."
 SENTENCES = ["Blue Bell shut a plant.", "Five people died in Kansas.", "The CDC found listeria in a cup."]

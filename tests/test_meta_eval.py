@@ -1,16 +1,14 @@
 """benchmarks/meta_eval.py: loader, deterministic split, statistics and the printed table,
 on a small hand-written labelled JSONL (real files, the real embedding model)."""
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
+from support import load_benchmark
 
 REPO = Path(__file__).resolve().parent.parent
-_spec = importlib.util.spec_from_file_location("meta_eval", REPO / "benchmarks" / "meta_eval.py")
-meta_eval = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(meta_eval)
+meta_eval = load_benchmark("meta_eval")
 
 CTX = {
     "sync": "Nimbus Notes syncs offline changes within 30 seconds of reconnecting. Attachments over 50 MB download on demand.",

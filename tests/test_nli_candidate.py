@@ -2,27 +2,14 @@
 each response sentence, the per-response aggregation, and the join of externally computed
 candidates to the fit's rows (a missing response stops the run, never a silent subset)."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
+from support import load_benchmark
 
-REPO = Path(__file__).resolve().parent.parent
-
-
-def _load(name: str):
-    sys.path.insert(0, str(REPO / "benchmarks"))
-    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-fit = _load("fit_offline_judge")
-nli = _load("nli_candidate")
+fit = load_benchmark("fit_offline_judge")
+nli = load_benchmark("nli_candidate")
 
 CONTEXT = (
     "Nimbus Notes keeps a full copy of every notebook on the device. Changes made offline are queued "
