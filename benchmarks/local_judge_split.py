@@ -1,11 +1,11 @@
 """Where a local judge's wall goes, per backend: reading prompts, generating answers, and
 the rest (sampling under the JSON grammar, Python), from llama.cpp's own counters.
 
-    python benchmarks/local_judge_split.py --rows OUT/speed_rows.jsonl --backend native
-    python benchmarks/local_judge_split.py --rows OUT/speed_rows.jsonl --backend ragas
+    python benchmarks/local_judge_split.py --rows OUT/speed_rows.jsonl --backends native,ragas
 
 Runs ``unified-eval run ROWS --metrics faithfulness --model M --backend B --no-cache``
-in this process, the product's in-process judge with every default, and wraps the one
+for each backend B, one after another in this process (``× ragas``: its model wall over
+ragas's, when ragas is among them), the product's in-process judge with every default, and wraps the one
 method that calls the model (``LlamaCppJudge._generate``) to read
 ``llama_perf_context`` after each call: ``t_p_eval`` / ``n_p_eval`` (prompt tokens read,
 i.e. not restored from the prompt cache) and ``t_eval`` / ``n_eval`` (tokens generated).
@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from local_judge_run import slug
 from local_judge_speed import default_model
 
 
@@ -68,49 +69,66 @@ def split(calls: list[dict[str, Any]]) -> dict[str, float]:
     return tot
 
 
-def row(backend: str, t: dict[str, float]) -> str:
+def row(backend: str, t: dict[str, float], ragas_wall: float | None) -> str:
     def share(k: str) -> str:
         return f"{t[k]:.0f} s ({t[k] / t['wall']:.0%})"
 
     read = t["prompt_read"] / t["prompt_s"] if t["prompt_s"] else 0.0
     gen = t["generated"] / t["gen_s"] if t["gen_s"] else 0.0
+    ratio = f"{t['wall'] / ragas_wall:.2f}" if ragas_wall else "–"
     return (
-        f"| {backend} | {t['calls']:.0f} | {t['wall']:.0f} s | {share('prompt_s')} | {t['prompt_read']:.0f} "
+        f"| {backend} | {t['calls']:.0f} | {t['wall']:.0f} s | {ratio} | {share('prompt_s')} | {t['prompt_read']:.0f} "
         f"({read:.0f}/s) | {share('gen_s')} | {t['generated']:.0f} ({gen:.1f}/s) | {share('rest_s')} |"
     )
 
 
 HEADER = (
-    "| backend | calls | model wall | reading prompts | tokens read | generating | tokens generated | rest |\n"
-    "|---|---|---|---|---|---|---|---|"
+    "| backend | calls | model wall | × ragas | reading prompts | tokens read | generating | tokens generated | rest |\n"
+    "|---|---|---|---|---|---|---|---|---|"
 )
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rows", type=Path, required=True)
-    ap.add_argument("--backend", default="native", help="native, ragas, deepeval, or 'native --single-judge'")
-    ap.add_argument("--model", type=Path, default=None, help="a .gguf (default: the packaged model)")
-    ap.add_argument("--out", type=Path, default=Path("runs/local_judge_split"))
-    args = ap.parse_args(argv)
-    calls: list[dict[str, Any]] = []
-    watch(calls)
+def run_one(label: str, args: argparse.Namespace, calls: list[dict[str, Any]]) -> dict[str, float] | None:
+    """One backend's CLI run over the rows; its totals, or None when the run failed."""
     from unified.cli.app import app
 
-    name, *flags = args.backend.split()
+    calls.clear()
+    name, *flags = label.split()
     run = ["run", str(args.rows), "-m", "faithfulness", "--backend", name, *flags, "--model"]
-    run += [str(args.model or default_model()), "--out", str(args.out / name), "--fresh", "--no-cache", "-q"]
+    run += [str(args.model or default_model()), "--out", str(args.out / slug(label)), "--fresh", "--no-cache", "-q"]
     try:
         code = app(run, standalone_mode=False)
     except SystemExit as e:
         code = e.code
     if code or not calls:  # a failed run's calls are no speed figure
-        print(f"the run exited {code} after {len(calls)} judge call(s): no table", file=sys.stderr)
-        return 1
+        print(f"{label}: the run exited {code} after {len(calls)} judge call(s): left out", file=sys.stderr)
+        return None
     totals = split(calls)
-    (args.out / f"{name}.calls.json").write_text(json.dumps({"calls": calls, "totals": totals}, indent=1))
-    print(HEADER, row(args.backend, totals), sep="\n")
-    return 0
+    (args.out / f"{slug(label)}.calls.json").write_text(json.dumps({"calls": calls, "totals": totals}, indent=1))
+    return totals
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rows", type=Path, required=True)
+    ap.add_argument(
+        "--backends",
+        default="native,ragas",
+        help="comma-separated, run one after another in this process: native, ragas, deepeval, 'native --single-judge'",
+    )
+    ap.add_argument("--model", type=Path, default=None, help="a .gguf (default: the packaged model)")
+    ap.add_argument("--out", type=Path, default=Path("runs/local_judge_split"))
+    args = ap.parse_args(argv)
+    calls: list[dict[str, Any]] = []
+    watch(calls)
+    labels = [b.strip() for b in args.backends.split(",") if b.strip()]
+    totals = {label: run_one(label, args, calls) for label in labels}
+    ragas = totals.get("ragas")
+    print(HEADER)
+    for label, t in totals.items():
+        if t is not None:
+            print(row(label, t, ragas["wall"] if ragas else None))
+    return 0 if all(t is not None for t in totals.values()) else 1
 
 
 if __name__ == "__main__":
