@@ -207,3 +207,37 @@ def test_the_default_name_is_a_valid_mlflow_metric_name(store):
     assert scorer.name == "unified_precision_at_2"
     result = mlflow.genai.evaluate(data=rows, scorers=[scorer])
     assert result.metrics["unified_precision_at_2/mean"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("contexts", "where"),
+    [
+        ([{"id": "d1", "score": 0.3}], r"outputs\.contexts\[0\] \(id d1\)"),
+        (
+            ["Paris.", {"metadata": {"doc_uri": "https://alice:s3cret@kb.example/x"}}],
+            r"outputs\.contexts\[1\] \(id https://\*\*\*@kb\.example/x\)",
+        ),
+        ([{"page_content": None, "metadata": {"doc_uri": "kb://n"}}], r"outputs\.contexts\[0\] \(id kb://n\)"),
+    ],
+)
+def test_a_context_object_without_text_is_an_error_not_its_json(contexts, where):
+    # it was scored as its JSON text ('{"id": "d1", "score": 0.3}' judged as a passage);
+    # the trace path refuses such a document, and the outputs path now reads it by the same rule
+    from unified.integrations.mlflow_scorer import IntegrationError
+
+    with pytest.raises(IntegrationError, match=where + r": a document without text") as e:
+        to_record({"question": "q"}, {"answer": "a", "contexts": contexts}, None, None)
+    assert "s3cret" not in str(e.value) and "{" not in str(e.value)
+
+
+def test_context_documents_in_outputs_keep_their_text_and_ids():
+    rec = to_record(
+        "q",
+        {
+            "answer": "a",
+            "documents": [Document(page_content="x", metadata={"doc_uri": "kb://1"}), {"text": "y", "id": 7}],
+        },
+        None,
+        None,
+    )
+    assert rec["retrieved_contexts"] == ["x", "y"] and rec["retrieved_ids"] == ["kb://1", "7"]

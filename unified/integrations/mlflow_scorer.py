@@ -22,8 +22,10 @@ response            ``outputs`` when a string; else its ``response``, ``answer``
 retrieved_contexts  a ``retrieved_contexts``/``contexts``/``context``/``documents`` entry of
                     ``inputs`` or ``outputs``; else the trace's top-level RETRIEVER spans, in
                     span order (MLflow's ``extract_retrieval_context_from_trace``: documents'
-                    ``page_content`` and ``metadata.doc_uri``)
-retrieved_ids       the documents' ``doc_uri`` (or ``id``), when every document has one
+                    ``page_content`` and ``metadata.doc_uri``); a document is read by the
+                    trace readers' rule (``unified.data.traces.values.document``), and one
+                    without text is an ``IntegrationError`` naming the field and position
+retrieved_ids       the documents' ``id`` (or ``metadata.doc_uri``), when every document has one
 reference           ``expectations["expected_response"]``; else ``expected_facts`` joined by
                     newlines
 relevant_ids        ``expectations["expected_retrieved_context"]``'s ``doc_uri``s
@@ -47,10 +49,11 @@ string metadata): ``metric``, ``backend``, ``value_0_10``, ``threshold_0_10``,
 
 from __future__ import annotations
 
-import json
 from typing import Any, Sequence
 
 from unified.adapters._quiet import quiet_frameworks
+from unified.data.traces.model import TraceProblem
+from unified.data.traces.values import document
 from unified.integrations.mlflow_log import mlflow_key
 from unified.redact import scrub
 
@@ -72,7 +75,7 @@ __all__ = ["IntegrationError", "UnifiedScorer", "to_record"]
 _QUESTION_KEYS = ("user_input", "question", "query", "input", "request", "prompt")
 _RESPONSE_KEYS = ("response", "answer", "output", "content", "text")
 _CONTEXT_KEYS = ("retrieved_contexts", "contexts", "context", "documents")
-_DOC_TEXT_KEYS = ("page_content", "content", "text")
+_DOC_TEXT_KEYS = ("page_content", "content", "text")  # expected_retrieved_context
 
 
 class UnifiedScorer(Scorer):
@@ -241,7 +244,7 @@ def _contexts(inputs: Any, outputs: Any, trace: Any) -> tuple[list[dict[str, Any
         if isinstance(value, dict):
             for key in _CONTEXT_KEYS:
                 if key in value and value[key] is not None:
-                    return _documents(value[key]), f"{side}.{key}"
+                    return _documents(value[key], f"{side}.{key}"), f"{side}.{key}"
     if trace is None:
         return None, None
     from mlflow.genai.utils.trace_utils import extract_retrieval_context_from_trace
@@ -263,27 +266,38 @@ def _contexts(inputs: Any, outputs: Any, trace: Any) -> tuple[list[dict[str, Any
     return docs, "trace RETRIEVER span " + ", ".join(spans)
 
 
-def _documents(value: Any) -> list[dict[str, Any]]:
-    """A context entry as documents: a string, a list of strings, or of document dicts
-    (``page_content``/``content``/``text``, id from ``id`` or ``metadata.doc_uri``)."""
-    items = [value] if isinstance(value, (str, dict)) else list(value)
+def _documents(value: Any, where: str) -> list[dict[str, Any]]:
+    """A context entry as documents: a string, a list of strings, or of document objects
+    (dicts, MLflow/LangChain ``Document``s) read by the trace readers' one rule
+    (``unified.data.traces.values.document``: text from ``page_content`` / ``content`` /
+    ``text``, id from ``id`` … ``metadata.doc_uri``). A document without text is an
+    ``IntegrationError`` naming ``where`` and its position — never its JSON as the text."""
+    items = [value] if isinstance(value, (str, dict)) or hasattr(value, "page_content") else list(value)
     docs = []
-    for item in items:
-        if isinstance(item, str):
-            docs.append({"text": item, "id": None})
-        elif isinstance(item, dict):
-            text = next((item[k] for k in _DOC_TEXT_KEYS if isinstance(item.get(k), str)), None)
-            found = item.get("metadata")
-            meta: dict[str, Any] = found if isinstance(found, dict) else {}
-            docs.append(
-                {
-                    "text": text if text is not None else json.dumps(item, default=str),
-                    "id": item.get("id") or meta.get("doc_uri"),
-                }
-            )
-        else:
-            docs.append({"text": str(item), "id": None})
+    for i, item in enumerate(items):
+        place = f"{where}[{i}]"
+        if hasattr(item, "page_content") and not isinstance(item, dict):  # a Document object
+            item = {
+                "page_content": item.page_content,
+                "metadata": getattr(item, "metadata", None) or {},
+                "id": getattr(item, "id", None),
+            }
+        try:
+            doc = document(item, place)
+        except TraceProblem as p:
+            raise IntegrationError(scrub(f"{place}{_id_hint(item)}: {p.reason}; a context needs its text")) from None
+        docs.append({"text": doc.content, "id": None if doc.id is None else str(doc.id)})
     return docs
+
+
+def _id_hint(item: Any) -> str:
+    """`` (id d1)`` for an object that names its document, for the error (scrubbed by the
+    caller: a ``doc_uri`` may carry a credential)."""
+    if not isinstance(item, dict):
+        return ""
+    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+    found = next((v for v in (item.get("id"), meta.get("doc_uri"), meta.get("id"), meta.get("source")) if v), None)
+    return f" (id {found})" if found is not None else ""
 
 
 def _expectations(record: dict[str, Any], where: dict[str, str], exp: dict[str, Any]) -> None:

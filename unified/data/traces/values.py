@@ -155,10 +155,14 @@ def documents_of(value: Any, where: str) -> list[Doc]:
         items, where = value[key], f"{where}.{key}"
     if not isinstance(items, list):
         raise TraceProblem(where, f"expected a list of documents, got {type(items).__name__}")
-    return [_doc(item, f"{where}[{i}]") for i, item in enumerate(items)]
+    return [document(item, f"{where}[{i}]") for i, item in enumerate(items)]
 
 
-def _doc(item: Any, where: str) -> Doc:
+def document(item: Any, where: str) -> Doc:
+    """One retrieved document (a string, or an object per the module docstring): the one
+    spelling of "the text of a context" for every trace reader and the MLflow scorer.
+    An object without a text is a ``TraceProblem`` at ``where``, never its JSON as text:
+    a context made of ``{"id": …, "score": …}`` would be judged as if it were a passage."""
     if isinstance(item, str):
         return Doc(item, where=where)
     if not isinstance(item, dict):
