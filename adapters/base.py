@@ -94,13 +94,21 @@ def missing_requirements(backend: Backend, ref: MetricRef, judges: "Judges") -> 
 
 
 def missing_field_error(sample: Sample, metric: MetricRef, backend: Backend | None = None) -> str | None:
-    """The one-line error for the first field ``metric`` needs that ``sample`` lacks —
+    """The one-line error for the first field ``metric`` needs that ``sample`` lacks (an
+    empty ``retrieved_contexts`` for a metric that reads contexts: it has none to judge) —
     then, given ``backend``, the first field that backend also needs for it
     (``Backend.needs_fields``) — or None. The runner checks this before calling a
     backend; backends check it too, so that calling one directly fails the same way."""
     missing = next((f for f in metric.spec.required if not sample.has(f)), None)
     if missing is not None:
         return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
+    if sample.retrieved_contexts == [] and "retrieved_contexts" in metric.spec.required:
+        # [] is a valid retrieval (nothing matched: precision@k on its ids is 0), but a metric
+        # that judges contexts has nothing to judge. RAGAS refuses it ("retrieved_contexts
+        # cannot be empty"), our native plan did; DeepEval scores it (ContextualPrecision is 0
+        # with no verdicts, faithfulness whatever the judge says of claims against no
+        # truths) and the embedding heuristics gave 0: results that are none
+        return f"sample '{sample.id}': no retrieved contexts; {metric.name} needs at least one"
     extra = backend.needs_fields(metric) if backend is not None else ()
     missing = next((f for f in extra if not sample.has(f)), None)
     if missing is None:

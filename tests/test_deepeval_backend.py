@@ -105,6 +105,17 @@ async def test_missing_field_gives_a_one_line_error_without_judge_calls(judge_se
     assert judge_server.request_count == 0
 
 
+async def test_no_retrieved_context_is_an_error_not_a_score_over_nothing(judge_server):
+    # a retriever that found nothing ([] is a valid retrieval): DeepEval scored it anyway
+    # (ContextualPrecision is 0 with no verdicts; faithfulness 10 on this judge's answers)
+    backend = get_backend("deepeval", _judges(judge_server))
+    empty = SAMPLE.model_copy(update={"retrieved_contexts": [], "id": "empty"})
+    scores = await backend.score(empty, parse_metrics("faithfulness,context_precision,context_recall"))
+    assert [s.value for s in scores] == [None, None, None]
+    assert scores[0].error == "sample 'empty': no retrieved contexts; faithfulness needs at least one"
+    assert judge_server.request_count == 0
+
+
 async def test_judge_http_error_becomes_deepeval_error(judge_server):
     judge_server.force_fault("500", n=50)
     backend = get_backend("deepeval", _judges(judge_server))

@@ -17,7 +17,7 @@ import trace_fixtures as tf
 from opentelemetry.trace import format_trace_id
 
 from unified.cli.app import app
-from unified.data.io import load_samples
+from unified.data.io import load_samples, read_samples
 
 
 def five(tracer) -> None:
@@ -357,3 +357,24 @@ def test_a_span_delivered_twice_counts_once_and_a_conflicting_copy_is_an_error(t
     good, bad = load_samples(path)
     assert not bad and [s.retrieved_contexts for s in good] == [s.retrieved_contexts for s in clean]
     assert good[0].metadata["repeated_spans"] == len(first)
+
+
+@pytest.mark.parametrize("writer", ["otlp", "console"])
+def test_a_retriever_that_found_nothing_is_read_and_said(tmp_path, writer):
+    # legitimate (nothing matched), so no row error; but it was an empty context list with
+    # no word, and a metric over it a surprise: now a count in metadata and one reader note
+    def build(tracer):
+        tf.emit(tracer, tf.RAG[0])
+        tf.emit(tracer, {**tf.RAG[1], "docs": []})
+        tf.emit(tracer, tf.RAG[2], second_retriever=True)
+
+    spans = tf.record(build)
+    ids = trace_ids(spans)
+    write = tf.write_otlp_json if writer == "otlp" else tf.write_console
+    reader = read_samples(write(spans, tmp_path / "t.jsonl"))
+    samples = list(reader)
+    assert [s.id for s in samples] == ids and samples[1].retrieved_contexts == []
+    assert [s.metadata.get("empty_retriever_spans") for s in samples] == [None, 1, None]
+    [note] = reader.notes
+    assert note.startswith("1 trace(s) with a retriever span that returned no document")
+    assert f"first: t.jsonl:2, id {ids[1]}" in note and "1 of them have no retrieved context at all" in note

@@ -56,7 +56,15 @@ from unified.data.labels import label_value, parse_labels
 from unified.data.layouts import EXTRA_KEY, Layout, apply_layout, detect_layout, get_layout, renames_for
 from unified.data.readers import FORMATS, TABULAR, format_of, read_file
 from unified.data.rowerror import RowError
-from unified.data.traces import TRACE_FORMATS, detect, detect_columns, detect_file, file_rows, trace_rows
+from unified.data.traces import (
+    EMPTY_RETRIEVERS,
+    TRACE_FORMATS,
+    detect,
+    detect_columns,
+    detect_file,
+    file_rows,
+    trace_rows,
+)
 from unified.sample import (
     ALIAS_TO_CANONICAL,
     ALIASES,
@@ -435,6 +443,7 @@ class SampleReader(Iterator[Any]):
         self._notes: dict[str, None] = {}
         self._unknown: set[str] = set()
         self._label_seen: set[str] = set()
+        self._empty: list[tuple[int, str, bool]] = []  # traces with an empty retriever: row, id, no context
         self._mapped_seen: set[str] = set()
         # key tuple -> each key's field, or None: the row takes the full path (``_plain``)
         self._targets: dict[tuple[Any, ...], dict[str, str] | None] = {}
@@ -455,7 +464,20 @@ class SampleReader(Iterator[Any]):
             if src not in self._mapped_seen and self.counts.rows
         ]
         nfc = self._ids.nfc_note()
-        return list(self._notes) + ([nfc] if nfc else []) + missing + unmapped
+        return list(self._notes) + ([nfc] if nfc else []) + self._empty_note() + missing + unmapped
+
+    def _empty_note(self) -> list[str]:
+        """The one note on traces whose retriever found nothing (``empty_retriever_spans``):
+        legitimate, but a metric that judges contexts has none to judge on such a trace."""
+        if not self._empty:
+            return []
+        row, sid, _ = self._empty[0]
+        none = sum(1 for *_, nothing in self._empty if nothing)
+        return [
+            f"{len(self._empty)} trace(s) with a retriever span that returned no document "
+            f"(metadata.{EMPTY_RETRIEVERS}; first: {self.source}:{row}, id {sid}); {none} of them have no "
+            "retrieved context at all: metrics that judge contexts cannot score those"
+        ]
 
     def content_hash(self, sample: Sample) -> str:
         """``sample.content_hash()``, without hashing again the sample this reader has
@@ -480,6 +502,8 @@ class SampleReader(Iterator[Any]):
                 self.counts.rejected += 1
             else:
                 self.counts.samples += 1
+                if self.trace is not None and result.metadata.get(EMPTY_RETRIEVERS):
+                    self._empty.append((row, result.id, not result.retrieved_contexts))
             yield row, result
 
     # ---- one item

@@ -295,7 +295,8 @@ def _id_hint(item: Any) -> str:
     caller: a ``doc_uri`` may carry a credential)."""
     if not isinstance(item, dict):
         return ""
-    meta = item.get("metadata") if isinstance(item.get("metadata"), dict) else {}
+    found_meta = item.get("metadata")
+    meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
     found = next((v for v in (item.get("id"), meta.get("doc_uri"), meta.get("id"), meta.get("source")) if v), None)
     return f" (id {found})" if found is not None else ""
 

@@ -34,11 +34,11 @@ from typing import Any
 
 from unified.data.rowerror import RowError
 from unified.data.traces import langfuse_export, mlflow_traces, openinference, otlp
-from unified.data.traces.assemble import assemble
+from unified.data.traces.assemble import EMPTY_RETRIEVERS, assemble
 from unified.data.traces.files import first_value, values
 from unified.data.traces.model import Span, TraceProblem, group
 
-__all__ = ["TRACE_FORMATS", "detect", "detect_columns", "detect_file", "file_rows", "trace_rows"]
+__all__ = ["EMPTY_RETRIEVERS", "TRACE_FORMATS", "detect", "detect_columns", "detect_file", "file_rows", "trace_rows"]
 
 SpanReader = Callable[[Any], "list[tuple[str, Span]]"]
 

@@ -11,7 +11,11 @@ trace reader shares.
   (ties: source order), documents in their index order within a span — retrieval order.
   ``retrieved_ids`` when every document has an id; the retriever's scores, aligned with
   the contexts, in ``metadata["retrieval_scores"]`` (None where a document has none). A
-  trace without a retriever span is an error: contexts cannot be told.
+  trace without a retriever span is an error: contexts cannot be told. A retriever span
+  that returned no document is legitimate (nothing matched) and is no error, but it is
+  said: ``metadata["empty_retriever_spans"]`` counts such spans (the reader's notes count
+  the traces), so a metric over no contexts (``[]``: an error Score for every metric that
+  judges contexts) or over fewer of them is no surprise.
 * ``response``: the root's output when it has one, else the output of the last LLM span
   (by end time); absent when neither exists (metrics that need it then say so).
 * ``metadata["provenance"]``: for each field, the span (name and id) and the source's
@@ -27,6 +31,9 @@ from typing import Any
 from unified.data.rowerror import RowError
 from unified.data.traces.model import LLM, RETRIEVER, Doc, Span, Trace, TraceProblem
 from unified.data.traces.values import decode, text_of
+
+#: ``metadata`` key: the number of the trace's retriever spans that returned no document
+EMPTY_RETRIEVERS = "empty_retriever_spans"
 
 
 def assemble(trace: Trace, source: str) -> dict[str, Any] | RowError:
@@ -66,6 +73,9 @@ def _record(trace: Trace) -> dict[str, Any]:
     if answer is not None:
         record["response"], provenance["response"] = _text(answer, "output", "answer")
     meta: dict[str, Any] = {**trace.metadata, "trace_name": root.name, "provenance": provenance}
+    empty = _empty_retrievers(trace)
+    if empty:  # legitimate (the retriever found nothing), but a score over nothing must not surprise
+        meta[EMPTY_RETRIEVERS] = empty
     if any(d.score is not None for _, d in docs):
         meta["retrieval_scores"] = [_score(d.score) for _, d in docs]
     record["metadata"] = meta
@@ -159,6 +169,11 @@ def _documents(trace: Trace) -> list[tuple[Span, Doc]]:
                 )
             out.append((span, doc))
     return out
+
+
+def _empty_retrievers(trace: Trace) -> int:
+    """How many retriever spans returned no document (after a repeated copy was dropped)."""
+    return sum(1 for s in trace.spans if s.kind == RETRIEVER and not s.documents)
 
 
 def _answer_span(trace: Trace, root: Span) -> Span | None:
