@@ -23,7 +23,7 @@ BASE = {"user_input": "q?", "response": "r.", "retrieved_ids": ["d1", "d2"], "re
 
 ODD_ROWS: list[Any] = [
     {**BASE, "id": "plain"},
-    {"id": NFC, "user_input": "ünïcödé ✓ 中文", "response": "😀", "retrieved_contexts": ["ĉ", ""]},
+    {"id": NFC, "user_input": "ünïcödé ✓ 中文", "response": "😀", "retrieved_contexts": ["ĉ", "ĉ2"]},
     {"id": NFD, "user_input": "ünïcödé ✓ 中文", "response": "😀 other", "retrieved_contexts": ["ĉ"]},
     {"id": "only-id"},  # no content field
     {"id": "blankq", "user_input": "   ", "response": "r"},
@@ -53,6 +53,17 @@ ODD_ROWS: list[Any] = [
     {"id": "grades-then-meta", "graded_relevance": {"d": "x"}, "response": "r", "metadata": [1]},
     {"id": "grades-then-ref", "graded_relevance": {"d": "x"}, "reference": [1]},
     {"id": "meta-huge-int", "response": "x", "metadata": {"n": 10**4000}},
+    # a blank context is a row error naming it, on both roads (unified.sample.blank_context)
+    {"id": "ctx-blank", "response": "r", "retrieved_contexts": [""]},
+    {"id": "ctx-space", "response": "r", "retrieved_contexts": ["  "]},
+    {"id": "ctx-blank-among", "response": "r", "retrieved_contexts": ["a", "\t\n", "b"]},
+    {"id": "refctx-blank", "response": "r", "reference_contexts": ["a", ""]},
+    {"id": "ctx-obj-blank", "response": "r", "retrieved_contexts": [{"doc_id": "x", "text": " "}]},
+    {"id": "ctx-alias-blank", "answer": "r", "contexts": ["a", ""]},
+    {"id": "ctx-none-found", "response": "r", "retrieved_contexts": [], "retrieved_ids": []},
+    {"id": "ctx-unicode-space", "response": "r", "retrieved_contexts": ["\u3000\u00a0"]},
+    {"id": "grades-then-blank", "graded_relevance": {"d": "x"}, "retrieved_contexts": [""]},
+    {"id": "blank-then-surrogate", "response": "bad \udc9c", "retrieved_contexts": [""]},
     {"question": "alias q", "answer": "alias a", "contexts": ["c"], "ground_truth": "g", "sample_id": "aliases"},
     {"id": "twice-same", "question": "q", "user_input": "q", "response": "r"},
     {"id": "twice-diff", "question": "q1", "user_input": "q2", "response": "r"},
@@ -139,7 +150,12 @@ def test_odd_rows_in_a_file_read_alike(tmp_path, monkeypatch):
     samples = [i for i in items if isinstance(i, Sample)]
     # the comparison is no tautology: both kinds of rows are there, and the fast path ran
     assert len(errors) >= 15 and len(samples) >= 20
-    assert {s.id for s in samples} >= {"plain", "plain#2", NFC, NFD, "aliases"}
+    assert {s.id for s in samples} >= {"plain", "plain#2", NFC, NFD, "aliases", "ctx-none-found"}
+    blank = {e.field for e in errors if e.field and "a blank context" in e.reason}
+    assert blank == {"retrieved_contexts[0]", "retrieved_contexts[1]", "reference_contexts[1]"}
+    # 7 of the 9 blank-context rows: grades are checked first (on both roads), and a file
+    # line with a bad byte is refused before it is a record
+    assert sum("a blank context" in e.reason for e in errors) == 7
 
 
 def test_odd_rows_in_memory_read_alike(monkeypatch):

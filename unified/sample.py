@@ -377,7 +377,8 @@ def blank_as_absent(question: str | None) -> str | None:
 
 def check_then_id(sample: Sample) -> Sample:
     """The whole-record rules, for both ways a Sample is built (validation and
-    ``Sample.trusted``): some content field present, every field JSON-safe, then the
+    ``Sample.trusted``): some content field present, no blank context
+    (``blank_context``), every field JSON-safe, then the
     content hash — sha256 of the canonical JSON, computed once and also the JSON check's
     input — kept as ``_hash_at_validation``, and the id when none was given."""
     if all(getattr(sample, k) is None for k in CONTENT_FIELDS):
@@ -388,6 +389,9 @@ def check_then_id(sample: Sample) -> Sample:
             f"no sample field ({', '.join(CONTENT_FIELDS[:4])}, …); "
             "is a column misnamed? rename it with --map SOURCE=FIELD",
         )
+    blank = blank_context(sample)
+    if blank is not None:
+        raise SampleError(*blank)
     blob = sample._content_blob()
     problem = sample_problem(sample, blob)
     if problem:
@@ -396,6 +400,31 @@ def check_then_id(sample: Sample) -> Sample:
     if not sample.id:
         sample.id = sample._hash_at_validation
     return sample
+
+
+def blank_context(sample: Sample) -> tuple[str, str] | None:
+    """(``field[i]``, reason) for the first blank context (``""``, only whitespace) of
+    ``retrieved_contexts`` or ``reference_contexts``, else None.
+
+    A blank question is no question (``blank_as_absent``), but a blank context cannot be
+    made absent: dropping it moves every later context up a rank (precision@k, mrr and
+    the judges' ranked verdicts) and out of line with ``retrieved_ids``, and keeping it
+    has a judge rate a passage that is not there. It is a chunk without text — a fault of
+    the pipeline that made it, as a trace's document without text is — so the row is an
+    error. ``not t or t.isspace()`` stops at the first non-space character: O(1) per real
+    context."""
+    values = sample.__dict__
+    for field in _IDS_OF_CONTEXTS:
+        texts = values[field]
+        if texts:
+            for i, text in enumerate(texts):
+                if not text or text.isspace():
+                    ranked = ", and take a rank (precision@k, mrr)" if field == "retrieved_contexts" else ""
+                    return f"{field}[{i}]", (
+                        f"a blank context (a chunk with no text), item {i + 1} of {len(texts)}: it would be "
+                        f"judged as a passage{ranked}; drop it where the contexts are made, or give its text"
+                    )
+    return None
 
 
 def _one_line(e: ValidationError) -> SampleError:
