@@ -54,7 +54,7 @@ from unified.data.cells import clean_value, is_missing, neutralise_formula
 from unified.data.files import atomic_path, write_text
 from unified.data.labels import label_value, parse_labels
 from unified.data.layouts import EXTRA_KEY, Layout, apply_layout, detect_layout, get_layout, renames_for
-from unified.data.readers import FORMATS, TABULAR, format_of, read_file
+from unified.data.readers import FORMATS, TABULAR, check_columns, format_of, read_file
 from unified.data.rowerror import RowError
 from unified.data.traces import (
     EMPTY_RETRIEVERS,
@@ -200,6 +200,7 @@ def _file_source(path: Path, fmt: str | None) -> _Source:
 
 def _dataframe_source(df: Any) -> _Source:
     cols = tuple(str(c) for c in df.columns)
+    check_columns(list(cols), "DataFrame")
     rows = ((i, dict(zip(cols, values))) for i, values in enumerate(df.itertuples(index=False, name=None), 1))
     return _Source("DataFrame", rows, tabular=True, columns=cols)
 
@@ -231,6 +232,7 @@ def _trace_source(source: Any, trace: str) -> _Source:
         return _Source(path.name, file_rows(path, trace), trace=trace)
     if _is_instance_of(source, "pandas", "DataFrame"):
         cols = [str(c) for c in source.columns]
+        check_columns(cols, "DataFrame")
         items = ((i, dict(zip(cols, v))) for i, v in enumerate(source.itertuples(index=False, name=None), 1))
         return _Source("DataFrame", trace_rows(items, trace, "DataFrame"), trace=trace)
     one = isinstance(source, (Mapping, str)) or not isinstance(source, Iterable)

