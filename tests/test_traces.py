@@ -378,3 +378,17 @@ def test_a_retriever_that_found_nothing_is_read_and_said(tmp_path, writer):
     [note] = reader.notes
     assert note.startswith("1 trace(s) with a retriever span that returned no document")
     assert f"first: t.jsonl:2, id {ids[1]}" in note and "1 of them have no retrieved context at all" in note
+
+
+def test_a_retrieved_document_with_blank_text_is_a_row_error_under_the_trace_id(tmp_path):
+    # the Sample rule for a blank context (unified.sample.blank_context) reaches traces too
+    def build(tracer):
+        tf.emit(tracer, tf.RAG[0])
+        tf.emit(tracer, {**tf.RAG[1], "docs": [("d1", "Some text.", 0.5), ("d2", " ", 0.4)]})
+
+    spans = tf.record(build)
+    ids = trace_ids(spans)
+    good, bad = load_samples(tf.write_otlp_json(spans, tmp_path / "t.jsonl"))
+    assert [s.id for s in good] == ids[:1]
+    assert [(e.row, e.sample_id, e.field) for e in bad] == [(2, ids[1], "retrieved_contexts[1]")]
+    assert "a blank context" in bad[0].reason

@@ -554,7 +554,9 @@ class SampleReader(Iterator[Any]):
         try:
             sample, soft_key = self._sample_of(raw, row, layout)
         except SampleError as e:
-            return RowError(self.source, row, e.field, e.reason)
+            # a trace's record carries the trace id, as its other row errors do (assemble)
+            sid = raw.get("id") if self.trace is not None else None
+            return RowError(self.source, row, e.field, e.reason, sample_id=sid if isinstance(sid, str) else None)
         except (TypeError, ValueError) as e:  # odd cell types a framework may hand us
             return RowError(self.source, row, None, f"{type(e).__name__}: {e}")
         return self._final_id(sample, row, soft_key)
