@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from unified.analysis.diff import diff_runs
 from unified.report import Report
-from unified.report.model import FileSource, ParquetSource
+from unified.report.model import FileSource, ParquetSource, build_model
 from unified.run import columnar
 from unified.run.runner import RunInterrupted, evaluate
 from unified.scores import full_line
@@ -393,8 +393,8 @@ def test_cli_runs_then_diff_and_report_read_the_parquet_as_the_lines(tmp_path, m
     _cli("run", d2, "-m", METRICS, "--out", tmp_path / "B", "--quiet")
     assert (tmp_path / "A" / PQ).exists() and (tmp_path / "B" / PQ).exists()
     calls: list[Path] = []
-    real = columnar.iter_model_fields
-    monkeypatch.setattr(columnar, "iter_model_fields", lambda p: calls.append(p) or real(p))
+    real = columnar.iter_model_columns
+    monkeypatch.setattr(columnar, "iter_model_columns", lambda p: calls.append(p) or real(p))
     via_parquet = _cli("diff", tmp_path / "A", tmp_path / "B", "--n-boot", 200, "--json", tmp_path / "d1.json")
     report_pq = _cli("report", tmp_path / "A")
     assert {p.parent.name for p in calls} == {"A", "B"}
@@ -412,3 +412,64 @@ def test_cli_runs_then_diff_and_report_read_the_parquet_as_the_lines(tmp_path, m
     assert diff_runs(tmp_path / "A", tmp_path / "B", n_boot=200) == diff_runs(
         tmp_path / "A_lines", tmp_path / "B_lines", n_boot=200
     )
+
+
+# ---------------------------------------------------------------- the model's batch read
+
+
+class _LinesOf:
+    """A source with only ``model_lines``: ``build_model``'s line-at-a-time road."""
+
+    def __init__(self, source: ParquetSource):
+        self.source, self.unreadable = source, source.unreadable
+
+    def model_lines(self):
+        return self.source.model_lines()
+
+
+def _model_state(m) -> tuple:
+    """Everything ``build_model`` decides, positions and every order included."""
+    tasks = [(mm, b, list(col.items())) for mm, per in m.tasks.items() for b, col in per.items()]
+    return (tasks, list(m.row_tasks.items()), m.metrics, m.backends, m.seen, list(m.written), m.superseded)
+
+
+PLAIN_EDGES = [
+    # on the batch road: the scale's ends, a failure with its error, a threshold that is not finite
+    {"metric": "mrr", "backend": "native", "sample_id": "p0", "value": 0.0, "threshold": 5.0, "passed": False},
+    {"metric": "mrr", "backend": "native", "sample_id": "p1", "value": 10.0},
+    {"metric": "mrr", "backend": "native", "sample_id": "p2", "value": None, "error": "missing field 'x'"},
+    {"metric": "mrr", "backend": "native", "sample_id": "p3", "value": 3.0, "threshold": float("inf")},
+    # off it: an empty error, a value just past 10, a degraded flag set false, a row error
+    {"metric": "mrr", "backend": "native", "sample_id": "p4", "value": None, "error": ""},
+    {"metric": "mrr", "backend": "native", "sample_id": "p5", "value": 10.000001},
+    {"metric": "ndcg@3", "backend": "b2", "sample_id": "p6", "value": 4.0, "degraded": False, "row_error": False},
+    {"metric": "ndcg@3", "backend": "b2", "sample_id": "row:3", "value": None, "error": "bad", "row_error": True},
+    # a plain line replacing a foreign one, and a foreign one replacing a plain one
+    {"metric": "faithfulness", "backend": "native", "sample_id": "a", "value": 2.0},
+    {"metric": "mrr", "backend": "native", "sample_id": "p1", "value": 1.0, "cost": {"calls": 1}},
+]
+
+
+@pytest.mark.parametrize("batch_rows", [1, 3, 4096])
+def test_the_model_read_a_batch_at_a_time_is_the_model_read_a_line_at_a_time(tmp_path, monkeypatch, batch_rows):
+    """The batch road (``build_model`` over ``ParquetSource.model_batches``) against the
+    line road over the same file: tasks, positions, row errors, every order, superseded
+    counts — on a real run's lines mixed with foreign, hand-edited and broken ones, at
+    batch sizes that put the odd rows at every place in a batch."""
+    data = write(tmp_path / "in.jsonl", rows(7) + [{"id": "noref", "user_input": "q?", "retrieved_ids": ["a"]}])
+    run(data, tmp_path / "out")
+    real = (tmp_path / "out" / "scores.jsonl").read_text().splitlines(keepends=True)
+    foreign = _foreign_text(surrogate=True).splitlines(keepends=True)[:-1]  # not the torn line: it ends the file
+    edges = [json.dumps(d) + "\n" for d in PLAIN_EDGES]
+    mixed = [x for trio in zip(real, foreign + [""] * len(real), edges + [""] * len(real)) for x in trio if x]
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "scores.jsonl").write_text("".join(mixed), encoding="utf-8")
+    monkeypatch.setattr(columnar, "BATCH_ROWS", batch_rows)
+    meta = columnar.build_parquet(folder)
+    assert meta is not None
+    src = ParquetSource(folder / PQ, meta)
+    fast, slow = build_model(src), build_model(_LinesOf(src))
+    assert _model_state(fast) == _model_state(slow)
+    assert fast.superseded == 3 and fast.task("mrr", "native", "p3").threshold is None
+    assert fast.task("mrr", "native", "p5").error.startswith("invalid line") and ("p0", "p6") <= tuple(fast.ids.ids)

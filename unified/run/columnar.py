@@ -326,23 +326,34 @@ def _rows(cols: Mapping[str, list[Any]]) -> Iterator[dict[str, Any]]:
 MODEL_FIELDS = (*KEY, "value", "passed", "error", "threshold", "degraded", "reason", "row_error", "cost", "details")
 
 
-def iter_model_fields(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(row number, the line's ``MODEL_FIELDS``) of every row, in file order: the line's
-    JSON object cut to those fields (``details`` left as its JSON text unless the line is
-    degraded), ``extra`` applied — the report model's pass without building each line."""
-    names = (*MODEL_FIELDS, "extra")
+def iter_model_columns(path: Path) -> Iterator[tuple[int, dict[str, list[Any]]]]:
+    """(row number of the batch's first row, ``MODEL_FIELDS`` and ``extra`` as Python
+    values) a batch at a time: the columns the report model reads (``iter_columns``)."""
+    return iter_columns(path, (*MODEL_FIELDS, "extra"))
+
+
+def model_row(cols: Mapping[str, list[Any]], i: int) -> dict[str, Any]:
+    """Row ``i`` of a batch of ``iter_model_columns`` as the line's ``MODEL_FIELDS``: the
+    line's JSON object cut to those fields (``details`` left as its JSON text unless the
+    line is degraded), ``extra`` applied."""
     loads = json.loads
-    for start, cols in iter_columns(path, names):
-        for i, values in enumerate(zip(*(cols[k] for k in names))):
-            d = {k: v for k, v in zip(names, values) if v is not None}
-            if "cost" in d:
-                d["cost"] = loads(d["cost"])
-            extra = d.pop("extra", None)
-            if extra is not None:
-                d.update(loads(extra))
-            if d.get("degraded") and isinstance(d.get("details"), str):
-                d["details"] = loads(d["details"])
-            yield start + i, d
+    d = {k: v for k in (*MODEL_FIELDS, "extra") if (v := cols[k][i]) is not None}
+    if "cost" in d:
+        d["cost"] = loads(d["cost"])
+    extra = d.pop("extra", None)
+    if extra is not None:
+        d.update(loads(extra))
+    if d.get("degraded") and isinstance(d.get("details"), str):
+        d["details"] = loads(d["details"])
+    return d
+
+
+def iter_model_fields(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, ``model_row``) of every row, in file order — the report model's pass
+    without building each line."""
+    for start, cols in iter_model_columns(path):
+        for i in range(len(cols["metric"])):
+            yield start + i, model_row(cols, i)
 
 
 def iter_raw(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
