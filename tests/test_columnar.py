@@ -473,3 +473,142 @@ def test_the_model_read_a_batch_at_a_time_is_the_model_read_a_line_at_a_time(tmp
     assert _model_state(fast) == _model_state(slow)
     assert fast.superseded == 3 and fast.task("mrr", "native", "p3").threshold is None
     assert fast.task("mrr", "native", "p5").error.startswith("invalid line") and ("p0", "p6") <= tuple(fast.ids.ids)
+
+
+# ---------------------------------------------------------------- the copy built while the lines are written
+
+
+def _hostile_rows(path: Path, n: int) -> Path:
+    """Odd and NFD ids, ids that look like row errors, missing fields, unicode, rows that
+    are not JSON, repeated rows and ids, graded relevance with tiny and negative grades."""
+    import unicodedata
+
+    lines = []
+    for i in range(n):
+        row: dict = {
+            "id": f"s{i}",
+            "user_input": f"Ü {i} 東京 🚀",
+            "retrieved_ids": [f"d{(i * 7 + j) % 13}" for j in range(i % 9)],
+        }
+        if i % 5:
+            row["relevant_ids"] = [f"d{i % 13}", f"d{(i + 3) % 13}"]
+        elif i % 10 == 0:
+            row["graded_relevance"] = {f"d{i % 13}": 0.00001, "d1": 50.0, "z": -2}
+        if i % 17 == 0:
+            row["id"] = unicodedata.normalize("NFD", f"café {i}")
+        if i % 23 == 0:
+            row["id"] = f"row:{i}"
+        lines.append(json.dumps(row, ensure_ascii=False))
+        if i % 41 == 0:
+            lines.append("{not json")
+        if i % 53 == 0:
+            lines.append(lines[-1])
+        if i % 61 == 0:
+            lines.append(json.dumps({**row, "retrieved_ids": ["other"]}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _spy_builds(monkeypatch) -> list[Path]:
+    """The folders whose scores.parquet the runner built from the file (not the stream's copy)."""
+    from unified.run import runner
+
+    built: list[Path] = []
+    real = runner.build_parquet
+    monkeypatch.setattr(runner, "build_parquet", lambda folder: built.append(Path(folder)) or real(folder))
+    return built
+
+
+@pytest.mark.parametrize("batch_rows", [3, 4096])
+def test_the_copy_built_while_the_lines_are_written_is_the_copy_built_from_them(tmp_path, monkeypatch, batch_rows):
+    """A fresh run's scores.parquet comes from the stream (the file is not parsed again),
+    and is byte for byte the file ``write_parquet`` builds from the finished lines —
+    row errors, missing-field failures, unicode, tiny floats, at batch sizes that split
+    the rows everywhere. Its fingerprint of the lines is index.json's, hashed once."""
+    from unified.run import runindex
+
+    monkeypatch.setattr(columnar, "BATCH_ROWS", batch_rows)
+    built = _spy_builds(monkeypatch)
+    hashed: list[Path] = []
+    real_digest = runindex.file_digest
+    monkeypatch.setattr(runindex, "file_digest", lambda p: hashed.append(Path(p)) or real_digest(p))
+    monkeypatch.setattr(columnar, "file_digest", runindex.file_digest)
+    data = _hostile_rows(tmp_path / "in.jsonl", 300)
+    out = tmp_path / "out"
+    evaluate(data, "precision@5,ndcg@10,mrr", ["native"], out=out, quiet=True, progress=False, concurrency=7)
+    assert built == []  # the stream's copy was proven and kept
+    assert [p.name for p in hashed].count("scores.jsonl") == 1
+    streamed = (out / PQ).read_bytes()
+    lines = (out / "scores.jsonl").read_text(encoding="utf-8").splitlines()
+    assert any('"row_error":true' in x for x in lines) and any("missing field" in x for x in lines)
+    meta = columnar.write_parquet(out)  # the file unchanged: the same stat, the same metadata
+    assert (out / PQ).read_bytes() == streamed and meta is not None and meta["rows"] == len(lines)
+    index = json.loads((out / "index.json").read_text())
+    assert index["scores"] == runindex.fingerprint(out / "scores.jsonl")
+
+
+def test_a_resumed_run_builds_its_copy_from_the_file(tmp_path, monkeypatch):
+    """Lines from an earlier run in the file: no stream copy; the file is read."""
+    data = write(tmp_path / "in.jsonl", rows(6))
+    run(data, tmp_path / "out", max_samples=3)
+    built = _spy_builds(monkeypatch)
+    run(data, tmp_path / "out")
+    assert built == [tmp_path / "out"] and columnar.fresh_parquet(tmp_path / "out") is not None
+    assert_same_reads(tmp_path / "out", tmp_path)
+
+
+@pytest.mark.parametrize("change", ["append", "same_size_edit", "rewrite"])
+def test_a_copy_the_file_no_longer_matches_is_not_used(tmp_path, monkeypatch, change):
+    """What the stream handed over must be the whole file: a line added by hand, a line
+    edited to the same size (the stat alone cannot tell), the run's own rewrite of its
+    lines after the stream (as a calibration or a jury does) — the digests differ and
+    the copy comes from the file."""
+    from unified.run.runfolder import AppendLog
+    from unified.run.runner import _Run
+
+    if change == "rewrite":
+        built = _spy_builds(monkeypatch)
+        monkeypatch.setattr(_Run, "_calibrate", lambda self: self.folder.map_lines(lambda d: {**d, "calibrated": 1.0}))
+        run(write(tmp_path / "in.jsonl", rows(4)), tmp_path / "out")
+        assert built == [tmp_path / "out"] and columnar.fresh_parquet(tmp_path / "out") is not None
+        assert all(r["calibrated"] == 1.0 for _, r in columnar.iter_raw(tmp_path / "out" / PQ))
+        return
+    folder = tmp_path / "f"
+    folder.mkdir()
+    log = AppendLog(folder / "scores.jsonl")
+    assert log.empty
+    log.tap = columnar.StreamCopy()
+    d = {"metric": "mrr", "backend": "native", "sample_id": "a", "value": 5.0}
+    log.write(json.dumps(d, separators=(",", ":")), obj=d)
+    log.write('{"metric":"mrr","backend":"native","sample_id":"b","value":6.0}', flush=False)
+    log.close()
+    path = folder / "scores.jsonl"
+    if change == "append":
+        with open(path, "a", encoding="utf-8") as f:
+            f.write('{"metric":"mrr","backend":"native","sample_id":"c","value":7.0}\n')
+    else:
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace('"value":5.0', '"value":9.0'), encoding="utf-8")  # the same size
+        assert path.stat().st_size == len(text)
+    assert log.tap.finish(folder) is None and not (folder / PQ).exists()
+
+
+def test_a_proven_copy_of_hand_written_blocks_is_the_files(tmp_path):
+    """Objects and lines the copy parses itself (no object; a line that is not JSON; an
+    empty block) give the copy ``write_parquet`` gives."""
+    from unified.run.runfolder import AppendLog
+
+    folder = tmp_path / "f"
+    folder.mkdir()
+    log = AppendLog(folder / "scores.jsonl")
+    log.tap = columnar.StreamCopy()
+    for i, d in enumerate(FOREIGN):
+        text = json.dumps(d, ensure_ascii=False)
+        log.write(text, flush=i % 3 == 0, obj=json.loads(text) if i % 2 else None)
+    log.write("not json")
+    log.write('{"metric": 3, "backend": "native", "sample_id": "j"}', flush=False)
+    log.close()
+    meta = log.tap.finish(folder)
+    assert meta is not None and meta["unreadable"] == 2 and meta["rows"] == len(FOREIGN)
+    streamed = (folder / PQ).read_bytes()
+    assert columnar.write_parquet(folder) == meta and (folder / PQ).read_bytes() == streamed
