@@ -272,7 +272,7 @@ class StreamCopy:
         import pyarrow as pa
         import pyarrow.parquet as pq
 
-        self._sink = pa.BufferOutputStream()
+        self._sink: Any = pa.BufferOutputStream()
         self._writer = pq.ParquetWriter(self._sink, schema(), compression="zstd", write_page_checksum=True)
         self._digest = hashlib.sha256()
         self._cols = _Columns()
@@ -316,6 +316,7 @@ class StreamCopy:
         digest = None if before is None or self.broken else file_digest(scores)
         if digest is None or digest != self._digest.hexdigest() or file_stat(scores) != before:
             self._writer.close()
+            self._sink, self._cols = None, _Columns()  # the buffers go at once
             return None
         if len(self._cols) or self.rows == 0:
             self._writer.write_batch(self._cols.batch())
@@ -323,9 +324,10 @@ class StreamCopy:
         meta["unreadable"] = self.unreadable
         self._writer.add_key_value_metadata({META_KEY: json.dumps(meta)})
         self._writer.close()
+        data, self._sink, self._cols = self._sink.getvalue(), None, _Columns()
         with atomic_path(Path(folder) / PARQUET_FILE) as tmp:
             with open(tmp, "wb") as f:
-                f.write(self._sink.getvalue())
+                f.write(data)
         return meta
 
 

@@ -751,6 +751,8 @@ class _Run:
         if self.temp_out or self.interrupted:
             return
         tap = self.log.tap if self.log is not None else None
+        if self.log is not None:
+            self.log.tap = None  # its buffers go once the copy is written, before the report's peak
         try:  # the copy built while the lines were written, when it is proven; else from the file
             meta = (tap.finish(self.out) if tap is not None else None) or build_parquet(self.out)
         except (OSError, ValueError, TypeError) as e:  # OutputError; Arrow's errors subclass the other two
