@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 
 from unified.analysis.diff import diff_runs
 from unified.report import Report
-from unified.report.model import FileSource, ParquetSource
+from unified.report.model import FileSource, ParquetSource, build_model
 from unified.run import columnar
 from unified.run.runner import RunInterrupted, evaluate
 from unified.scores import full_line
@@ -393,8 +393,8 @@ def test_cli_runs_then_diff_and_report_read_the_parquet_as_the_lines(tmp_path, m
     _cli("run", d2, "-m", METRICS, "--out", tmp_path / "B", "--quiet")
     assert (tmp_path / "A" / PQ).exists() and (tmp_path / "B" / PQ).exists()
     calls: list[Path] = []
-    real = columnar.iter_model_fields
-    monkeypatch.setattr(columnar, "iter_model_fields", lambda p: calls.append(p) or real(p))
+    real = columnar.iter_model_columns
+    monkeypatch.setattr(columnar, "iter_model_columns", lambda p: calls.append(p) or real(p))
     via_parquet = _cli("diff", tmp_path / "A", tmp_path / "B", "--n-boot", 200, "--json", tmp_path / "d1.json")
     report_pq = _cli("report", tmp_path / "A")
     assert {p.parent.name for p in calls} == {"A", "B"}
@@ -412,3 +412,203 @@ def test_cli_runs_then_diff_and_report_read_the_parquet_as_the_lines(tmp_path, m
     assert diff_runs(tmp_path / "A", tmp_path / "B", n_boot=200) == diff_runs(
         tmp_path / "A_lines", tmp_path / "B_lines", n_boot=200
     )
+
+
+# ---------------------------------------------------------------- the model's batch read
+
+
+class _LinesOf:
+    """A source with only ``model_lines``: ``build_model``'s line-at-a-time road."""
+
+    def __init__(self, source: ParquetSource):
+        self.source, self.unreadable = source, source.unreadable
+
+    def model_lines(self):
+        return self.source.model_lines()
+
+
+def _model_state(m) -> tuple:
+    """Everything ``build_model`` decides, positions and every order included."""
+    tasks = [(mm, b, list(col.items())) for mm, per in m.tasks.items() for b, col in per.items()]
+    return (tasks, list(m.row_tasks.items()), m.metrics, m.backends, m.seen, list(m.written), m.superseded)
+
+
+PLAIN_EDGES = [
+    # on the batch road: the scale's ends, a failure with its error, a threshold that is not finite
+    {"metric": "mrr", "backend": "native", "sample_id": "p0", "value": 0.0, "threshold": 5.0, "passed": False},
+    {"metric": "mrr", "backend": "native", "sample_id": "p1", "value": 10.0},
+    {"metric": "mrr", "backend": "native", "sample_id": "p2", "value": None, "error": "missing field 'x'"},
+    {"metric": "mrr", "backend": "native", "sample_id": "p3", "value": 3.0, "threshold": float("inf")},
+    # off it: an empty error, a value just past 10, a degraded flag set false, a row error
+    {"metric": "mrr", "backend": "native", "sample_id": "p4", "value": None, "error": ""},
+    {"metric": "mrr", "backend": "native", "sample_id": "p5", "value": 10.000001},
+    {"metric": "ndcg@3", "backend": "b2", "sample_id": "p6", "value": 4.0, "degraded": False, "row_error": False},
+    {"metric": "ndcg@3", "backend": "b2", "sample_id": "row:3", "value": None, "error": "bad", "row_error": True},
+    # a plain line replacing a foreign one, and a foreign one replacing a plain one
+    {"metric": "faithfulness", "backend": "native", "sample_id": "a", "value": 2.0},
+    {"metric": "mrr", "backend": "native", "sample_id": "p1", "value": 1.0, "cost": {"calls": 1}},
+]
+
+
+@pytest.mark.parametrize("batch_rows", [1, 3, 4096])
+def test_the_model_read_a_batch_at_a_time_is_the_model_read_a_line_at_a_time(tmp_path, monkeypatch, batch_rows):
+    """The batch road (``build_model`` over ``ParquetSource.model_batches``) against the
+    line road over the same file: tasks, positions, row errors, every order, superseded
+    counts — on a real run's lines mixed with foreign, hand-edited and broken ones, at
+    batch sizes that put the odd rows at every place in a batch."""
+    data = write(tmp_path / "in.jsonl", rows(7) + [{"id": "noref", "user_input": "q?", "retrieved_ids": ["a"]}])
+    run(data, tmp_path / "out")
+    real = (tmp_path / "out" / "scores.jsonl").read_text().splitlines(keepends=True)
+    foreign = _foreign_text(surrogate=True).splitlines(keepends=True)[:-1]  # not the torn line: it ends the file
+    edges = [json.dumps(d) + "\n" for d in PLAIN_EDGES]
+    mixed = [x for trio in zip(real, foreign + [""] * len(real), edges + [""] * len(real)) for x in trio if x]
+    folder = tmp_path / "f"
+    folder.mkdir()
+    (folder / "scores.jsonl").write_text("".join(mixed), encoding="utf-8")
+    monkeypatch.setattr(columnar, "BATCH_ROWS", batch_rows)
+    meta = columnar.build_parquet(folder)
+    assert meta is not None
+    src = ParquetSource(folder / PQ, meta)
+    fast, slow = build_model(src), build_model(_LinesOf(src))
+    assert _model_state(fast) == _model_state(slow)
+    assert fast.superseded == 3 and fast.task("mrr", "native", "p3").threshold is None
+    assert fast.task("mrr", "native", "p5").error.startswith("invalid line") and ("p0", "p6") <= tuple(fast.ids.ids)
+
+
+# ---------------------------------------------------------------- the copy built while the lines are written
+
+
+def _hostile_rows(path: Path, n: int) -> Path:
+    """Odd and NFD ids, ids that look like row errors, missing fields, unicode, rows that
+    are not JSON, repeated rows and ids, graded relevance with tiny and negative grades."""
+    import unicodedata
+
+    lines = []
+    for i in range(n):
+        row: dict = {
+            "id": f"s{i}",
+            "user_input": f"Ü {i} 東京 🚀",
+            "retrieved_ids": [f"d{(i * 7 + j) % 13}" for j in range(i % 9)],
+        }
+        if i % 5:
+            row["relevant_ids"] = [f"d{i % 13}", f"d{(i + 3) % 13}"]
+        elif i % 10 == 0:
+            row["graded_relevance"] = {f"d{i % 13}": 0.00001, "d1": 50.0, "z": -2}
+        if i % 17 == 0:
+            row["id"] = unicodedata.normalize("NFD", f"café {i}")
+        if i % 23 == 0:
+            row["id"] = f"row:{i}"
+        lines.append(json.dumps(row, ensure_ascii=False))
+        if i % 41 == 0:
+            lines.append("{not json")
+        if i % 53 == 0:
+            lines.append(lines[-1])
+        if i % 61 == 0:
+            lines.append(json.dumps({**row, "retrieved_ids": ["other"]}))
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _spy_builds(monkeypatch) -> list[Path]:
+    """The folders whose scores.parquet the runner built from the file (not the stream's copy)."""
+    from unified.run import runner
+
+    built: list[Path] = []
+    real = runner.build_parquet
+    monkeypatch.setattr(runner, "build_parquet", lambda folder: built.append(Path(folder)) or real(folder))
+    return built
+
+
+@pytest.mark.parametrize("batch_rows", [3, 4096])
+def test_the_copy_built_while_the_lines_are_written_is_the_copy_built_from_them(tmp_path, monkeypatch, batch_rows):
+    """A fresh run's scores.parquet comes from the stream (the file is not parsed again),
+    and is byte for byte the file ``write_parquet`` builds from the finished lines —
+    row errors, missing-field failures, unicode, tiny floats, at batch sizes that split
+    the rows everywhere. Its fingerprint of the lines is index.json's, hashed once."""
+    from unified.run import runindex
+
+    monkeypatch.setattr(columnar, "BATCH_ROWS", batch_rows)
+    built = _spy_builds(monkeypatch)
+    hashed: list[Path] = []
+    real_digest = runindex.file_digest
+    monkeypatch.setattr(runindex, "file_digest", lambda p: hashed.append(Path(p)) or real_digest(p))
+    monkeypatch.setattr(columnar, "file_digest", runindex.file_digest)
+    data = _hostile_rows(tmp_path / "in.jsonl", 300)
+    out = tmp_path / "out"
+    evaluate(data, "precision@5,ndcg@10,mrr", ["native"], out=out, quiet=True, progress=False, concurrency=7)
+    assert built == []  # the stream's copy was proven and kept
+    assert [p.name for p in hashed].count("scores.jsonl") == 1
+    streamed = (out / PQ).read_bytes()
+    lines = (out / "scores.jsonl").read_text(encoding="utf-8").splitlines()
+    assert any('"row_error":true' in x for x in lines) and any("missing field" in x for x in lines)
+    meta = columnar.write_parquet(out)  # the file unchanged: the same stat, the same metadata
+    assert (out / PQ).read_bytes() == streamed and meta is not None and meta["rows"] == len(lines)
+    index = json.loads((out / "index.json").read_text())
+    assert index["scores"] == runindex.fingerprint(out / "scores.jsonl")
+
+
+def test_a_resumed_run_builds_its_copy_from_the_file(tmp_path, monkeypatch):
+    """Lines from an earlier run in the file: no stream copy; the file is read."""
+    data = write(tmp_path / "in.jsonl", rows(6))
+    run(data, tmp_path / "out", max_samples=3)
+    built = _spy_builds(monkeypatch)
+    run(data, tmp_path / "out")
+    assert built == [tmp_path / "out"] and columnar.fresh_parquet(tmp_path / "out") is not None
+    assert_same_reads(tmp_path / "out", tmp_path)
+
+
+@pytest.mark.parametrize("change", ["append", "same_size_edit", "rewrite"])
+def test_a_copy_the_file_no_longer_matches_is_not_used(tmp_path, monkeypatch, change):
+    """What the stream handed over must be the whole file: a line added by hand, a line
+    edited to the same size (the stat alone cannot tell), the run's own rewrite of its
+    lines after the stream (as a calibration or a jury does) — the digests differ and
+    the copy comes from the file."""
+    from unified.run.runfolder import AppendLog
+    from unified.run.runner import _Run
+
+    if change == "rewrite":
+        built = _spy_builds(monkeypatch)
+        monkeypatch.setattr(_Run, "_calibrate", lambda self: self.folder.map_lines(lambda d: {**d, "calibrated": 1.0}))
+        run(write(tmp_path / "in.jsonl", rows(4)), tmp_path / "out")
+        assert built == [tmp_path / "out"] and columnar.fresh_parquet(tmp_path / "out") is not None
+        assert all(r["calibrated"] == 1.0 for _, r in columnar.iter_raw(tmp_path / "out" / PQ))
+        return
+    folder = tmp_path / "f"
+    folder.mkdir()
+    log = AppendLog(folder / "scores.jsonl")
+    assert log.empty
+    log.tap = columnar.StreamCopy()
+    d = {"metric": "mrr", "backend": "native", "sample_id": "a", "value": 5.0}
+    log.write(json.dumps(d, separators=(",", ":")), obj=d)
+    log.write('{"metric":"mrr","backend":"native","sample_id":"b","value":6.0}', flush=False)
+    log.close()
+    path = folder / "scores.jsonl"
+    if change == "append":
+        with open(path, "a", encoding="utf-8") as f:
+            f.write('{"metric":"mrr","backend":"native","sample_id":"c","value":7.0}\n')
+    else:
+        text = path.read_text(encoding="utf-8")
+        path.write_text(text.replace('"value":5.0', '"value":9.0'), encoding="utf-8")  # the same size
+        assert path.stat().st_size == len(text)
+    assert log.tap.finish(folder) is None and not (folder / PQ).exists()
+
+
+def test_a_proven_copy_of_hand_written_blocks_is_the_files(tmp_path):
+    """Objects and lines the copy parses itself (no object; a line that is not JSON; an
+    empty block) give the copy ``write_parquet`` gives."""
+    from unified.run.runfolder import AppendLog
+
+    folder = tmp_path / "f"
+    folder.mkdir()
+    log = AppendLog(folder / "scores.jsonl")
+    log.tap = columnar.StreamCopy()
+    for i, d in enumerate(FOREIGN):
+        text = json.dumps(d, ensure_ascii=False)
+        log.write(text, flush=i % 3 == 0, obj=json.loads(text) if i % 2 else None)
+    log.write("not json")
+    log.write('{"metric": 3, "backend": "native", "sample_id": "j"}', flush=False)
+    log.close()
+    meta = log.tap.finish(folder)
+    assert meta is not None and meta["unreadable"] == 2 and meta["rows"] == len(FOREIGN)
+    streamed = (folder / PQ).read_bytes()
+    assert columnar.write_parquet(folder) == meta and (folder / PQ).read_bytes() == streamed

@@ -73,11 +73,11 @@ def test_the_page_reads_the_scores_once_and_fetches_only_what_it_shows(run, monk
 
         monkeypatch.setattr(cls, name, wrapped)
 
-    for cls, name in ((FileSource, "lines"), (ParquetSource, "lines"), (ParquetSource, "model_lines")):
+    for cls, name in ((FileSource, "lines"), (ParquetSource, "lines"), (ParquetSource, "model_batches")):
         counting(cls, name)
     fresh = Report.from_dir(run.run_dir)
     view = build_view(fresh, max_drilldown=3)
-    assert calls == ["model_lines"]
+    assert calls == ["model_batches"]
     # 3 drill-down samples plus the disagreeing ones, 4 tasks each (2 metrics × 2 backends)
     assert len(view.lines) == 4 * len(view.drill) and len(view.drill) < view.n_samples
 

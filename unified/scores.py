@@ -221,6 +221,15 @@ def line_of(fields: Mapping[str, Any]) -> str:
     a ``(lo, hi)`` tuple of floats, plain JSON in ``details``) and no ``cost`` (a cost
     is a model: its line goes through ``score_line``); ``tests/test_detblock.py``
     checks the bytes against ``score_line``."""
+    return line_and_object(fields)[0]
+
+
+def line_and_object(fields: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """``line_of(fields)``, and the object it serialises: what ``json.loads`` of the
+    line gives back, up to a tuple read back as a list (``raw_range``) — the fields
+    ``fields`` holds are of JSON's own types, and ``to_json`` writes even NaN and
+    infinity as constants ``json.loads`` reads back. The run's ``scores.parquet`` is
+    built from these objects (``unified.run.columnar.StreamCopy``)."""
     from pydantic_core import to_json
 
     if not _FIELD_DEFAULTS:
@@ -230,7 +239,8 @@ def line_of(fields: Mapping[str, Any]) -> str:
         raise ValueError("line_of: a line with a cost goes through score_line")
     missing = _FIELD_DEFAULTS  # a sentinel no field holds
     line = {k: v for k, d in _FIELD_DEFAULTS.items() if (v := fields.get(k, missing)) is not missing and not v == d}
-    return _value_first(to_json(line).decode(), fields.get("value"))
+    text = _value_first(to_json(line).decode(), fields.get("value"))
+    return text, line if fields.get("value") is not None else {"value": None, **line}
 
 
 _LINE_DEFAULTS: dict[str, Any] = {}

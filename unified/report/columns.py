@@ -111,6 +111,18 @@ class TaskColumn(Mapping[str, Task]):
 
     def put(self, sid: str, t: Task) -> bool:
         """Store ``t`` as the task of ``sid``; True when it replaced an earlier line."""
+        replaced = self.put_plain(sid, t.value, t.passed, t.error, t.threshold, t.pos)
+        i = self._slot[self._ids.number[sid]]
+        _keep(self._cost, i, None if t.cost == self._no_cost else t.cost)
+        _keep(self._usd, i, t.usd)
+        _keep(self._degraded, i, t.degraded)
+        return replaced
+
+    def put_plain(
+        self, sid: str, value: float | None, passed: bool | None, error: str | None, threshold: float | None, pos: int
+    ) -> bool:
+        """``put`` of a task with no cost, no price and no degraded reason (most tasks),
+        without building its ``Task``; True when it replaced an earlier line."""
         n = self._ids.add(sid)
         if len(self._slot) <= n:
             self._slot.extend([-1] * (n + 1 - len(self._slot)))
@@ -119,19 +131,21 @@ class TaskColumn(Mapping[str, Task]):
         if not replaced:
             i = self._slot[n] = len(self._sample)
             self._sample.append(n)
-            for a in (self._value, self._threshold):
-                a.append(_NAN)
-            self._pos.append(0)
-            self._passed.append(-1)
-        self._value[i] = _NAN if t.value is None else t.value
-        self._threshold[i] = _NAN if t.threshold is None else t.threshold
-        self._pos[i] = t.pos
-        self._passed[i] = -1 if t.passed is None else int(t.passed)
-        _keep(self._error, i, t.error)
-        _keep(self._cost, i, None if t.cost == self._no_cost else t.cost)
-        _keep(self._usd, i, t.usd)
-        _keep(self._degraded, i, t.degraded)
-        return replaced
+            self._value.append(_NAN if value is None else value)
+            self._threshold.append(_NAN if threshold is None else threshold)
+            self._pos.append(pos)
+            self._passed.append(-1 if passed is None else int(passed))
+            if error is not None:
+                self._error[i] = error
+            return False
+        self._value[i] = _NAN if value is None else value
+        self._threshold[i] = _NAN if threshold is None else threshold
+        self._pos[i] = pos
+        self._passed[i] = -1 if passed is None else int(passed)
+        for rare in (self._cost, self._usd, self._degraded):
+            rare.pop(i, None)
+        _keep(self._error, i, error)
+        return True
 
     def _task(self, i: int) -> Task:
         p = self._passed[i]

@@ -27,6 +27,7 @@ from unified.report.columns import SampleIds, Task, TaskColumn, cost_of
 from unified.run import columnar
 from unified.run.runfolder import iter_lines
 from unified.scores import (
+    SCALE,
     Aggregate,
     Cost,
     RunningAggregates,
@@ -238,6 +239,10 @@ class ParquetSource(ScoreSource):
     def fetch(self, positions: Iterable[int]) -> dict[int, dict[str, Any]]:
         return {p: _finish(d) for p, d in columnar.fetch_raw(self.path, positions).items()}
 
+    def model_batches(self) -> Iterator[tuple[int, dict[str, list[Any]]]]:
+        """What ``build_model`` reads of this source: the model's columns a batch at a time."""
+        return columnar.iter_model_columns(self.path)
+
     def model_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
         for pos, d in columnar.iter_model_fields(self.path):
             # the 0–10 rule as ``_finish`` applies it (it reads only value and error;
@@ -290,26 +295,76 @@ def task_of(d: dict[str, Any], pos: int) -> Task:
 def build_model(
     source: ScoreSource, summary: dict[str, Any] | None = None, requested: Sequence[str] | None = None
 ) -> RunModel:
-    """Read every line of ``source`` once into a ``RunModel`` (last line per key wins)."""
+    """Read every line of ``source`` once into a ``RunModel`` (last line per key wins):
+    a batch of columns at a time when the source has them (``ParquetSource``), else a
+    line at a time; both apply ``_read_line``'s rules (``tests/test_columnar.py``)."""
     model = RunModel(summary=summary or {})
-    seen_metrics: list[str] = []
-    seen_backends: list[str] = []
-    for pos, d in source.model_lines():
-        m, b, sid = d["metric"], d["backend"], d["sample_id"]
-        if m not in model.tasks:
-            model.tasks[m] = {}
-            seen_metrics.append(m)
-        if b not in seen_backends:
-            seen_backends.append(b)
-        model.written[(m, b)] = None
-        if d.get("row_error"):
-            model.superseded += (sid, m, b) in model.row_tasks
-            model.row_tasks[(sid, m, b)] = task_of(d, pos)
-        else:
-            model.superseded += model.column(m, b).put(sid, task_of(d, pos))
+    batches = getattr(source, "model_batches", None)
+    if batches is not None:
+        columns: dict[tuple[str, str], TaskColumn] = {}
+        for start, cols in batches():
+            _read_batch(model, columns, start, cols)
+    else:
+        for pos, d in source.model_lines():
+            _read_line(model, pos, d)
     model.unreadable = getattr(source, "unreadable", 0)
-    model.seen = (seen_metrics, seen_backends)
     return order_model(model, model.summary, requested)
+
+
+def _key_seen(model: RunModel, m: str, b: str) -> None:
+    """Record (metric, backend) as read: first-seen metric and backend order, first written pairs."""
+    if m not in model.tasks:
+        model.tasks[m] = {}
+        model.seen[0].append(m)
+    if b not in model.seen[1]:
+        model.seen[1].append(b)
+    model.written[(m, b)] = None
+
+
+def _read_line(model: RunModel, pos: int, d: dict[str, Any]) -> None:
+    """One line (a dict with at least ``task_of``'s fields) into the model."""
+    m, b, sid = d["metric"], d["backend"], d["sample_id"]
+    _key_seen(model, m, b)
+    if d.get("row_error"):
+        model.superseded += (sid, m, b) in model.row_tasks
+        model.row_tasks[(sid, m, b)] = task_of(d, pos)
+    else:
+        model.superseded += model.column(m, b).put(sid, task_of(d, pos))
+
+
+def _read_batch(
+    model: RunModel, columns: dict[tuple[str, str], TaskColumn], start: int, cols: dict[str, list[Any]]
+) -> None:
+    """A batch of ``columnar.iter_model_columns`` into the model. A row with nothing but
+    a key, a value that keeps the 0–10 rule (``line_problem``), a verdict, an error and a
+    threshold — every line of a deterministic run — is put in its column as is; any
+    other (a cost, ``extra``, degraded, a row error, a broken value) is built as its
+    line's dict (``columnar.model_row``) and read by ``_read_line``, as a line is.
+    ``columns``: the column of each (metric, backend) already recorded by ``_key_seen``."""
+    rows = zip(
+        *(cols[k] for k in ("metric", "backend", "sample_id", "value", "passed", "error", "threshold")),
+        *(cols[k] for k in ("extra", "cost", "degraded", "row_error")),
+    )
+    for i, (m, b, sid, v, p, e, th, extra, cost, deg, row_error) in enumerate(rows, start=start):
+        if extra is not None or cost is not None or deg or row_error or not _keeps_scale(v, e):
+            d = columnar.model_row(cols, i - start)
+            problem = line_problem(d)
+            _read_line(model, i, d if problem is None else invalid_line(d, problem))
+            continue
+        col = columns.get((m, b))
+        if col is None:
+            _key_seen(model, m, b)
+            col = columns[(m, b)] = model.column(m, b)
+        th = th if th is None or math.isfinite(th) else None  # task_of's _number
+        model.superseded += col.put_plain(sid, v, p, e, th, i)
+
+
+def _keeps_scale(value: float | None, error: str | None) -> bool:
+    """``line_problem`` is None for a typed ``value`` (a float or null) and ``error``:
+    null with an error, or finite on 0–10."""
+    if value is None:
+        return error is not None and error != ""
+    return math.isfinite(value) and 0.0 <= value <= SCALE
 
 
 def order_model(model: RunModel, summary: dict[str, Any], requested: Sequence[str] | None = None) -> RunModel:

@@ -51,7 +51,7 @@ from typing import Any, Iterable, Iterator, Mapping
 
 from unified.data.files import atomic_path
 from unified.run.runfolder import PARQUET_FILE, SCORES_FILE
-from unified.run.runindex import file_stat, same_file
+from unified.run.runindex import file_digest, file_stat, same_file
 
 FORMAT = 1
 META_KEY = b"unified.scores"
@@ -248,6 +248,89 @@ def build_parquet(folder: Path) -> dict[str, Any] | None:
         return None
 
 
+class StreamCopy:
+    """``scores.parquet`` built while a fresh run writes ``scores.jsonl``, so the end of
+    the run does not parse every line it has just written.
+
+    The runner's ``AppendLog`` hands over each block it appended: its text, its lines and,
+    for a line written from a field dict (``unified.scores.line_and_object``), the
+    object that line serialises — the line's ``json.loads``, without the parse; any
+    other line is parsed here (``raw_line``). Rows are gathered and written in batches of
+    ``BATCH_ROWS`` exactly as ``write_parquet`` gathers the file's lines, into an
+    in-memory Parquet file (a few MB at 100k samples; nothing on disk until it is proven).
+
+    **Proven, or not used.** The copy also hashes every byte handed over. ``finish``
+    hashes ``scores.jsonl`` as it is at the end (the one hash of the file the run makes:
+    the same fingerprint goes into ``index.json``) and keeps the copy only when the two
+    digests are equal and the file's stat did not move meanwhile: then the file holds
+    exactly the lines handed over, in order, and nothing else (the log was empty when the
+    copy began). A compaction, a calibration, a jury, a line added by hand, a block that
+    failed to write: the digests differ and the run builds the copy from the file, as
+    before. Same file, same bytes: ``tests/test_columnar.py`` compares the two copies."""
+
+    def __init__(self) -> None:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+
+        self._sink: Any = pa.BufferOutputStream()
+        self._writer = pq.ParquetWriter(self._sink, schema(), compression="zstd", write_page_checksum=True)
+        self._digest = hashlib.sha256()
+        self._cols = _Columns()
+        self.rows = self.unreadable = 0
+        self.broken = False
+
+    def wrote(self, data: str, lines: list[str], objects: list[dict[str, Any] | None]) -> None:
+        """``data`` (``lines``, each ended by a newline) was appended to the file; ``objects``:
+        each line's object, or None where the line must be parsed. Never raises: a row
+        Arrow refuses leaves the copy unused (the end of the run builds it from the file)."""
+        self._digest.update(data.encode("utf-8"))
+        if self.broken:
+            return
+        try:
+            for line, d in zip(lines, objects):
+                if d is not None:
+                    self._add(d)
+                    continue
+                for raw in line.split("\n"):  # the file's lines, as ``for raw in f`` splits them
+                    parsed = raw_line(raw)
+                    if parsed is None:
+                        self.unreadable += bool(raw.strip())
+                    else:
+                        self._add(parsed)
+        except (ValueError, TypeError):  # Arrow's errors subclass these
+            self.broken = True
+
+    def _add(self, d: Mapping[str, Any]) -> None:
+        self._cols.add(d)
+        self.rows += 1
+        if len(self._cols) >= BATCH_ROWS:
+            self._writer.write_batch(self._cols.batch())
+            self._cols = _Columns()
+
+    def finish(self, folder: Path) -> dict[str, Any] | None:
+        """Write ``folder/scores.parquet`` from the copy when it is proven (class
+        docstring); its metadata, or None (nothing written: the caller builds it from
+        the file). An ``OSError`` is the ``OutputError`` of ``atomic_path``."""
+        scores = Path(folder) / SCORES_FILE
+        before = file_stat(scores)
+        digest = None if before is None or self.broken else file_digest(scores)
+        if digest is None or digest != self._digest.hexdigest() or file_stat(scores) != before:
+            self._writer.close()
+            self._sink, self._cols = None, _Columns()  # the buffers go at once
+            return None
+        if len(self._cols) or self.rows == 0:
+            self._writer.write_batch(self._cols.batch())
+        meta = {"format": FORMAT, "scores": {"sha256": digest, "stat": before}, "rows": self.rows}
+        meta["unreadable"] = self.unreadable
+        self._writer.add_key_value_metadata({META_KEY: json.dumps(meta)})
+        self._writer.close()
+        data, self._sink, self._cols = self._sink.getvalue(), None, _Columns()
+        with atomic_path(Path(folder) / PARQUET_FILE) as tmp:
+            with open(tmp, "wb") as f:
+                f.write(data)
+        return meta
+
+
 def read_meta(path: Path) -> dict[str, Any] | None:
     """The ``unified.scores`` metadata of a Parquet file, or None (absent, unreadable, other format)."""
     import pyarrow.parquet as pq
@@ -326,23 +409,34 @@ def _rows(cols: Mapping[str, list[Any]]) -> Iterator[dict[str, Any]]:
 MODEL_FIELDS = (*KEY, "value", "passed", "error", "threshold", "degraded", "reason", "row_error", "cost", "details")
 
 
-def iter_model_fields(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(row number, the line's ``MODEL_FIELDS``) of every row, in file order: the line's
-    JSON object cut to those fields (``details`` left as its JSON text unless the line is
-    degraded), ``extra`` applied — the report model's pass without building each line."""
-    names = (*MODEL_FIELDS, "extra")
+def iter_model_columns(path: Path) -> Iterator[tuple[int, dict[str, list[Any]]]]:
+    """(row number of the batch's first row, ``MODEL_FIELDS`` and ``extra`` as Python
+    values) a batch at a time: the columns the report model reads (``iter_columns``)."""
+    return iter_columns(path, (*MODEL_FIELDS, "extra"))
+
+
+def model_row(cols: Mapping[str, list[Any]], i: int) -> dict[str, Any]:
+    """Row ``i`` of a batch of ``iter_model_columns`` as the line's ``MODEL_FIELDS``: the
+    line's JSON object cut to those fields (``details`` left as its JSON text unless the
+    line is degraded), ``extra`` applied."""
     loads = json.loads
-    for start, cols in iter_columns(path, names):
-        for i, values in enumerate(zip(*(cols[k] for k in names))):
-            d = {k: v for k, v in zip(names, values) if v is not None}
-            if "cost" in d:
-                d["cost"] = loads(d["cost"])
-            extra = d.pop("extra", None)
-            if extra is not None:
-                d.update(loads(extra))
-            if d.get("degraded") and isinstance(d.get("details"), str):
-                d["details"] = loads(d["details"])
-            yield start + i, d
+    d = {k: v for k in (*MODEL_FIELDS, "extra") if (v := cols[k][i]) is not None}
+    if "cost" in d:
+        d["cost"] = loads(d["cost"])
+    extra = d.pop("extra", None)
+    if extra is not None:
+        d.update(loads(extra))
+    if d.get("degraded") and isinstance(d.get("details"), str):
+        d["details"] = loads(d["details"])
+    return d
+
+
+def iter_model_fields(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(row number, ``model_row``) of every row, in file order — the report model's pass
+    without building each line."""
+    for start, cols in iter_model_columns(path):
+        for i in range(len(cols["metric"])):
+            yield start + i, model_row(cols, i)
 
 
 def iter_raw(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -176,9 +176,22 @@ class AppendLog:
         self._last_sync = time.monotonic()
         self._held: list[str] = []
         self.lines = 0
+        # ``tap``: told of every block once it is written (``unified.run.columnar.StreamCopy``),
+        # with each line's object where the writer gave one (``_objects``, kept only then)
+        self.tap: Any = None
+        self._objects: list[dict[str, Any] | None] = []
 
-    def write(self, line: str, flush: bool = True) -> None:
+    @property
+    def empty(self) -> bool:
+        """True while nothing is in the file (a fresh run's log, before its first block)."""
+        return self.lines == 0 and not self._held and self._f.tell() == 0
+
+    def write(self, line: str, flush: bool = True, obj: dict[str, Any] | None = None) -> None:
+        """Append ``line`` (held until the next flush unless ``flush``); ``obj``: the JSON
+        object it serialises, for the ``tap``."""
         self._held.append(line)
+        if self.tap is not None:
+            self._objects.append(obj)
         if flush:
             self.flush()
 
@@ -188,9 +201,9 @@ class AppendLog:
             self.first.flush()
         if not self._held:
             return
-        data = "\n".join(self._held) + "\n"
-        n = len(self._held)
-        self._held.clear()
+        held, objects = self._held, self._objects
+        data = "\n".join(held) + "\n"
+        self._held, self._objects = [], []
         try:
             self._f.write(data)
             self._f.flush()
@@ -200,7 +213,9 @@ class AppendLog:
                 self._last_sync = now
         except OSError as e:
             raise _os_error(self.path, e, "write") from None
-        self.lines += n
+        self.lines += len(held)
+        if self.tap is not None:
+            self.tap.wrote(data, held, objects)
 
     def close(self) -> None:
         if self._f.closed:

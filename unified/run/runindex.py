@@ -111,11 +111,19 @@ def remove_index(folder: Path) -> None:
 
 
 def write_index(
-    folder: Path, key: str, source: Path, scores: Path, aggregates: Mapping[str, Any], report: bool
+    folder: Path,
+    key: str,
+    source: Path,
+    scores: Path,
+    aggregates: Mapping[str, Any],
+    report: bool,
+    known: Mapping[str, Any] | None = None,
 ) -> bool:
     """Write ``index.json`` for a run that just finished; False (and no index) when a
-    file cannot be fingerprinted."""
-    inp, out = fingerprint(source), fingerprint(scores)
+    file cannot be fingerprinted. ``known``: the ``{stat, sha256}`` of ``scores`` taken
+    earlier in the run (``scores.parquet``'s); used while the stat is unchanged
+    (``same_file``'s rule), so the lines are not hashed twice."""
+    inp, out = fingerprint(source), _known_or_fingerprint(scores, known)
     if inp is None or out is None:
         return False
     entry = {
@@ -128,6 +136,13 @@ def write_index(
     }
     write_json(folder / INDEX_FILE, entry)
     return True
+
+
+def _known_or_fingerprint(path: Path, known: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    stat = file_stat(path)
+    if known is not None and stat is not None and known.get("stat") == stat and known.get("sha256"):
+        return {"stat": stat, "sha256": known["sha256"]}
+    return fingerprint(path)
 
 
 def proves_unchanged(index: Mapping[str, Any], key: str, source: Path, scores: Path) -> bool:

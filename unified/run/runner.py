@@ -45,7 +45,7 @@ from typing import Any, Callable, Iterator, Sequence
 from unified.judge.base import Judges
 from unified.metrics import MetricRef, parse_metric, parse_metrics
 from unified.redact import one_line, scrub
-from unified.run.columnar import build_parquet, remove_parquet
+from unified.run.columnar import StreamCopy, build_parquet, remove_parquet
 from unified.run.executor import LocalExecutor, Pair, TaskGroup, named_executor
 from unified.run.fingerprint import text_hash
 from unified.run.options import RunOptions
@@ -81,7 +81,7 @@ from unified.run.runindex import (
 from unified.run.runplan import RunPlan, plan_run
 from unified.run.runsummary import RunCounts, build_summary, print_failures, print_table
 from unified.sample import Sample
-from unified.scores import Score, is_ok, line_of, score_line
+from unified.scores import Score, is_ok, line_and_object, score_line
 
 # DataFrame index labels ``line_of`` writes as the Score's own encoder does (others, floats too:
 # through a Score)
@@ -215,6 +215,7 @@ class _Run:
         self.judge_desc: dict[str, Any] = {}
         self.plan = RunPlan()
         self.log: AppendLog | None = None
+        self.scores_print: dict[str, Any] | None = None  # scores.jsonl's {stat, sha256} as scores.parquet proved it
         self.sample_log: AppendLog | None = None
         self.progress: Progress | None = None
         self.total_tasks: int | None = None
@@ -376,7 +377,9 @@ class _Run:
             "written": [a.model_dump() for a in report.summary()],
             "stable": [a.model_dump() for a in report.summary(stable=True)],
         }
-        write_index(self.out, self._index_key(), src, self.folder.scores, aggs, self.opts.write_report)
+        write_index(
+            self.out, self._index_key(), src, self.folder.scores, aggs, self.opts.write_report, self.scores_print
+        )
 
     def finish_unchanged(self) -> "Report":
         """The no-op path: the stored summary, said again; only the manifest records the
@@ -447,7 +450,8 @@ class _Run:
                 s.update(update)
                 if s.get("error"):  # defence in depth: no error text leaves with a credential in it
                     s["error"] = scrub(s["error"])
-                self.log.write(line_of(s), flush=False)
+                text, obj = line_and_object(s)
+                self.log.write(text, flush=False, obj=obj)
                 ok = is_ok(s.get("error"), s.get("value"))
                 failed += not ok
                 degraded += ok and bool(s.get("degraded"))
@@ -619,6 +623,8 @@ class _Run:
         # a sample's line is held until its scores are written (one write per block, not per row)
         self.sample_log = AppendLog(self.folder.samples)
         self.log = AppendLog(self.folder.scores, first=self.sample_log)
+        if not self.temp_out and self.log.empty:  # a fresh file: scores.parquet is built as it is written
+            self.log.tap = StreamCopy()
         if self.book.pairs:
             self.book.open()
         rows = count_rows(self.snapshot or self.samples)
@@ -744,11 +750,16 @@ class _Run:
         the run says so in one line and goes on (every reader falls back to the lines)."""
         if self.temp_out or self.interrupted:
             return
-        try:
-            build_parquet(self.out)
+        tap = self.log.tap if self.log is not None else None
+        if self.log is not None:
+            self.log.tap = None  # its buffers go once the copy is written, before the report's peak
+        try:  # the copy built while the lines were written, when it is proven; else from the file
+            meta = (tap.finish(self.out) if tap is not None else None) or build_parquet(self.out)
         except (OSError, ValueError, TypeError) as e:  # OutputError; Arrow's errors subclass the other two
             remove_parquet(self.out)
             self.say(f"note: no {PARQUET_FILE} written ({one_line(str(e))}); readers use {SCORES_FILE}")
+            return
+        self.scores_print = None if meta is None else meta["scores"]  # index.json's fingerprint of the lines
 
     def _as_asked(self, aggregates: list[Any]) -> list[Any]:
         """Aggregates in the order the user asked: metrics as in --metrics, backends as in
