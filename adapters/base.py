@@ -102,7 +102,8 @@ def missing_field_error(sample: Sample, metric: MetricRef, backend: Backend | No
     missing = next((f for f in metric.spec.required if not sample.has(f)), None)
     if missing is not None:
         return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
-    if sample.retrieved_contexts == [] and "retrieved_contexts" in metric.spec.required:
+    judges_contexts = metric.spec.kind != "deterministic" and "retrieved_contexts" in metric.spec.required
+    if sample.retrieved_contexts == [] and judges_contexts:  # a deterministic metric may count nothing
         # [] is a valid retrieval (nothing matched: precision@k on its ids is 0), but a metric
         # that judges contexts has nothing to judge. RAGAS refuses it ("retrieved_contexts
         # cannot be empty"), our native plan did; DeepEval scores it (ContextualPrecision is 0

@@ -241,3 +241,23 @@ def test_context_documents_in_outputs_keep_their_text_and_ids():
         None,
     )
     assert rec["retrieved_contexts"] == ["x", "y"] and rec["retrieved_ids"] == ["kb://1", "7"]
+
+
+def test_a_documents_doc_uri_is_its_id_even_beside_a_chunk_id(store):
+    # a Databricks/MLflow retriever's metadata carries both; the expectations name doc_uris, so
+    # an id taken from chunk_id never matched and precision@k was 0 without a word
+    docs = [
+        {"page_content": "Paris.", "metadata": {"doc_uri": "https://docs/a", "chunk_id": "c17"}},
+        Document(page_content="Lyon.", metadata={"chunk_id": "c18", "doc_uri": "https://docs/b"}),
+    ]
+    rec = to_record("q", {"answer": "a", "documents": docs}, None, None)
+    assert rec["retrieved_ids"] == ["https://docs/a", "https://docs/b"]
+    rows = [
+        {
+            "inputs": {"question": "q"},
+            "outputs": {"answer": "a", "documents": docs},
+            "expectations": {"expected_retrieved_context": [{"doc_uri": "https://docs/a"}]},
+        }
+    ]
+    result = mlflow.genai.evaluate(data=rows, scorers=[UnifiedScorer("precision@2")])
+    assert result.metrics["unified_precision_at_2/mean"] == pytest.approx(0.5)

@@ -218,3 +218,17 @@ def test_describe_metric_names_every_framework_spelling():
     assert "best this sample allows" in p["description"] and p["aliases"] == {"other": ["precision"]}
     c = describe_metric("ContextPrecisionWithReference")
     assert sorted(c["aliases"]["ragas"]) == ["ContextPrecision", "ContextPrecisionWithReference"]
+
+
+def test_a_deterministic_metric_on_contexts_counts_an_empty_retrieval(scratch):
+    # [] is refused only for metrics that judge contexts (nothing to judge); a user's
+    # deterministic metric that counts them scores an empty retrieval (0 here)
+    from unified.adapters.base import missing_field_error
+
+    @register_metric("test_n_contexts", required=("retrieved_contexts",), raw_range=(0.0, 5.0))
+    def n_contexts(sample: Sample) -> float:
+        return float(len(sample.retrieved_contexts or []))
+
+    empty = Sample(user_input="q?", response="a", retrieved_contexts=[])
+    assert missing_field_error(empty, parse_metric("test_n_contexts")) is None
+    assert "no retrieved contexts" in (missing_field_error(empty, parse_metric("faithfulness")) or "")

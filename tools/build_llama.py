@@ -17,7 +17,8 @@ Why not pip's plain source build:
 The flags: llama.cpp's instruction-set options, each ON exactly when ``/proc/cpuinfo`` lists
 every CPU flag it compiles for (``GGML_AVX512`` needs avx512f, cd, vl, dq and bw). Anywhere
 without ``/proc/cpuinfo`` x86 flags (macOS, ARM) no options are passed: llama.cpp's own
-defaults apply.
+defaults apply. A ``CMAKE_ARGS`` already set (``-DGGML_CUDA=on``) is appended: a later
+``-D`` wins in CMake, and it is part of the cache key.
 
     python tools/build_llama.py            # build if needed, install, check what was built
     python tools/build_llama.py --flags    # print the CMAKE_ARGS for this CPU and exit
@@ -103,7 +104,10 @@ def build_wheel(requirement: str, args: list[str], target: Path) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(dir=target.parent))
         shutil.move(str(wheel), staging / wheel.name)
-        staging.rename(target)  # atomic: a killed build leaves no half-filled cache entry
+        try:
+            staging.rename(target)  # atomic: a killed build leaves no half-filled cache entry
+        except OSError:  # another build of the same key finished first: use its wheel
+            shutil.rmtree(staging, ignore_errors=True)
     return next(target.glob("*.whl"))
 
 
@@ -125,6 +129,7 @@ def main() -> int:
     opts = parser.parse_args()
     cpuinfo = Path("/proc/cpuinfo")
     args = cmake_args(cpu_flags(cpuinfo.read_text()) if cpuinfo.exists() else set())
+    args += os.environ.get("CMAKE_ARGS", "").split()  # a user's own (-DGGML_CUDA=on): later -D wins, and keys the cache
     if opts.flags:
         print(" ".join(args))
         return 0
@@ -132,8 +137,9 @@ def main() -> int:
     target = cache_dir(requirement, args)
     wheels = sorted(target.glob("*.whl")) if target.is_dir() else []
     wheel = wheels[0] if wheels else build_wheel(requirement, args, target)
-    pip = [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--force-reinstall"]
-    subprocess.run([*pip, str(wheel)], check=True)
+    pip = [sys.executable, "-m", "pip", "install", "-q"]
+    subprocess.run([*pip, "--no-deps", "--force-reinstall", str(wheel)], check=True)  # this build, not another
+    subprocess.run([*pip, "-c", str(ROOT / "constraints.txt"), str(wheel)], check=True)  # its dependencies
     info = installed_system_info()
     missing = check_build(args, info)
     print(f"llama-cpp-python installed from {wheel}: {info.strip()}")

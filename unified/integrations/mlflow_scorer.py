@@ -25,7 +25,9 @@ retrieved_contexts  a ``retrieved_contexts``/``contexts``/``context``/``document
                     ``page_content`` and ``metadata.doc_uri``); a document is read by the
                     trace readers' rule (``unified.data.traces.values.document``), and one
                     without text is an ``IntegrationError`` naming the field and position
-retrieved_ids       the documents' ``id`` (or ``metadata.doc_uri``), when every document has one
+retrieved_ids       the documents' ``metadata.doc_uri`` (MLflow's name for a document, as in its
+                    expectations), else their id by the trace readers' rule, when every
+                    document has one
 reference           ``expectations["expected_response"]``; else ``expected_facts`` joined by
                     newlines
 relevant_ids        ``expectations["expected_retrieved_context"]``'s ``doc_uri``s
@@ -53,7 +55,7 @@ from typing import Any, Sequence
 
 from unified.adapters._quiet import quiet_frameworks
 from unified.data.traces.model import TraceProblem
-from unified.data.traces.values import document
+from unified.data.traces.values import document, document_id
 from unified.integrations.mlflow_log import mlflow_key
 from unified.redact import scrub
 
@@ -270,7 +272,7 @@ def _documents(value: Any, where: str) -> list[dict[str, Any]]:
     """A context entry as documents: a string, a list of strings, or of document objects
     (dicts, MLflow/LangChain ``Document``s) read by the trace readers' one rule
     (``unified.data.traces.values.document``: text from ``page_content`` / ``content`` /
-    ``text``, id from ``id`` … ``metadata.doc_uri``). A document without text is an
+    ``text``), its id its ``doc_uri`` (``_doc_uri``) else the readers' id. A document without text is an
     ``IntegrationError`` naming ``where`` and its position — never its JSON as the text."""
     items = [value] if isinstance(value, (str, dict)) or hasattr(value, "page_content") else list(value)
     docs = []
@@ -286,8 +288,22 @@ def _documents(value: Any, where: str) -> list[dict[str, Any]]:
             doc = document(item, place)
         except TraceProblem as p:
             raise IntegrationError(scrub(f"{place}{_id_hint(item)}: {p.reason}; a context needs its text")) from None
-        docs.append({"text": doc.content, "id": None if doc.id is None else str(doc.id)})
+        doc_id = _doc_uri(item) if _doc_uri(item) is not None else doc.id
+        docs.append({"text": doc.content, "id": None if doc_id is None else str(doc_id)})
     return docs
+
+
+def _doc_uri(item: Any) -> Any:
+    """MLflow names a document by its ``doc_uri``: its expectations'
+    ``expected_retrieved_context`` and its own trace extraction do. So a retrieved
+    document's id is its ``doc_uri`` (``metadata.doc_uri`` or on the object) when it has
+    one, and only else the trace readers' id: a ``chunk_id`` beside a ``doc_uri`` would
+    otherwise never match ``relevant_ids`` and precision@k would be 0 without a word."""
+    if not isinstance(item, dict):
+        return None
+    meta = item.get("metadata")
+    uris = (item.get("doc_uri"), meta.get("doc_uri") if isinstance(meta, dict) else None)
+    return next((u for u in uris if u not in (None, "")), None)
 
 
 def _id_hint(item: Any) -> str:
@@ -295,9 +311,7 @@ def _id_hint(item: Any) -> str:
     caller: a ``doc_uri`` may carry a credential)."""
     if not isinstance(item, dict):
         return ""
-    found_meta = item.get("metadata")
-    meta: dict[str, Any] = found_meta if isinstance(found_meta, dict) else {}
-    found = next((v for v in (item.get("id"), meta.get("doc_uri"), meta.get("id"), meta.get("source")) if v), None)
+    found = _doc_uri(item) if _doc_uri(item) is not None else document_id(item)
     return f" (id {found})" if found is not None else ""
 
 

@@ -346,7 +346,7 @@ def _read_batch(
         *(cols[k] for k in ("extra", "cost", "degraded", "row_error")),
     )
     for i, (m, b, sid, v, p, e, th, extra, cost, deg, row_error) in enumerate(rows, start=start):
-        if extra is not None or cost is not None or deg or row_error or not _keeps_scale(v, e):
+        if extra is not None or cost is not None or deg or row_error or line_problem({"value": v, "error": e}):
             d = columnar.model_row(cols, i - start)
             problem = line_problem(d)
             _read_line(model, i, d if problem is None else invalid_line(d, problem))
@@ -357,14 +357,6 @@ def _read_batch(
             col = columns[(m, b)] = model.column(m, b)
         th = th if th is None or math.isfinite(th) else None  # task_of's _number
         model.superseded += col.put_plain(sid, v, p, e, th, i)
-
-
-def _keeps_scale(value: float | None, error: str | None) -> bool:
-    """``line_problem`` is None for a typed ``value`` (a float or null) and ``error``:
-    null with an error, or finite on 0–10."""
-    if value is None:
-        return error is not None and error != ""
-    return math.isfinite(value) and 0.0 <= value <= SCALE
 
 
 def order_model(model: RunModel, summary: dict[str, Any], requested: Sequence[str] | None = None) -> RunModel:

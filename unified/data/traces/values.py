@@ -167,11 +167,7 @@ def document(item: Any, where: str) -> Doc:
         return Doc(item, where=where)
     if not isinstance(item, dict):
         raise TraceProblem(where, f"a document must be text or an object, got {type(item).__name__}")
-    flat = (
-        {**item, **{f"document.{k}": v for k, v in (item.get("document") or {}).items()}}
-        if isinstance(item.get("document"), dict)
-        else item
-    )
+    flat = _flat(item)
     text_key = next((k for k in _DOC_TEXT if isinstance(flat.get(k), str)), None)
     if text_key is None:
         raise TraceProblem(
@@ -179,8 +175,22 @@ def document(item: Any, where: str) -> Doc:
             f"a document without text (no {', '.join(_DOC_TEXT[:3])}); keys [{', '.join(map(str, list(item)[:8]))}]",
         )
     meta: dict[str, Any] = flat["metadata"] if isinstance(flat.get("metadata"), dict) else {}
-    doc_id = next((flat[k] for k in _DOC_ID if flat.get(k) not in (None, "")), None)
-    if doc_id is None:
-        doc_id = next((meta[k] for k in _META_ID if meta.get(k) not in (None, "")), None)
     score = next((flat[k] for k in _DOC_SCORE if flat.get(k) is not None), meta.get("score"))
-    return Doc(flat[text_key], doc_id, score, f"{where}.{text_key}")
+    return Doc(flat[text_key], document_id(item), score, f"{where}.{text_key}")
+
+
+def _flat(item: dict[str, Any]) -> dict[str, Any]:
+    """The object with a nested ``document`` object's keys lifted as ``document.<key>``."""
+    nested = item.get("document")
+    return {**item, **{f"document.{k}": v for k, v in nested.items()}} if isinstance(nested, dict) else item
+
+
+def document_id(item: dict[str, Any]) -> Any:
+    """A document object's id: the first of ``_DOC_ID`` on the object, else of ``_META_ID``
+    in its ``metadata`` (None when it names none)."""
+    flat = _flat(item)
+    doc_id = next((flat[k] for k in _DOC_ID if flat.get(k) not in (None, "")), None)
+    if doc_id is not None:
+        return doc_id
+    meta = flat.get("metadata")
+    return next((meta[k] for k in _META_ID if meta.get(k) not in (None, "")), None) if isinstance(meta, dict) else None
