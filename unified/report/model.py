@@ -27,7 +27,6 @@ from unified.report.columns import SampleIds, Task, TaskColumn, cost_of
 from unified.run import columnar
 from unified.run.runfolder import iter_lines
 from unified.scores import (
-    SCALE,
     Aggregate,
     Cost,
     RunningAggregates,
