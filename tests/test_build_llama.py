@@ -70,6 +70,8 @@ def test_a_build_missing_an_asked_instruction_set_is_named():
     args = ["-DGGML_AVX2=ON", "-DGGML_AVX512=ON"]
     assert build.check_build(args, "CPU : AVX = 1 | AVX2 = 1 | FMA = 1 |") == ["GGML_AVX512"]
     assert build.check_build(args, "CPU : AVX2 = 1 | AVX512 = 1 |") == []
+    # a user's later -DGGML_AVX512=OFF (CMAKE_ARGS appended after ours) is what CMake builds
+    assert build.check_build([*args, "-DGGML_AVX512=OFF"], "CPU : AVX2 = 1 |") == []
 
 
 @pytest.mark.llama

@@ -118,8 +118,10 @@ def installed_system_info() -> str:
 
 
 def check_build(args: list[str], system_info: str) -> list[str]:
-    """The checked options the build was asked for but llama.cpp does not report (empty = fine)."""
-    asked = {a[2:].split("=")[0] for a in args if a.endswith("=ON")}
+    """The checked options the build was asked for but llama.cpp does not report (empty = fine).
+    An option given twice counts as its last value, as CMake takes it (a user's ``-D…=OFF``)."""
+    last = dict(a[2:].split("=", 1) for a in args if a.startswith("-D") and "=" in a)
+    asked = {opt for opt, value in last.items() if value.upper() == "ON"}
     return [opt for opt, name in SYSTEM_INFO_NAMES.items() if opt in asked and f"{name} = 1" not in system_info]
 
 
