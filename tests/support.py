@@ -6,6 +6,8 @@ import json
 import os
 import subprocess
 import sys
+import unicodedata
+from pathlib import Path
 
 
 def cli_env() -> dict[str, str]:
@@ -54,3 +56,33 @@ def load_benchmark(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def hostile_retrieval_rows(path: Path, n: int, graded: bool = False) -> Path:
+    """``n`` retrieval rows written to ``path`` (JSONL): odd and NFD ids, ids that look like
+    row errors, missing fields, unicode, rows that are not JSON, repeated rows and repeated
+    ids with other content; with ``graded``, graded relevance with tiny and negative grades."""
+    lines = []
+    for i in range(n):
+        row: dict = {
+            "id": f"s{i}",
+            "user_input": f"Ü {i} 東京 🚀",
+            "retrieved_ids": [f"d{(i * 7 + j) % 13}" for j in range(i % 9)],
+        }
+        if i % 5:
+            row["relevant_ids"] = [f"d{i % 13}", f"d{(i + 3) % 13}"]
+        elif graded and i % 10 == 0:
+            row["graded_relevance"] = {f"d{i % 13}": 0.00001, "d1": 50.0, "z": -2}
+        if i % 17 == 0:
+            row["id"] = unicodedata.normalize("NFD", f"café {i}")
+        if i % 23 == 0:
+            row["id"] = f"row:{i}"
+        lines.append(json.dumps(row, ensure_ascii=False))
+        if i % 41 == 0:
+            lines.append("{not json")
+        if i % 53 == 0:
+            lines.append(lines[-1])  # a repeated row: '#2'
+        if i % 61 == 0:
+            lines.append(json.dumps({**row, "retrieved_ids": ["other"]}))  # a repeated id, other content
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

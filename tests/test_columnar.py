@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from support import hostile_retrieval_rows
 from test_scale import METRICS, OLD, rows, run, write
 from typer.testing import CliRunner
 
@@ -478,37 +479,6 @@ def test_the_model_read_a_batch_at_a_time_is_the_model_read_a_line_at_a_time(tmp
 # ---------------------------------------------------------------- the copy built while the lines are written
 
 
-def _hostile_rows(path: Path, n: int) -> Path:
-    """Odd and NFD ids, ids that look like row errors, missing fields, unicode, rows that
-    are not JSON, repeated rows and ids, graded relevance with tiny and negative grades."""
-    import unicodedata
-
-    lines = []
-    for i in range(n):
-        row: dict = {
-            "id": f"s{i}",
-            "user_input": f"Ü {i} 東京 🚀",
-            "retrieved_ids": [f"d{(i * 7 + j) % 13}" for j in range(i % 9)],
-        }
-        if i % 5:
-            row["relevant_ids"] = [f"d{i % 13}", f"d{(i + 3) % 13}"]
-        elif i % 10 == 0:
-            row["graded_relevance"] = {f"d{i % 13}": 0.00001, "d1": 50.0, "z": -2}
-        if i % 17 == 0:
-            row["id"] = unicodedata.normalize("NFD", f"café {i}")
-        if i % 23 == 0:
-            row["id"] = f"row:{i}"
-        lines.append(json.dumps(row, ensure_ascii=False))
-        if i % 41 == 0:
-            lines.append("{not json")
-        if i % 53 == 0:
-            lines.append(lines[-1])
-        if i % 61 == 0:
-            lines.append(json.dumps({**row, "retrieved_ids": ["other"]}))
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    return path
-
-
 def _spy_builds(monkeypatch) -> list[Path]:
     """The folders whose scores.parquet the runner built from the file (not the stream's copy)."""
     from unified.run import runner
@@ -533,7 +503,7 @@ def test_the_copy_built_while_the_lines_are_written_is_the_copy_built_from_them(
     real_digest = runindex.file_digest
     monkeypatch.setattr(runindex, "file_digest", lambda p: hashed.append(Path(p)) or real_digest(p))
     monkeypatch.setattr(columnar, "file_digest", runindex.file_digest)
-    data = _hostile_rows(tmp_path / "in.jsonl", 300)
+    data = hostile_retrieval_rows(tmp_path / "in.jsonl", 300, graded=True)
     out = tmp_path / "out"
     evaluate(data, "precision@5,ndcg@10,mrr", ["native"], out=out, quiet=True, progress=False, concurrency=7)
     assert built == []  # the stream's copy was proven and kept

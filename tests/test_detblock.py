@@ -17,7 +17,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from support import cli_env
+from support import cli_env, hostile_retrieval_rows
 
 from adapters.native import NativeBackend
 from adapters.native.plan import SamplePlan, compute_fields
@@ -100,38 +100,13 @@ def test_compute_fields_are_the_sample_plans_scores():
     assert not Watching(judges).computes(refs[0])
 
 
-def _hostile(path: Path, n: int) -> None:
-    """Odd ids, missing fields, unicode, rows that are not JSON, repeated rows and ids."""
-    lines = []
-    for i in range(n):
-        row = {
-            "id": f"s{i}",
-            "user_input": f"Ü {i} 東京",
-            "retrieved_ids": [f"d{(i * 7 + j) % 13}" for j in range(i % 9)],
-        }
-        if i % 5:
-            row["relevant_ids"] = [f"d{i % 13}", f"d{(i + 3) % 13}"]
-        if i % 17 == 0:
-            row["id"] = unicodedata.normalize("NFD", f"café {i}")
-        if i % 23 == 0:
-            row["id"] = f"row:{i}"
-        lines.append(json.dumps(row, ensure_ascii=False))
-        if i % 41 == 0:
-            lines.append("{not json")
-        if i % 53 == 0:
-            lines.append(lines[-1])  # a repeated row: '#2'
-        if i % 61 == 0:
-            lines.append(json.dumps({**row, "retrieved_ids": ["other"]}))  # a repeated id, other content
-    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
-
-
 @pytest.mark.parametrize("concurrency", [1, 3, 32])
 def test_run_through_blocks_writes_the_same_bytes_as_through_tasks(tmp_path, monkeypatch, concurrency):
     """A whole run: the batch path and the task path leave the same scores.jsonl,
     samples.jsonl and summary counts, whatever the window (the block is flushed where
     the tasks ran: row errors and missing-field lines stay where they were)."""
     data = tmp_path / "in.jsonl"
-    _hostile(data, 400)
+    hostile_retrieval_rows(data, 400)
     metrics = "precision@5,ndcg@10,mrr"
     fast = evaluate(data, metrics, ["native"], out=tmp_path / "fast", concurrency=concurrency, quiet=True)
     monkeypatch.setattr(NativeBackend, "computes", lambda self, ref: False)

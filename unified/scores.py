@@ -277,9 +277,14 @@ def line_problem(line: Mapping[str, Any]) -> str | None:
     ``error``. Lines this project wrote always keep it; a foreign or hand-edited line may
     not (``"value": 11``, ``NaN``), and no reader may let such a value into a mean, a
     diff or a resume."""
-    value = line.get("value")
+    return value_problem(line.get("value"), line.get("error"))
+
+
+def value_problem(value: Any, error: Any) -> str | None:
+    """``line_problem`` of a line with this ``value`` and ``error`` (a reader holding the
+    two as columns asks without building the line)."""
     if value is None:
-        return None if line.get("error") not in (None, "") else "no value and no error"
+        return None if error not in (None, "") else "no value and no error"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"value {str(value)[:40]!r} is not a number"
     if not math.isfinite(value):

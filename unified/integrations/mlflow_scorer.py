@@ -288,7 +288,8 @@ def _documents(value: Any, where: str) -> list[dict[str, Any]]:
             doc = document(item, place)
         except TraceProblem as p:
             raise IntegrationError(scrub(f"{place}{_id_hint(item)}: {p.reason}; a context needs its text")) from None
-        doc_id = _doc_uri(item) if _doc_uri(item) is not None else doc.id
+        uri = _doc_uri(item)
+        doc_id = uri if uri is not None else doc.id
         docs.append({"text": doc.content, "id": None if doc_id is None else str(doc_id)})
     return docs
 
@@ -311,7 +312,8 @@ def _id_hint(item: Any) -> str:
     caller: a ``doc_uri`` may carry a credential)."""
     if not isinstance(item, dict):
         return ""
-    found = _doc_uri(item) if _doc_uri(item) is not None else document_id(item)
+    uri = _doc_uri(item)
+    found = uri if uri is not None else document_id(item)
     return f" (id {found})" if found is not None else ""
 
 

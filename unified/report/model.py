@@ -35,6 +35,7 @@ from unified.scores import (
     full_line,
     invalid_line,
     line_problem,
+    value_problem,
 )
 
 COST_FIELDS = tuple(Cost.model_fields)
@@ -345,7 +346,7 @@ def _read_batch(
         *(cols[k] for k in ("extra", "cost", "degraded", "row_error")),
     )
     for i, (m, b, sid, v, p, e, th, extra, cost, deg, row_error) in enumerate(rows, start=start):
-        if extra is not None or cost is not None or deg or row_error or line_problem({"value": v, "error": e}):
+        if extra is not None or cost is not None or deg or row_error or value_problem(v, e):
             d = columnar.model_row(cols, i - start)
             problem = line_problem(d)
             _read_line(model, i, d if problem is None else invalid_line(d, problem))
@@ -354,8 +355,7 @@ def _read_batch(
         if col is None:
             _key_seen(model, m, b)
             col = columns[(m, b)] = model.column(m, b)
-        th = th if th is None or math.isfinite(th) else None  # task_of's _number
-        model.superseded += col.put_plain(sid, v, p, e, th, i)
+        model.superseded += col.put_plain(sid, v, p, e, _number(th), i)
 
 
 def order_model(model: RunModel, summary: dict[str, Any], requested: Sequence[str] | None = None) -> RunModel:
