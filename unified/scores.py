@@ -209,6 +209,22 @@ def _value_first(line: str, value: float | None) -> str:
 
 
 _FIELD_DEFAULTS: dict[str, Any] = {}
+_PRESENT: dict[tuple[str, ...], list[tuple[str, Any]]] = {}
+
+
+def _present_defaults(fields: Mapping[str, Any]) -> list[tuple[str, Any]]:
+    """(name, default) of the Score fields ``fields`` holds, in the Score's field order —
+    worked out once per key set (a batch's field dicts share a handful), not per line."""
+    keys = tuple(fields)
+    known = _PRESENT.get(keys)
+    if known is None:
+        if not _FIELD_DEFAULTS:
+            for name, info in Score.model_fields.items():
+                _FIELD_DEFAULTS[name] = info.get_default(call_default_factory=True)
+        known = [(k, d) for k, d in _FIELD_DEFAULTS.items() if k in fields]
+        if len(_PRESENT) < 1024:  # bounded: a caller with ever-new key orders still works
+            _PRESENT[keys] = known
+    return known
 
 
 def line_of(fields: Mapping[str, Any]) -> str:
@@ -232,13 +248,9 @@ def line_and_object(fields: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     built from these objects (``unified.run.columnar.StreamCopy``)."""
     from pydantic_core import to_json
 
-    if not _FIELD_DEFAULTS:
-        for name, info in Score.model_fields.items():
-            _FIELD_DEFAULTS[name] = info.get_default(call_default_factory=True)
     if "cost" in fields:
         raise ValueError("line_of: a line with a cost goes through score_line")
-    missing = _FIELD_DEFAULTS  # a sentinel no field holds
-    line = {k: v for k, d in _FIELD_DEFAULTS.items() if (v := fields.get(k, missing)) is not missing and not v == d}
+    line = {k: v for k, d in _present_defaults(fields) if not (v := fields[k]) == d}
     text = _value_first(to_json(line).decode(), fields.get("value"))
     return text, line if fields.get("value") is not None else {"value": None, **line}
 

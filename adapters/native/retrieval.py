@@ -168,10 +168,20 @@ def ndcg_at_k(retrieved: Sequence[str], grades: Mapping[str, float], k: int | No
         if doc in seen:
             continue
         seen.add(doc)
-        dcg += _gain(grades.get(doc, 0.0)) / math.log2(rank + 1)
+        grade = grades.get(doc, 0.0)
+        if grade > 0:  # an unjudged or non-positive grade adds 2^0 − 1 = 0
+            dcg += _gain(grade) / _log2(rank + 1)
     ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:kk]
-    idcg = sum(_gain(g) / math.log2(i + 1) for i, g in enumerate(ideal, start=1))
+    idcg = sum(_gain(g) / _log2(i + 1) for i, g in enumerate(ideal, start=1))
     return dcg / idcg
+
+
+_LOG2 = [math.log2(n) if n else 0.0 for n in range(64)]
+
+
+def _log2(n: int) -> float:
+    # the discounts of the first ranks, computed once: the same floats as math.log2
+    return _LOG2[n] if n < 64 else math.log2(n)
 
 
 def relevant_set(sample: Sample) -> set[str] | None:

@@ -207,5 +207,19 @@ class TaskColumn(Mapping[str, Task]):
             ok = i not in error and not math.isnan(v)
             yield (v if ok else None), (None if p < 0 else bool(p)), cost.get(i)
 
+    def ok_values(self) -> dict[str, float]:
+        """sample id -> value of each successful task (``is_ok``), in order, without
+        building a Task."""
+        ids, value, error = self._ids.ids, self._value, self._error
+        return {ids[n]: value[i] for i, n in enumerate(self._sample) if i not in error and not math.isnan(value[i])}
+
+    def priced(self) -> tuple[float, int]:
+        """(Σ usd, how many tasks carry a price), summed in task order (the order a walk
+        over ``items()`` adds in, so the same float)."""
+        total, usd = 0.0, self._usd
+        for i in sorted(usd):
+            total += usd[i]
+        return total, len(usd)
+
     def values(self) -> Iterator[Task]:  # type: ignore[override]
         return (self._task(i) for i in range(len(self._sample)))

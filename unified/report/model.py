@@ -122,11 +122,8 @@ class RunModel:
 
     def values(self, metric: str, backend: str) -> dict[str, float]:
         """sample_id -> 0–10 value of the successful tasks of (metric, backend)."""
-        return {
-            sid: t.value
-            for sid, t in self.tasks.get(metric, {}).get(backend, {}).items()
-            if t.ok and t.value is not None
-        }
+        col = self.tasks.get(metric, {}).get(backend)
+        return {} if col is None else col.ok_values()
 
     def n_tasks(self) -> int:
         return sum(len(s) for per_b in self.tasks.values() for s in per_b.values()) + len(self.row_tasks)

@@ -51,7 +51,12 @@ def money(model: RunModel) -> dict[tuple[str, str], tuple[float, int]]:
     """Σ cost.usd per (metric, backend) over the tasks that carry a price, and how many do
     (none: the run had no price table, and the page shows tokens only)."""
     out: dict[tuple[str, str], tuple[float, int]] = {}
-    for m, b, _sid, t, _row in model.iter_tasks():
+    for m in model.metrics:  # iter_tasks' order: the same sums
+        for b in model.backends:
+            col = model.tasks.get(m, {}).get(b)
+            if col is not None and col.priced()[1]:
+                out[(m, b)] = col.priced()
+    for (_sid, m, b), t in model.row_tasks.items():
         if t.usd is not None:
             total, n = out.get((m, b), (0.0, 0))
             out[(m, b)] = (total + t.usd, n + 1)
@@ -127,7 +132,11 @@ def build_view(report: "Report", max_drilldown: int = 200) -> View:
     view.drill, view.samples, view.n_samples = _pick_samples(report, model, wanted, max_drilldown)
     drill = set(view.drill)
     positions = [
-        t.pos for per_b in model.tasks.values() for s in per_b.values() for sid, t in s.items() if sid in drill
+        t.pos
+        for per_b in model.tasks.values()
+        for s in per_b.values()
+        for sid in drill
+        if (t := s.get(sid)) is not None
     ]
     view.lines = report.source().fetch(positions)
     return view
