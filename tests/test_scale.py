@@ -227,3 +227,22 @@ def test_the_prompt_version_is_part_of_a_judged_pairs_configuration_only():
     nb = NativeBackend(None)
     assert "prompts" not in task_config(nb, parse_metric("precision@3"), Judges())["backend_settings"]
     assert "prompts" in task_config(nb, parse_metric("faithfulness"), Judges())["backend_settings"]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 7, 12, 1 << 20])
+def test_a_calibrated_value_is_found_across_read_boundaries(tmp_path: Path, chunk: int) -> None:
+    """The byte search a megabyte at a time (``runfolder._mentions``) finds the field name
+    wherever a read ends, and ``any_calibrated`` still reads the value itself."""
+    import io
+
+    from unified.run.runfolder import RunFolder, _mentions
+
+    body = b'{"metric":"m","backend":"b","sample_id":"s","value":1.0,"calibrated":0.4}\n'
+    for cut in range(len(body)):
+        assert _mentions(io.BytesIO(b"x" * cut + body), b'"calibrated"', chunk)
+    assert not _mentions(io.BytesIO(b'{"calibrate":1}' * 5), b'"calibrated"', chunk)
+    folder = RunFolder(tmp_path)
+    folder.scores.write_bytes(b'{"metric":"m","backend":"b","sample_id":"s","calibrated":null}\n')
+    assert not folder.any_calibrated()
+    folder.scores.write_bytes(b'{"metric":"m","backend":"b","sample_id":"s","value":1.0}\n' * 3 + body)
+    assert folder.any_calibrated()

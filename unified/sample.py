@@ -302,6 +302,14 @@ class Sample(BaseModel):
         values = self.__dict__
         return _CANONICAL_JSON({k: v for k in CONTENT_FIELDS if (v := values[k]) is not None})
 
+    def validation_hash(self) -> str:
+        """``content_hash()`` as validation computed it ("" for a Sample built without
+        validation, ``model_construct``), read from the private attributes' dict: pydantic's
+        ``__getattr__`` for a private attribute costs more than the rest of the reader's
+        bookkeeping per row."""
+        private = self.__pydantic_private__
+        return private.get("_hash_at_validation", "") if private else ""
+
     def content_hash(self) -> str:
         """Stable id from the content: sha256 of the canonical JSON (sorted keys, absent
         fields left out) of the fields that define the interaction — all but ``id`` and

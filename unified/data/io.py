@@ -372,7 +372,7 @@ class _Ids:
     def assign(self, s: Sample, row: int, soft_key: str | None, fresh: bool) -> tuple[Sample | RowError, bool]:
         """(sample with its final id, or a RowError; whether the id was suffixed).
         ``fresh``: built by this reader just now, so its validation-time hash holds."""
-        h = s._hash_at_validation if fresh and s._hash_at_validation else s.content_hash()
+        h = (s.validation_hash() if fresh else "") or s.content_hash()
         result, renamed = self._assign(s, h, row, soft_key)
         # a renamed copy keeps the content (an id and metadata are no part of the hash)
         self.last = (result, h) if isinstance(result, Sample) else None

@@ -46,6 +46,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -139,30 +140,33 @@ class _Columns:
 
     def __init__(self) -> None:
         self.cols: dict[str, list[Any]] = {k: [] for k in (*KEY, *TYPED, *JSONS, "extra")}
-        self._typed = [(k, kind, self.cols[k]) for k, kind in _KINDS]
-        self._jsons = [(k, self.cols[k]) for k in JSONS]
+        # per key set of a row (a run's lines share a handful): which columns the row fills
+        self._layouts: dict[tuple[str, ...], _Layout] = {}
 
     def __len__(self) -> int:
         return len(self.cols["metric"])
 
     def add(self, d: Mapping[str, Any]) -> None:
+        keys = tuple(d)
+        layout = self._layouts.get(keys) or self._layout(keys)
         cols: dict[str, list[Any]] = self.cols
         extra: dict[str, Any] = {}
         for k in KEY:
             cols[k].append(d[k])
-        get = d.get
-        for k, kind, col in self._typed:
-            v = get(k)
+        for col in layout.absent:  # a field the line leaves out: a null cell
+            col.append(None)
+        for k, kind, col in layout.typed:
+            v = d[k]
             if type(v) is kind and (kind is float or kind is bool or _fits(kind, v)):
                 col.append(v)
-            elif v is None and (k in _NULL_IS_DEFAULT or k not in d):
+            elif v is None and k in _NULL_IS_DEFAULT:
                 col.append(None)
             else:  # a type the column cannot hold as itself: kept whole in ``extra``
                 col.append(None)
                 extra[k] = v
-        for k, col in self._jsons:
-            col.append(_json(d[k]) if k in d else None)
-        if not d.keys() <= _KNOWN:  # a foreign field: kept, in the line's order
+        for k, col in layout.jsons:
+            col.append(_json(d[k]))
+        if layout.foreign:  # a foreign field: kept, in the line's order
             extra.update((k, v) for k, v in d.items() if k not in _KNOWN)
         cols["extra"].append(_json(extra) if extra else None)
 
@@ -173,6 +177,28 @@ class _Columns:
         arrays += [array(self.cols[k], kind) for k, kind in _KINDS]
         arrays += [array(self.cols[k], str) for k in (*JSONS, "extra")]
         return pa.RecordBatch.from_arrays(arrays, schema=schema())
+
+    def _layout(self, keys: tuple[str, ...]) -> "_Layout":
+        present, cols = set(keys), self.cols
+        layout = _Layout(
+            absent=[cols[k] for k, _ in _KINDS if k not in present] + [cols[k] for k in JSONS if k not in present],
+            typed=[(k, kind, cols[k]) for k, kind in _KINDS if k in present],
+            jsons=[(k, cols[k]) for k in JSONS if k in present],
+            foreign=not present <= _KNOWN,
+        )
+        if len(self._layouts) < 256:  # hand-written lines may each have their own keys
+            self._layouts[keys] = layout
+        return layout
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """The columns one key set of a row fills (``_Columns.add``)."""
+
+    absent: list[list[Any]]
+    typed: list[tuple[str, type, list[Any]]]
+    jsons: list[tuple[str, list[Any]]]
+    foreign: bool
 
 
 def _arrow_type(name: str) -> Any:

@@ -44,7 +44,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
 from unified.data.files import OutputError, atomic_path, os_error, write_json
 from unified.run.fingerprint import diff_configs
@@ -64,6 +64,19 @@ INDEX_FILE = "index.json"  # what a finished run proves (unified.run.runindex)
 PARQUET_FILE = "scores.parquet"  # a derived columnar copy of scores.jsonl (unified.run.columnar)
 FSYNC_EVERY_S = 1.0
 _SET_CALIBRATED = re.compile(rb'"calibrated"\s*:\s*(?!null)')
+
+
+def _mentions(f: BinaryIO, needle: bytes, chunk: int = 1 << 20) -> bool:
+    """True when the rest of ``f`` contains ``needle``: a search a megabyte at a time,
+    keeping the last ``len(needle) - 1`` bytes so a match across two reads is found."""
+    keep, tail = len(needle) - 1, b""
+    while block := f.read(chunk):
+        window = tail + block
+        if needle in window:
+            return True
+        tail = window[-keep:] if keep else b""
+    return False
+
 
 Key = tuple[bool, str]  # (row_error, sample_id): row errors live in a namespace of their own
 
@@ -466,6 +479,9 @@ class RunFolder:
         if not self.scores.exists():
             return False
         with open(self.scores, "rb") as f:
+            if not _mentions(f, b'"calibrated"'):  # nearly every run: no line is split or parsed
+                return False
+            f.seek(0)
             for raw in f:
                 if b'"calibrated"' not in raw or not _SET_CALIBRATED.search(raw):
                     continue

@@ -596,7 +596,9 @@ class _Run:
                     needs_judge=needs_judge,
                     where=self.where,
                 )
-            yield from self._repeat_groups(sample, h, [p for p in pairs if p.repeats > 1])
+            repeated = [p for p in pairs if p.repeats > 1]
+            if repeated:
+                yield from self._repeat_groups(sample, h, repeated)
 
     def _repeat_groups(self, sample: Sample, h: str, pairs: list[Pair]) -> Iterator[TaskGroup]:
         """One group per repeat still missing (each with its seed); a task whose repeats
