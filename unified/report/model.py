@@ -62,7 +62,7 @@ class RunModel:
     seen: tuple[list[str], list[str]] = field(default_factory=lambda: ([], []))  # metrics, backends as first read
     ids: SampleIds = field(default_factory=SampleIds)  # every sample id once, for the columns
     # aggregates() by (stable, metrics, backends): the sums over every task, done once
-    _aggregates: dict[tuple[bool, tuple[str, ...], tuple[str, ...]], list[Aggregate]] = field(
+    _aggregates: dict[tuple[bool | None, tuple[str, ...], tuple[str, ...]], list[Aggregate]] = field(
         default_factory=dict, repr=False, compare=False
     )
 
@@ -103,10 +103,20 @@ class RunModel:
         ``index.json`` both ways, the caller); each is a fresh copy."""
         key = (stable, tuple(self.metrics), tuple(self.backends))
         if key not in self._aggregates:
-            self._aggregates[key] = self._aggregate(stable)
+            self._aggregates[key] = self._ordered(self._aggregate(), stable)
         return [a.model_copy(deep=True) for a in self._aggregates[key]]
 
-    def _aggregate(self, stable: bool) -> list[Aggregate]:
+    def _ordered(self, results: list[Aggregate], stable: bool) -> list[Aggregate]:
+        pairs = [(m, b) for m in self.metrics for b in self.backends] if stable else list(self.written)
+        order = {p: i for i, p in enumerate(pairs)}
+        return sorted(results, key=lambda a: order.get((a.metric, a.backend), len(order)))
+
+    def _aggregate(self) -> list[Aggregate]:
+        """The aggregates in the sums' order, computed once per metric and backend order
+        (both orders of ``aggregates`` sort the same sums)."""
+        key = (None, tuple(self.metrics), tuple(self.backends))
+        if key in self._aggregates:
+            return self._aggregates[key]
         acc = RunningAggregates()
         for m in self.metrics:  # the order of iter_tasks: every sum adds in the same order
             for b in self.backends:
@@ -116,9 +126,8 @@ class RunModel:
                     acc.add_value(m, b, value, passed, None if cost is None else cost_of(cost))
         for (_sid, m, b), t in self.row_tasks.items():
             acc.add_value(m, b, t.value if t.ok else None, t.passed, None if t.cost == _NO_COST else t.cost_model())
-        pairs = [(m, b) for m in self.metrics for b in self.backends] if stable else list(self.written)
-        order = {p: i for i, p in enumerate(pairs)}
-        return sorted(acc.results(), key=lambda a: order.get((a.metric, a.backend), len(order)))
+        self._aggregates[key] = acc.results()
+        return self._aggregates[key]
 
     def values(self, metric: str, backend: str) -> dict[str, float]:
         """sample_id -> 0–10 value of the successful tasks of (metric, backend)."""
