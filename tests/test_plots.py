@@ -35,6 +35,12 @@ def test_histogram_bins_are_half_open_and_the_last_is_closed():
     assert drawing.histogram([-0.2, 10.7], 2, 20) == [1] + [0] * 18 + [1]
 
 
+def test_histogram_matches_numpys_on_values_at_and_between_edges():
+    np = pytest.importorskip("numpy")
+    values = [i / 100 for i in range(1001)] + [i / 7 for i in range(71)]  # every edge, and values off the grid
+    assert drawing.histogram(values, 2, 20) == np.histogram(values, bins=[i * 0.5 for i in range(21)])[0].tolist()
+
+
 def test_distribution_bars_mean_line_and_label():
     root = _tree(plots.distribution("faith", {"native": [0, 0.49, 0.5, 10], "ragas": []}))
     tips = _tips(root, "rect")
