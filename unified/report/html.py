@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 def render_html(report: "Report", *, max_drilldown: int = 200) -> str:
     """The whole page as a string."""
     view = build_view(report, max_drilldown)
-    svg = plots.Svg()
     extra_links, extra = compare_sections(report.run_dir)
     parts = [
         f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{e(view.title)}</title>"
@@ -46,10 +45,10 @@ def render_html(report: "Report", *, max_drilldown: int = 200) -> str:
         "<main>",
         section_summary(view),
         section_cost(view),
-        section_dist(view, svg),
+        section_dist(view),
     ]
     if view.multi:
-        parts += [section_agreement(view, svg), section_disagree(view)]
+        parts += [section_agreement(view), section_disagree(view)]
     parts += extra
     parts += [section_errors(view), section_samples(view), "</main>", f"<script>{JS}</script></body></html>"]
     return "".join(parts)
@@ -184,7 +183,7 @@ def section_cost(view: View) -> str:
     )
 
 
-def section_dist(view: View, svg: plots.Svg) -> str:
+def section_dist(view: View) -> str:
     m = view.model
     colors = {b: plots.COLORS[i % len(plots.COLORS)] for i, b in enumerate(m.backends)}
     figs = []
@@ -192,7 +191,7 @@ def section_dist(view: View, svg: plots.Svg) -> str:
         series = {b: list(m.values(metric, b).values()) for b in m.backends if b in m.tasks.get(metric, {})}
         if not series:  # every line of this metric is an input row's error: nothing to plot
             continue
-        figs.append(f"<div class='plot'>{plots.distribution(svg, metric, series, colors)}</div>")
+        figs.append(f"<div class='plot'>{plots.distribution(metric, series, colors)}</div>")
     return (
         "<section id='dist'><h2>Score distributions</h2><p class='note'>One panel per backend "
         "on the same 0–10 axis; the dashed line is the mean.</p><div class='plots'>"
@@ -201,7 +200,7 @@ def section_dist(view: View, svg: plots.Svg) -> str:
     )
 
 
-def section_agreement(view: View, svg: plots.Svg) -> str:
+def section_agreement(view: View) -> str:
     metrics = [m for m in view.model.metrics if view.pairs.get(m)]
     pair_names = list(dict.fromkeys(f"{p['a']} vs {p['b']}" for m in metrics for p in view.pairs[m]))
     by_name = {m: {f"{p['a']} vs {p['b']}": p for p in view.pairs[m]} for m in metrics}
@@ -225,9 +224,9 @@ def section_agreement(view: View, svg: plots.Svg) -> str:
         for p in view.pairs[m]
     ]
     scatters = "".join(
-        f"<div class='plot'>{plots.scatter(svg, m, p)}</div>" for m in metrics for p in view.pairs[m] if p["xs"]
+        f"<div class='plot'>{plots.scatter(m, p)}</div>" for m in metrics for p in view.pairs[m] if p["xs"]
     )
-    heat = f"<div class='plot heat'>{plots.heatmap(svg, metrics, pair_names, matrix)}</div>" if metrics else ""
+    heat = f"<div class='plot heat'>{plots.heatmap(metrics, pair_names, matrix)}</div>" if metrics else ""
     return (
         "<section id='agreement'><h2>Agreement between backends</h2>"
         + heat
