@@ -279,12 +279,15 @@ def test_a_folder_that_is_not_a_run_folder_is_refused_and_left_alone(tmp_path):
 
 
 def test_a_write_error_on_the_report_is_one_line_exit_2_and_no_torn_file(tmp_path):
-    data = write_rows(tmp_path / "d.jsonl", ir_rows(3))
+    # 40 samples: a page of about 40 kB, every other file under 13 kB
+    data = write_rows(tmp_path / "d.jsonl", ir_rows(40))
     out = tmp_path / "o"
     assert run_cli("run", data, "-m", "mrr", "--out", out, "--quiet", "--no-cache").returncode == 0
     report = (out / "report.html").read_bytes()
-    assert len(report) > 25_000  # the limit below lets every other file through, not this one
-    rows = ir_rows(3)
+    others = {p.name: p.stat().st_size for p in out.iterdir() if p.name != "report.html"}
+    # the limit below lets every other file through, not this one
+    assert len(report) > 25_000 and max(others.values()) < 15_000, (len(report), others)
+    rows = ir_rows(40)
     rows[0]["retrieved_ids"] = ["c", "b", "a"]  # a changed sample: the report is written again
     write_rows(data, rows)
     r = run_cli("run", data, "-m", "mrr", "--out", out, "--quiet", "--no-cache", fsize=20_000)
@@ -295,7 +298,7 @@ def test_a_write_error_on_the_report_is_one_line_exit_2_and_no_torn_file(tmp_pat
     assert "file too large" in err[0]
     assert (out / "report.html").read_bytes() == report  # the old page, whole: never a torn one
     assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
-    assert len(lines(out / "scores.jsonl")) == 3  # what was scored is kept
+    assert len(lines(out / "scores.jsonl")) == 40  # what was scored is kept
 
 
 def test_every_output_file_goes_through_a_temp_file(tmp_path):

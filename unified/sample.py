@@ -217,9 +217,9 @@ def sample_problem(sample: Any, content_blob: str | None = None) -> tuple[str, s
         blob = content_blob if content_blob is not None else sample._content_blob()
         meta = sample.metadata
         clean = (
-            _SURROGATE.search(blob) is None
-            and _SURROGATE.search(sample.id) is None
-            and (not meta or (_SURROGATE.search(_META_JSON(meta)) is None and not _too_deep(meta)))
+            _no_surrogate(blob)
+            and _no_surrogate(sample.id)
+            and (not meta or (_no_surrogate(_META_JSON(meta)) and not _too_deep(meta)))
         )
     except (TypeError, ValueError, RecursionError):
         clean = False
@@ -227,6 +227,12 @@ def sample_problem(sample: Any, content_blob: str | None = None) -> tuple[str, s
         return None
     fields = {name: getattr(sample, name) for name in type(sample).model_fields}
     return next(filter(None, (json_problem(v, k) for k, v in fields.items())), None)
+
+
+def _no_surrogate(text: Any) -> bool:
+    # an ASCII string (CPython knows it without a scan) holds no surrogate: no regex pass;
+    # anything but a string is not clean (the caller walks the fields to name it)
+    return isinstance(text, str) and (text.isascii() or _SURROGATE.search(text) is None)
 
 
 def _printable(text: Any) -> str:
