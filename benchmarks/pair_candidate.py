@@ -27,6 +27,7 @@ filter over them.
     python benchmarks/pair_candidate.py --data /path/to/shared/data --cache /tmp/candidates.json \\
         [--out /tmp/pairs.json] [--top 12]
     python benchmarks/pair_candidate.py --data /path/to/shared/data --sentences
+    python benchmarks/pair_candidate.py --data … --cache … --compare pairs_s5_wall_miss_idf_pool
 
 ``--cache``: ``fit_offline_judge.py``'s feature cache, filled for every source
 (``fit_offline_judge.py --data … --cache …`` without ``--sources``), for the shipped
@@ -43,9 +44,15 @@ sentences and pooled over all its pairs:
 Two-stage protocol, so that choosing among 288 variants does not inflate the figure:
 the variants are ranked on the **design** sources (RAGTruth sources 101–150 of
 ``fit_offline_judge``'s seeded order, disjoint from the shipped fit's 100; ARES whole),
-by the worst set's held-out AUC of the shipped two plus the variant; the ``--top`` are
-then measured on the **confirm** sources (the shipped 100), the table the docs report.
+by the worst set's held-out AUC of each model of ``MODELS`` (the shipped two plus the
+variant; the variant alone; the variant in ``idf_unsupported``'s place, with
+``unsupported_numbers``); the ``--top`` of each are then measured on the **confirm**
+sources (the shipped 100), the table the docs report.
 ``--out`` writes every variant for ``fit_offline_judge.py --merge``.
+
+``--compare a,b``: the model over features a,b against the shipped two on every source
+(150 per RAGTruth file), each set's held-out scores, and a paired bootstrap over sources
+(1,000 resamples, seed 0) of the difference in AUC: its 95% interval and how often it is ≤ 0.
 
 ``--sentences``: the same question one level down, on RAGTruth's 100 shipped sources,
 where a sentence is hallucinated when it overlaps an annotated span
@@ -192,24 +199,57 @@ def variants(sents: list[list[WordPair]]) -> dict[str, float]:
     return out
 
 
-def evaluate(C: dict[str, list[dict[str, float]]], Y: fit.Table, names: list[str]) -> list[tuple[Any, ...]]:
-    """Per variant: AUC alone per set, and held-out AUC of the shipped two + it."""
+#: the models a variant is tried in: next to the shipped two, or in idf_unsupported's place
+MODELS = {
+    "+ shipped two": lambda v: (*SHIPPED, v),
+    "alone": lambda v: (v,),
+    "+ unsupported_numbers": lambda v: (v, "unsupported_numbers"),
+}
+
+
+def evaluate(C: dict[str, list[dict[str, float]]], Y: fit.Table, names: list[str], model: str) -> list[tuple[Any, ...]]:
+    """Per variant: AUC alone per set (raw value), and held-out AUC of ``MODELS[model]``."""
     rows = []
     for v in names:
         alone = {k: fit._auc(Y[k], -np.array([c[v] for c in C[k]])) for k in fit.SETS}
-        trial = (*SHIPPED, v)
+        trial = MODELS[model](v)
         held = fit.held_out({k: fit.matrix(C[k], trial) for k in fit.SETS}, Y, trial)
         rows.append((min(held.values()), v, alone, held))
     return sorted(rows, key=lambda r: r[0], reverse=True)
 
 
-def show(title: str, rows: list[tuple[Any, ...]]) -> None:
+def show(title: str, rows: list[tuple[Any, ...]], model: str) -> None:
     print(title)
-    print(f"  {'variant':34s} {'alone: ares summary d2t':>26s}   {'+ shipped two, held out':>26s}")
+    print(f"  {'variant':34s} {'alone: ares summary d2t':>26s}   {model + ', held out':>26s}")
     for worst, v, alone, held in rows:
         a = " ".join(f"{alone[k]:.3f}" for k in fit.SETS)
         h = " ".join(f"{held[k]:.3f}" for k in fit.SETS)
         print(f"  {v:34s} {a:>26s}   {h:>26s}  worst {worst:.3f}")
+
+
+def compare(C: dict[str, list[dict[str, float]]], Y: fit.Table, G: fit.Table, names: tuple[str, ...]) -> None:
+    """Print the ``--compare`` table (module docstring)."""
+    from sklearn.metrics import roc_auc_score
+
+    def held(features: tuple[str, ...]) -> dict[str, np.ndarray]:
+        X = {k: fit.matrix(C[k], features) for k in fit.SETS}
+        return {k: fit.score(fit.fit([(X[o], Y[o]) for o in fit.SETS if o != k], features), X[k]) for k in fit.SETS}
+
+    base, new, rng = held(SHIPPED), held(names), np.random.default_rng(0)
+    print(f"{', '.join(names)} against {', '.join(SHIPPED)}, held out, every source")
+    for k in fit.SETS:
+        diff = roc_auc_score(Y[k], new[k]) - roc_auc_score(Y[k], base[k])
+        groups = {g: np.flatnonzero(G[k] == g) for g in np.unique(G[k])}
+        keys, d = list(groups), []
+        for _ in range(1000):
+            ii = np.concatenate([groups[keys[j]] for j in rng.integers(0, len(keys), len(keys))])
+            if 0 < Y[k][ii].sum() < len(ii):
+                d.append(roc_auc_score(Y[k][ii], new[k][ii]) - roc_auc_score(Y[k][ii], base[k][ii]))
+        lo, hi = np.percentile(d, [2.5, 97.5])
+        print(
+            f"  {k:9s} {fit._auc(Y[k], base[k]):.3f} -> {fit._auc(Y[k], new[k]):.3f}  difference {diff:+.3f}"
+            f"  95% interval [{lo:+.3f}, {hi:+.3f}]  share <= 0: {np.mean(np.array(d) <= 0):.3f}"
+        )
 
 
 def sentence_rows(r: dict[str, Any], n: int) -> list[dict[str, Any]]:
@@ -278,6 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None)
     ap.add_argument("--top", type=int, default=12)
     ap.add_argument("--sentences", action="store_true", help="the sentence-level study instead (no cache needed)")
+    ap.add_argument("--compare", default="", help="features a,b: against the shipped two, bootstrapped (every source)")
     args = ap.parse_args(argv)
     if args.sentences:
         sentence_study(args.data)
@@ -296,20 +337,31 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {k}: {len(rows)} responses", file=sys.stderr, flush=True)
     if args.out:
         args.out.write_text(json.dumps({"rows": feats}), encoding="utf-8")
+    if args.compare:
+        C = {k: [feats[fit._key(r)] for r in rows] for k, rows in every.items()}
+        Y = {k: np.array([r["y"] for r in rows]) for k, rows in every.items()}
+        G = {k: np.array([r["group"] for r in rows]) for k, rows in every.items()}
+        compare(C, Y, G, tuple(args.compare.split(",")))
+        return 0
     kept = {k: {r["group"] for r in rows} for k, rows in confirm.items()}
     design = {k: [r for r in rows if k == "ares" or r["group"] not in kept[k]] for k, rows in every.items()}
     names = [v for v in next(iter(feats.values())) if v.startswith("pairs_")]
-    ranked = measure("design", design, feats, names)
-    show(f"design: the best {args.top} of {len(ranked)} variants (worst set first)", ranked[: args.top])
-    by_summary = sorted(ranked, key=lambda r: r[3]["summary"], reverse=True)[: args.top]
-    show(f"design: the best {args.top} by summary held out", by_summary)
-    top = list(dict.fromkeys(v for _, v, _, _ in ranked[: args.top] + by_summary))
-    show("confirm (the shipped 100 sources)", measure("confirm", confirm, feats, top))
+    for model in MODELS:
+        ranked = measure("design", design, feats, names, model)
+        show(f"design, {model}: the best {args.top} of {len(ranked)} (worst set first)", ranked[: args.top], model)
+        by_summary = sorted(ranked, key=lambda r: r[3]["summary"], reverse=True)[: args.top]
+        show(f"design, {model}: the best {args.top} by summary held out", by_summary, model)
+        top = list(dict.fromkeys(v for _, v, _, _ in ranked[: args.top] + by_summary))
+        show(f"confirm (the shipped 100 sources), {model}", measure("confirm", confirm, feats, top, model), model)
     return 0
 
 
 def measure(
-    title: str, sets: dict[str, list[dict[str, Any]]], feats: dict[str, dict[str, float]], names: list[str]
+    title: str,
+    sets: dict[str, list[dict[str, Any]]],
+    feats: dict[str, dict[str, float]],
+    names: list[str],
+    model: str,
 ) -> list[tuple[Any, ...]]:
     """``evaluate`` on ``sets``, after printing their sizes and the shipped two's figures."""
     C = {k: [feats[fit._key(r)] for r in rows] for k, rows in sets.items()}
@@ -317,7 +369,7 @@ def measure(
     base = fit.held_out({k: fit.matrix(C[k], SHIPPED) for k in fit.SETS}, Y, SHIPPED)
     print(f"{title}: " + ", ".join(f"{k} {len(Y[k])} rows" for k in fit.SETS))
     print("  shipped two, held out: " + " ".join(f"{base[k]:.3f}" for k in fit.SETS))
-    return evaluate(C, Y, names)
+    return evaluate(C, Y, names, model)
 
 
 if __name__ == "__main__":
