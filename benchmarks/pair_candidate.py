@@ -46,7 +46,7 @@ the variants are ranked on the **design** sources (RAGTruth sources 101–150 of
 ``fit_offline_judge``'s seeded order, disjoint from the shipped fit's 100; ARES whole),
 by the worst set's held-out AUC of each model of ``MODELS`` (the shipped two plus the
 variant; the variant alone; the variant in ``idf_unsupported``'s place, with
-``unsupported_numbers``); the ``--top`` of each are then measured on the **confirm**
+``unsupported_numbers``); each model's ``--top`` by worst set and ``--top`` by summary are then measured on the **confirm**
 sources (the shipped 100), the table the docs report.
 ``--out`` writes every variant for ``fit_offline_judge.py --merge``.
 
