@@ -158,7 +158,9 @@ def ndcg_at_k(retrieved: Sequence[str], grades: Mapping[str, float], k: int | No
     are not relevant; when none has a grade > 0 the metric is undefined (ValueError).
     Empty ``retrieved`` → 0. Reference: Järvelin & Kekäläinen (2002); Burges et al. (2005).
     """
-    _require_relevant(d for d, g in grades.items() if g > 0)
+    positive = [g for g in grades.values() if g > 0]
+    if not positive:
+        _require_relevant(())  # undefined: its one error
     kk = _cutoff(retrieved, k)
     if kk == 0:
         return 0.0
@@ -171,9 +173,21 @@ def ndcg_at_k(retrieved: Sequence[str], grades: Mapping[str, float], k: int | No
         grade = grades.get(doc, 0.0)
         if grade > 0:  # an unjudged or non-positive grade adds 2^0 − 1 = 0
             dcg += _gain(grade) / _log2(rank + 1)
-    ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:kk]
-    idcg = sum(_gain(g) / _log2(i + 1) for i, g in enumerate(ideal, start=1))
-    return dcg / idcg
+    return dcg / _ideal_dcg(tuple(sorted(positive, reverse=True)[:kk]))
+
+
+_IDCG: dict[tuple[float, ...], float] = {}
+
+
+def _ideal_dcg(ideal: tuple[float, ...]) -> float:
+    """IDCG@k of the grades ``ideal`` (sorted descending, cut at k), kept for the next
+    sample with the same ones (binary relevance: one per number of relevant ids)."""
+    idcg = _IDCG.get(ideal)
+    if idcg is None:
+        idcg = sum(_gain(g) / _log2(i + 1) for i, g in enumerate(ideal, start=1))
+        if len(_IDCG) < 4096:
+            _IDCG[ideal] = idcg
+    return idcg
 
 
 _LOG2 = [math.log2(n) if n else 0.0 for n in range(64)]

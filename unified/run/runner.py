@@ -477,6 +477,7 @@ class _Run:
     def groups(self) -> Iterator[TaskGroup]:
         """TaskGroups of the input, in order; row errors and missing fields are written
         directly (no backend call)."""
+        from unified.adapters import missing_field_error
         from unified.data.io import RowError, input_index, read_samples
 
         o = self.opts
@@ -505,7 +506,7 @@ class _Run:
             if isinstance(item, RowError):
                 self._row_error(item)
                 continue
-            yield from self._sample_groups(item, self.reader.content_hash(item))
+            yield from self._sample_groups(item, self.reader.content_hash(item), missing_field_error)
         self.complete = o.max_samples is None or self.counts.rows_read < o.max_samples
 
     def _row_error(self, err: Any) -> None:
@@ -541,11 +542,12 @@ class _Run:
         for backend, scores in by_backend.items():
             self.emit(scores, backend)
 
-    def _sample_groups(self, sample: Sample, h: str) -> Iterator[TaskGroup]:
+    def _sample_groups(
+        self, sample: Sample, h: str, missing_field_error: Callable[..., str | None]
+    ) -> Iterator[TaskGroup]:
         """``h``: the sample's fingerprint (``fingerprint.sample_hash``, as the reader
-        computed it)."""
-        from unified.adapters import missing_field_error
-
+        computed it); ``missing_field_error``: ``unified.adapters``' rule, imported once
+        per run by the caller (an import statement per sample cost more than the rule)."""
         key: Key = (False, sample.id)
         self.seen[key] = h
         self.counts.rows_scored += 1
