@@ -58,3 +58,19 @@ def test_to_list_reads_back_what_pyarrow_reads(values: list, kind: type, arrow_t
         assert [repr(v) for v in to_list(part)] == [repr(v) for v in part.to_pylist()]
     encoded = pa.array(values, type=arrow_type).dictionary_encode()
     assert [repr(v) for v in to_list(encoded.slice(1))] == [repr(v) for v in encoded.slice(1).to_pylist()]
+
+
+def test_a_chunked_column_reads_chunk_by_chunk() -> None:
+    from unified.run.arrow_arrays import to_list
+
+    col = pa.chunked_array([pa.array([1.0, None]), pa.array([3.0])])
+    assert to_list(col) == [1.0, None, 3.0]
+
+
+def test_a_string_array_past_int32_offsets_is_refused_not_wrapped(monkeypatch) -> None:
+    import unified.run.arrow_arrays as module
+
+    monkeypatch.setattr(module, "_MAX_STRING_BYTES", 10)
+    assert array(["12345", "67890"], str).to_pylist() == ["12345", "67890"]
+    with pytest.raises(ValueError, match="11 bytes of text"):
+        array(["12345", "678901"], str)

@@ -582,3 +582,43 @@ def test_a_proven_copy_of_hand_written_blocks_is_the_files(tmp_path):
     assert meta is not None and meta["unreadable"] == 2 and meta["rows"] == len(FOREIGN)
     streamed = (folder / PQ).read_bytes()
     assert columnar.write_parquet(folder) == meta and (folder / PQ).read_bytes() == streamed
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_random_key_sets_and_orders_read_back_as_each_lines_object(tmp_path, seed):
+    """``_Columns`` plans a row's columns once per key set (``_Layout``): lines with random
+    subsets of the fields, in random orders, with explicit nulls, wrong types, foreign keys
+    and more than one batch still read back as their ``json.loads`` (up to a null for a
+    field whose default is null)."""
+    import random
+
+    rng = random.Random(seed)
+    values = {
+        "value": [0.0, 10.0, 5, None, "7", True],
+        "raw": [0.25, None, -0.0],
+        "threshold": [5.0, None, "x"],
+        "passed": [True, False, None, 1],
+        "degraded": [True, None],
+        "reason": ["ok", "", None, 3, "é"],
+        "error": ["boom", None],
+        "row": [1, 2**70, None, 1.5],
+        "details": [{"k": 5, "hits": ["a"]}, {}, None, [1, 2]],
+        "cost": [{"usd": 0.5}, None],
+        "raw_range": [[0.0, 1.0], None],
+        "zeta": [1, None, {"x": [None]}],
+        "alpha": ["foreign"],
+    }
+    lines = []
+    for i in range(9_000):
+        d = {"metric": rng.choice(["mrr", "ndcg@3"]), "backend": "native", "sample_id": f"s{i}"}
+        fields = rng.sample(sorted(values), rng.randint(0, len(values)))
+        d.update((k, rng.choice(values[k])) for k in fields)
+        lines.append(json.dumps(d, ensure_ascii=False))
+    (tmp_path / "scores.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert columnar.build_parquet(tmp_path) is not None
+    got = [d for _, d in columnar.iter_raw(tmp_path / PQ)]
+    assert _text(map(full_line, got)) == _text(full_line(json.loads(x)) for x in lines)
+    picked = columnar.fetch_raw(tmp_path / PQ, [0, 4_500, 8_999])
+    assert [full_line(picked[i]) for i in (0, 4_500, 8_999)] == [
+        full_line(json.loads(lines[i])) for i in (0, 4_500, 8_999)
+    ]

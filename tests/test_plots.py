@@ -33,6 +33,7 @@ def test_histogram_bins_are_half_open_and_the_last_is_closed():
     assert len(counts) == 20 and counts[0] == 2 and counts[1] == 1 and counts[19] == 3 and sum(counts) == 6
     # out of 0–10 (none should be): counted at the nearest end, never lost or wrapped
     assert drawing.histogram([-0.2, 10.7], 2, 20) == [1] + [0] * 18 + [1]
+    assert drawing.histogram([-1.7e308, 1.7e308], 5, 50) == [1] + [0] * 48 + [1]  # clamped before scaling
 
 
 def test_histogram_matches_numpys_on_values_at_and_between_edges():

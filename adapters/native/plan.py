@@ -41,7 +41,8 @@ def precheck(
     """Why ``ref`` cannot run on ``sample`` natively (one line), or None."""
     if entry is None:
         return f"metric '{ref.name}' is not implemented by the native backend"
-    bad_param = unknown_param_error(ref, entry.accepted_params()) if ref.params else None  # per sample: no set
+    # accepted_params() builds a set; a metric written without parameters has none to check
+    bad_param = unknown_param_error(ref, entry.accepted_params()) if ref.params else None
     if bad_param or entry.checks_fields:
         return bad_param
     missing = missing_field_error(sample, ref)

@@ -104,8 +104,10 @@ def bin_index(values: Iterable[float], per_unit: float, n: int) -> Iterable[int]
     Bins are half-open ``[lo, hi)`` but the last is closed, as numpy's histogram: 10 falls
     in the last bin. With ``per_unit = 2`` the edges are exact in binary floating point,
     so 0.49 is in bin 0 and 0.5 in bin 1. A value outside 0–10 (the 0–10 rule says there
-    is none) is counted in the nearest end bin rather than lost."""
-    floors = map(math.floor, map(float(per_unit).__mul__, values))
+    is none) is counted in the nearest end bin rather than lost: it is clamped to 0–10
+    before it is scaled, so even 1e308 has a bin. Values must not be NaN."""
+    clamped = map(min, map(max, values, repeat(0.0)), repeat(10.0))
+    floors = map(math.floor, map(float(per_unit).__mul__, clamped))
     return map(min, map(max, floors, repeat(0)), repeat(n - 1))
 
 

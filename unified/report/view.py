@@ -54,8 +54,9 @@ def money(model: RunModel) -> dict[tuple[str, str], tuple[float, int]]:
     for m in model.metrics:  # iter_tasks' order: the same sums
         for b in model.backends:
             col = model.tasks.get(m, {}).get(b)
-            if col is not None and col.priced()[1]:
-                out[(m, b)] = col.priced()
+            total = None if col is None else col.priced()
+            if total is not None and total[1]:
+                out[(m, b)] = total
     for (_sid, m, b), t in model.row_tasks.items():
         if t.usd is not None:
             total, n = out.get((m, b), (0.0, 0))
@@ -130,12 +131,11 @@ def build_view(report: "Report", max_drilldown: int = 200) -> View:
     view.degraded_groups = group_errors(model.degraded())
     wanted = list(dict.fromkeys(r["sample_id"] for r in view.disagreements))
     view.drill, view.samples, view.n_samples = _pick_samples(report, model, wanted, max_drilldown)
-    drill = set(view.drill)
-    positions = [
+    positions = [  # the drill-down's tasks, in its order (a list: no hash-seeded order)
         t.pos
         for per_b in model.tasks.values()
         for s in per_b.values()
-        for sid in drill
+        for sid in dict.fromkeys(view.drill)
         if (t := s.get(sid)) is not None
     ]
     view.lines = report.source().fetch(positions)

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-# a string column's offsets are int32: past this many bytes in one batch, pyarrow.array
-# (which splits into chunks) is the one that can build it
+# a string column's offsets are int32: past this many bytes in one batch they would wrap
 _MAX_STRING_BYTES = 2**31 - 1
 
 
@@ -40,8 +39,8 @@ def array(values: Sequence[Any], kind: type) -> Any:
     filled = values if present is None else [_ZERO[kind] if v is None else v for v in values]
     if kind is str:
         data = "".join(filled).encode("utf-8")
-        if len(data) > _MAX_STRING_BYTES:
-            return pa.array(values, type=pa.string())
+        if len(data) > _MAX_STRING_BYTES:  # the caller's batch is too big for one array: refused, never wrapped
+            raise ValueError(f"{len(data):,} bytes of text in one string array (at most {_MAX_STRING_BYTES:,})")
         offsets = np.zeros(n + 1, dtype=np.int32)
         lengths = map(len, filled) if len(data) == sum(map(len, filled)) else (len(s.encode()) for s in filled)
         np.cumsum(np.fromiter(lengths, dtype=np.int64, count=n), out=offsets[1:])
@@ -52,8 +51,15 @@ def array(values: Sequence[Any], kind: type) -> Any:
     else:
         dtype = np.float64 if kind is float else np.int64
         buffers = [validity, pa.py_buffer(np.fromiter(filled, dtype=dtype, count=n))]
-    arrow_type = {float: pa.float64, int: pa.int64, bool: pa.bool_, str: pa.string}[kind]()
-    return pa.Array.from_buffers(arrow_type, n, buffers, null_count=nulls)
+    return pa.Array.from_buffers(arrow_type(kind), n, buffers, null_count=nulls)
+
+
+def arrow_type(kind: type) -> Any:
+    """The Arrow type ``array`` builds for the Python type ``kind`` (one table for the
+    arrays and for a schema of them)."""
+    import pyarrow as pa
+
+    return {float: pa.float64, int: pa.int64, bool: pa.bool_, str: pa.string}[kind]()
 
 
 _ZERO: dict[type, Any] = {float: 0.0, int: 0, bool: False, str: ""}
@@ -64,11 +70,13 @@ _NUMPY_OF.update(int8="int8", uint64="uint64", uint32="uint32", uint16="uint16",
 
 
 def to_list(col: Any) -> list[Any]:
-    """``col.to_pylist()`` for one Arrow array: faster for numbers, bools and dictionary
+    """``col.to_pylist()`` for one Arrow array (or a chunked one): faster for numbers, bools and dictionary
     columns (read from their buffers through NumPy), and without pandas, which every
     ``Array.to_numpy`` imports. Any other type is ``to_pylist()``."""
     import pyarrow as pa
 
+    if isinstance(col, pa.ChunkedArray):  # a table's column: its chunks in turn
+        return [v for chunk in col.chunks for v in to_list(chunk)]
     kind = col.type
     if pa.types.is_dictionary(kind):
         words = col.dictionary.to_pylist()

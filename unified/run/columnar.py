@@ -53,7 +53,7 @@ from typing import Any, Iterable, Iterator, Mapping
 from pydantic_core import to_json
 
 from unified.data.files import atomic_path
-from unified.run.arrow_arrays import array, to_list
+from unified.run.arrow_arrays import array, arrow_type, to_list
 from unified.run.runfolder import PARQUET_FILE, SCORES_FILE
 from unified.run.runindex import file_digest, file_stat, same_file
 
@@ -202,15 +202,8 @@ class _Layout:
 
 
 def _arrow_type(name: str) -> Any:
-    import pyarrow as pa
-
-    if name in FLOATS:
-        return pa.float64()
-    if name in BOOLS:
-        return pa.bool_()
-    if name in INTS:
-        return pa.int64()
-    return pa.string()
+    # a typed column's Arrow type is the one its arrays are built with (``_KINDS``)
+    return arrow_type(dict(_KINDS).get(name, str))
 
 
 def schema() -> Any:
