@@ -622,3 +622,19 @@ def test_random_key_sets_and_orders_read_back_as_each_lines_object(tmp_path, see
     assert [full_line(picked[i]) for i in (0, 4_500, 8_999)] == [
         full_line(json.loads(lines[i])) for i in (0, 4_500, 8_999)
     ]
+
+
+def test_a_line_nested_past_the_recursion_limit_is_unreadable_not_a_crash(tmp_path):
+    """``json.loads`` raises RecursionError, not ValueError, on a hand-written line nested
+    100,000 deep: every reader of the folder's lines counts it unreadable (``parse_line``)."""
+    from unified.run.runfolder import iter_lines, iter_lines_indexed, rewrite_jsonl
+
+    good = '{"metric":"mrr","backend":"native","sample_id":"a","value":5.0}'
+    deep = '{"metric":"mrr","backend":"native","sample_id":"b","details":' + "[" * 100_000 + "]" * 100_000 + "}"
+    scores = tmp_path / "scores.jsonl"
+    scores.write_text(f"{good}\n{deep}\n", encoding="utf-8")
+    meta = columnar.build_parquet(tmp_path)
+    assert meta is not None and meta["rows"] == 1 and meta["unreadable"] == 1
+    assert [d["sample_id"] for d in iter_lines(scores)] == ["a"]
+    assert [d and d["sample_id"] for d in iter_lines_indexed(scores)] == ["a", None]
+    assert rewrite_jsonl(scores, lambda _i, d: d is not None) == 1 and scores.read_text() == good + "\n"

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Iterator
 from unified.analysis.errorgroups import group_errors
 from unified.report import analysis
 from unified.report.model import RunModel
-from unified.run.runfolder import SAMPLES_FILE
+from unified.run.runfolder import SAMPLES_FILE, parse_line
 from unified.scores import Aggregate
 
 if TYPE_CHECKING:
@@ -110,10 +110,7 @@ def _samples_for_page(report: "Report", want: set[str], max_drilldown: int) -> I
             if parsed >= max_drilldown and not any(x in raw for x in needles):
                 yield None
                 continue
-            try:
-                d = json.loads(raw)
-            except ValueError:
-                continue  # a torn last line (a killed run): not a sample
+            d = parse_line(raw)  # None for a torn last line (a killed run): not a sample
             if isinstance(d, dict) and "id" in d:
                 parsed += 1
                 yield d

@@ -54,7 +54,7 @@ from pydantic_core import to_json
 
 from unified.data.files import atomic_path
 from unified.run.arrow_arrays import array, arrow_type, to_list
-from unified.run.runfolder import PARQUET_FILE, SCORES_FILE
+from unified.run.runfolder import PARQUET_FILE, SCORES_FILE, parse_line
 from unified.run.runindex import file_digest, file_stat, same_file
 
 FORMAT = 1
@@ -85,10 +85,7 @@ def raw_line(raw: bytes | str) -> dict[str, Any] | None:
     it (torn, not JSON, not an object, ``metric``/``backend``/``sample_id`` not strings)."""
     if not raw.strip():
         return None
-    try:
-        d = json.loads(raw)
-    except ValueError:
-        return None
+    d = parse_line(raw)
     if isinstance(d, dict) and all(isinstance(d.get(k), str) for k in KEY):
         return d
     return None

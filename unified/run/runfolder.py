@@ -112,6 +112,16 @@ def line_key(d: Mapping[str, Any]) -> tuple[bool, str, str, str]:
     return (bool(d.get("row_error")), str(d["sample_id"]), str(d["metric"]), str(d["backend"]))
 
 
+def parse_line(line: str | bytes) -> Any:
+    """One JSONL line's JSON value, or None when it is not one: torn (a kill -9), not
+    JSON, or nested past Python's recursion limit (a hand-written line; ``json.loads``
+    raises RecursionError there, which no reader of a run folder should let through)."""
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+
+
 def iter_lines(path: Path) -> Iterator[dict[str, Any]]:
     """Parsed lines of a JSONL file; unreadable lines (only a torn last line can be) skipped."""
     if not path.exists():
@@ -119,10 +129,7 @@ def iter_lines(path: Path) -> Iterator[dict[str, Any]]:
     with open(path, encoding="utf-8") as f:
         for line in f:
             if line.strip():
-                try:
-                    d = json.loads(line)
-                except ValueError:
-                    continue
+                d = parse_line(line)
                 if isinstance(d, dict):
                     yield d
 
@@ -158,10 +165,7 @@ def rewrite_jsonl(path: Path, keep: Callable[[int, dict[str, Any] | None], bool]
     dropped = 0
     with atomic_path(path) as tmp, open(path, encoding="utf-8") as src, open(tmp, "w", encoding="utf-8") as dst:
         for i, line in enumerate(src):
-            try:
-                d = json.loads(line)
-            except ValueError:
-                d = None
+            d = parse_line(line)
             if keep(i, d if isinstance(d, dict) else None):
                 dst.write(line)
             else:
@@ -485,10 +489,7 @@ class RunFolder:
             for raw in f:
                 if b'"calibrated"' not in raw or not _SET_CALIBRATED.search(raw):
                     continue
-                try:
-                    d = json.loads(raw)
-                except ValueError:
-                    continue
+                d = parse_line(raw)
                 if isinstance(d, dict) and d.get("calibrated") is not None:
                     return True
         return False
@@ -591,8 +592,5 @@ def iter_lines_indexed(path: Path) -> Iterator[dict[str, Any] | None]:
         return
     with open(path, encoding="utf-8") as f:
         for line in f:
-            try:
-                d = json.loads(line)
-            except ValueError:
-                d = None
+            d = parse_line(line)
             yield d if isinstance(d, dict) else None
