@@ -34,6 +34,8 @@ def array(values: Sequence[Any], kind: type) -> Any:
 
     n = len(values)
     nulls = values.count(None)
+    if nulls == n:  # a field no row of the batch has (most of a deterministic run's)
+        return pa.nulls(n, arrow_type(kind))
     present = None if nulls == 0 else np.fromiter((v is not None for v in values), dtype=bool, count=n)
     validity = None if present is None else pa.py_buffer(np.packbits(present, bitorder="little"))
     filled = values if present is None else [_ZERO[kind] if v is None else v for v in values]
