@@ -54,9 +54,9 @@ def money(model: RunModel) -> dict[tuple[str, str], tuple[float, int]]:
     for m in model.metrics:  # iter_tasks' order: the same sums
         for b in model.backends:
             col = model.tasks.get(m, {}).get(b)
-            total = None if col is None else col.priced()
-            if total is not None and total[1]:
-                out[(m, b)] = total
+            priced = None if col is None else col.priced()
+            if priced is not None and priced[1]:
+                out[(m, b)] = priced
     for (_sid, m, b), t in model.row_tasks.items():
         if t.usd is not None:
             total, n = out.get((m, b), (0.0, 0))
