@@ -185,6 +185,25 @@ def test_sign_flip_matches_scipy_exact_and_sampled():
     assert sign_flip_p([0.0, 0.0, 0.0]) == pytest.approx(1.0)
 
 
+def test_sign_flip_on_many_pairs_is_the_one_draw_p_in_bounded_memory():
+    # a diff of two 100k-sample runs drew 1,000 rows of signs at once: 800 MB per array
+    import tracemalloc
+
+    n, resamples = 50_000, 400
+    d = np.random.default_rng(3).normal(0.005, 1, n)
+    signs = 2.0 * np.random.default_rng(0).integers(0, 2, size=(resamples, n)) - 1.0  # the one draw
+    expected = (1 + int((np.abs(signs @ d) / n >= abs(d.mean()) - 1e-12).sum())) / (1 + resamples)
+    del signs
+    tracemalloc.start()
+    try:
+        p = sign_flip_p(d, n_resamples=resamples)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert p == expected
+    assert peak < 60e6, f"{peak / 1e6:.0f} MB for {n} pairs"
+
+
 def test_holm_worked_example():
     # p = 0.01, 0.04, 0.03, 0.005 (m = 4): sorted 0.005, 0.01, 0.03, 0.04 → 4·0.005, 3·0.01,
     # 2·0.03, max(0.06, 1·0.04) = 0.02, 0.03, 0.06, 0.06; an undefined p stays undefined

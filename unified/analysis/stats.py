@@ -331,8 +331,11 @@ def sign_flip_p(diffs: Numbers, n_resamples: int = 10_000, seed: int = 0, exact_
         return float(np.mean(np.abs(signs @ d) / n >= observed))
     rng = np.random.default_rng(seed)
     hits = 0
-    for start in range(0, n_resamples, 1000):
-        signs = rng.choice((-1.0, 1.0), size=(min(1000, n_resamples - start), n))
+    # at most 2 million signs at a time (16 MB; 1,000 rows of 100k pairs were 800 MB per
+    # array): rows drawn in chunks consume the generator exactly as one draw would
+    step = max(1, min(1000, 2_000_000 // n))
+    for start in range(0, n_resamples, step):
+        signs = rng.choice((-1.0, 1.0), size=(min(step, n_resamples - start), n))
         hits += int((np.abs(signs @ d) / n >= observed).sum())
     return (1 + hits) / (1 + n_resamples)
 
