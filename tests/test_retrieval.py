@@ -168,3 +168,42 @@ def test_score_retrieval_failures_name_the_field():
 def test_empty_retrieval_is_a_zero_not_an_error():
     sc = score_retrieval(_sample(retrieved_ids=[], relevant_ids=["a"]), parse_metric("hit_rate@3"))
     assert sc.ok and sc.value == 0.0 and sc.reason == "no relevant id in the top 3"
+
+
+def _reference(name, retrieved, relevant, k):
+    """Each binary metric by its textbook definition, written out without the module's
+    helpers: ranks of first occurrences of relevant ids within the top k."""
+    kk = len(retrieved) if k is None else k
+    firsts = [r for r, d in enumerate(retrieved[:kk], 1) if d in relevant and d not in retrieved[: r - 1]]
+    return {
+        "precision_at_k": len(firsts) / kk if kk else 0.0,
+        "recall_at_k": len(firsts) / len(relevant),
+        "mrr": 1 / firsts[0] if firsts else 0.0,
+        "hit_rate_at_k": float(bool(firsts)),
+    }[name], firsts
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_score_retrieval_matches_the_definitions_on_random_rankings(seed):
+    # the Score walks the ranking once for its value and its details: random rankings with
+    # repeats, cutoffs beyond the list and none, against the definitions and the functions
+    import random
+
+    rnd = random.Random(seed)
+    metrics = {  # canonical name: (spelling, the public function)
+        "precision_at_k": ("precision", precision_at_k),
+        "recall_at_k": ("recall", recall_at_k),
+        "mrr": ("mrr", mrr),
+        "hit_rate_at_k": ("hit_rate", hit_rate_at_k),
+    }
+    for _ in range(600):
+        pool = [f"d{i}" for i in range(rnd.randint(1, 12))]
+        retrieved = [rnd.choice(pool) for _ in range(rnd.randint(0, 10))]
+        relevant = set(rnd.sample(pool, rnd.randint(1, len(pool))))
+        k = rnd.choice([None, 1, 3, 5, 20])
+        s = _sample(retrieved_ids=retrieved, relevant_ids=sorted(relevant))
+        for canonical, (short, fn) in metrics.items():
+            sc = score_retrieval(s, parse_metric(short if k is None else f"{short}@{k}"))
+            want, firsts = _reference(canonical, retrieved, relevant, k)
+            assert sc.ok and sc.raw == want == fn(retrieved, relevant, k), (short, k, retrieved, relevant)
+            assert sc.details["ranks"] == firsts and sc.details["hits"] == [retrieved[r - 1] for r in firsts]

@@ -11,6 +11,7 @@ import statistics
 from typing import Any, Iterable, Mapping
 
 from pydantic import BaseModel, Field
+from pydantic_core import to_json
 
 SCALE = 10.0
 
@@ -246,8 +247,6 @@ def line_and_object(fields: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     ``fields`` holds are of JSON's own types, and ``to_json`` writes even NaN and
     infinity as constants ``json.loads`` reads back. The run's ``scores.parquet`` is
     built from these objects (``unified.run.columnar.StreamCopy``)."""
-    from pydantic_core import to_json
-
     if "cost" in fields:
         raise ValueError("line_of: a line with a cost goes through score_line")
     line = {k: v for k, d in _present_defaults(fields) if not (v := fields[k]) == d}

@@ -69,14 +69,12 @@ def _cutoff(retrieved: Sequence[str], k: int | None) -> int:
 
 def _hit_ranks(retrieved: Sequence[str], relevant: Iterable[str], k: int) -> list[int]:
     """1-based ranks within the top k at which a relevant id appears for the first time."""
-    rel = set(relevant)
-    seen: set[str] = set()
+    rel = relevant if isinstance(relevant, (set, frozenset)) else set(relevant)
+    found: set[str] = set()
     ranks = []
     for rank, doc in enumerate(retrieved[:k], start=1):
-        if doc in seen:  # a repeat holds its slot but is not a new hit
-            continue
-        seen.add(doc)
-        if doc in rel:
+        if doc in rel and doc not in found:  # a repeat holds its slot but is not a new hit
+            found.add(doc)
             ranks.append(rank)
     return ranks
 
@@ -99,9 +97,7 @@ def precision_at_k(retrieved: Sequence[str], relevant: Iterable[str], k: int | N
     """
     rel = _require_relevant(relevant)
     kk = _cutoff(retrieved, k)
-    if kk == 0:  # k=None on an empty list
-        return 0.0
-    return len(_hit_ranks(retrieved, rel, kk)) / kk
+    return _precision(_hit_ranks(retrieved, rel, kk), kk, len(rel))
 
 
 def recall_at_k(retrieved: Sequence[str], relevant: Iterable[str], k: int | None = None) -> float:
@@ -114,7 +110,7 @@ def recall_at_k(retrieved: Sequence[str], relevant: Iterable[str], k: int | None
     """
     rel = _require_relevant(relevant)
     kk = _cutoff(retrieved, k)
-    return len(_hit_ranks(retrieved, rel, kk)) / len(rel)
+    return _recall(_hit_ranks(retrieved, rel, kk), kk, len(rel))
 
 
 def mrr(retrieved: Sequence[str], relevant: Iterable[str], k: int | None = None) -> float:
@@ -127,8 +123,7 @@ def mrr(retrieved: Sequence[str], relevant: Iterable[str], k: int | None = None)
     """
     rel = _require_relevant(relevant)
     kk = _cutoff(retrieved, k)
-    ranks = _hit_ranks(retrieved, rel, kk)
-    return 1.0 / ranks[0] if ranks else 0.0
+    return _reciprocal_rank(_hit_ranks(retrieved, rel, kk), kk, len(rel))
 
 
 def hit_rate_at_k(retrieved: Sequence[str], relevant: Iterable[str], k: int | None = None) -> float:
@@ -136,7 +131,36 @@ def hit_rate_at_k(retrieved: Sequence[str], relevant: Iterable[str], k: int | No
     Its mean over queries is the share of queries with a hit."""
     rel = _require_relevant(relevant)
     kk = _cutoff(retrieved, k)
-    return 1.0 if _hit_ranks(retrieved, rel, kk) else 0.0
+    return _hit(_hit_ranks(retrieved, rel, kk), kk, len(rel))
+
+
+# Each binary-relevance metric from the hit ranks within the cutoff ``kk`` and the number
+# of relevant ids: the public functions and ``retrieval_fields`` (which needs the ranks
+# for its details anyway, so walks the ranking once) share these.
+
+
+def _precision(ranks: list[int], kk: int, n_rel: int) -> float:
+    return len(ranks) / kk if kk else 0.0  # kk = 0: k=None on an empty list
+
+
+def _recall(ranks: list[int], kk: int, n_rel: int) -> float:
+    return len(ranks) / n_rel
+
+
+def _reciprocal_rank(ranks: list[int], kk: int, n_rel: int) -> float:
+    return 1.0 / ranks[0] if ranks else 0.0
+
+
+def _hit(ranks: list[int], kk: int, n_rel: int) -> float:
+    return 1.0 if ranks else 0.0
+
+
+_FROM_RANKS: dict[str, Callable[[list[int], int, int], float]] = {
+    "precision_at_k": _precision,
+    "recall_at_k": _recall,
+    "mrr": _reciprocal_rank,
+    "hit_rate_at_k": _hit,
+}
 
 
 def _gain(grade: float) -> float:
@@ -288,12 +312,13 @@ def retrieval_fields(sample: Sample, metric: MetricRef, backend: str = "native")
     retrieved = sample.retrieved_ids
     try:
         if metric.canonical == "ndcg_at_k":
-            grades = _grades(sample) or {}
-            raw = ndcg_at_k(retrieved, grades, metric.k)
+            raw = ndcg_at_k(retrieved, _grades(sample) or {}, metric.k)
         else:
-            raw = fn(retrieved, rel, metric.k)
+            _require_relevant(rel)  # the public function's checks, in its order
         k = _cutoff(retrieved, metric.k)
         ranks = _hit_ranks(retrieved, rel, k)
+        if metric.canonical != "ndcg_at_k":
+            raw = _FROM_RANKS[metric.canonical](ranks, k, len(rel))
     except ValueError as e:
         return failure_fields(name, backend, sid, str(e))
     except Exception as e:  # never raise per sample; keep the type for debugging
