@@ -207,3 +207,28 @@ def test_score_retrieval_matches_the_definitions_on_random_rankings(seed):
             want, firsts = _reference(canonical, retrieved, relevant, k)
             assert sc.ok and sc.raw == want == fn(retrieved, relevant, k), (short, k, retrieved, relevant)
             assert sc.details["ranks"] == firsts and sc.details["hits"] == [retrieved[r - 1] for r in firsts]
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_ndcg_matches_its_definition_on_random_graded_rankings(seed):
+    # repeats score once, at their first rank; negative and zero grades add nothing
+    import random
+
+    rnd = random.Random(seed)
+    for _ in range(600):
+        pool = [f"d{i}" for i in range(rnd.randint(1, 12))]
+        retrieved = [rnd.choice(pool) for _ in range(rnd.randint(0, 12))]
+        grades = {d: float(rnd.choice([-1, 0, 1, 2, 3])) for d in rnd.sample(pool, rnd.randint(1, len(pool)))}
+        if not any(g > 0 for g in grades.values()):
+            grades[pool[0]] = 1.0
+        k = rnd.choice([None, 1, 3, 5, 20])
+        kk = len(retrieved) if k is None else k
+        firsts = [(r, d) for r, d in enumerate(retrieved[:kk], 1) if d not in retrieved[: r - 1]]
+        dcg = sum((2 ** max(0.0, grades.get(d, 0.0)) - 1) / math.log2(r + 1) for r, d in firsts if grades.get(d, 0) > 0)
+        ideal = sorted((g for g in grades.values() if g > 0), reverse=True)[:kk]
+        idcg = sum((2**g - 1) / math.log2(i + 1) for i, g in enumerate(ideal, 1))
+        want = dcg / idcg if kk else 0.0
+        s = _sample(retrieved_ids=retrieved, graded_relevance=grades)
+        sc = score_retrieval(s, parse_metric("ndcg" if k is None else f"ndcg@{k}"))
+        assert ndcg_at_k(retrieved, grades, k) == want, (retrieved, grades, k)
+        assert sc.ok and sc.raw == want

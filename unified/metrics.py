@@ -62,7 +62,12 @@ class MetricRef:
         return self.spec.name
 
     def param(self, key: str, default: Any = None) -> Any:
-        return dict(self.params).get(key, default)
+        # the last value given for ``key`` (as dict(params) would keep it), without
+        # building that dict for every sample a metric scores
+        for k, v in reversed(self.params):
+            if k == key:
+                return v
+        return default
 
 
 _REGISTRY: dict[str, MetricSpec] = {}

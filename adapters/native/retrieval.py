@@ -188,14 +188,13 @@ def ndcg_at_k(retrieved: Sequence[str], grades: Mapping[str, float], k: int | No
     kk = _cutoff(retrieved, k)
     if kk == 0:
         return 0.0
-    seen: set[str] = set()
+    found: set[str] = set()
     dcg = 0.0
     for rank, doc in enumerate(retrieved[:kk], start=1):
-        if doc in seen:
-            continue
-        seen.add(doc)
         grade = grades.get(doc, 0.0)
-        if grade > 0:  # an unjudged or non-positive grade adds 2^0 − 1 = 0
+        # an unjudged or non-positive grade adds 2^0 − 1 = 0; a repeat adds nothing again
+        if grade > 0 and doc not in found:
+            found.add(doc)
             dcg += _gain(grade) / _log2(rank + 1)
     return dcg / _ideal_dcg(tuple(sorted(positive, reverse=True)[:kk]))
 
