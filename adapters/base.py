@@ -80,6 +80,15 @@ class Backend(ABC):
     @abstractmethod
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]: ...
 
+    async def score_with(self, sample: Sample, metrics: list[MetricRef], companions: list[MetricRef]) -> list[Score]:
+        """``score(sample, metrics)`` when ``companions`` — the sample's other metrics on
+        this backend — were scored by an earlier run (a retry or a resume scores what is
+        left). A backend that asks one call for several metrics (the native backend's
+        fused steps) asks it as it did with them, so a value never depends on which
+        siblings failed the first time; they get no Score. Default: ``score``, for a
+        backend that asks each metric on its own."""
+        return await self.score(sample, metrics)
+
     async def aclose(self) -> None:
         return None
 

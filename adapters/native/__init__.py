@@ -104,3 +104,11 @@ class NativeBackend(Backend):
         """Exactly one Score per metric, in order; never raises for a per-sample problem."""
         plan = SamplePlan(self.judges, sample, list(metrics), self.options)
         return await plan.run()
+
+    async def score_with(self, sample: Sample, metrics: list[MetricRef], companions: list[MetricRef]) -> list[Score]:
+        """``score``, with the fused steps asking the sections of ``companions`` too
+        (``SamplePlan``): the prompt a retried metric gets is the first run's. A subclass
+        that overrides ``score`` is called through it."""
+        if type(self).score is not NativeBackend.score:
+            return await self.score(sample, metrics)
+        return await SamplePlan(self.judges, sample, list(metrics), self.options, companions).run()

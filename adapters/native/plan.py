@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 from unified.adapters import missing_field_error, unknown_param_error
 from unified.judge.base import JudgeError, Judges, current_meter, task_scope
@@ -101,9 +101,24 @@ def compute_fields(judges: Judges, sample: Sample, refs: list[MetricRef]) -> lis
 
 
 class SamplePlan:
-    """Scores one sample on a list of metrics, sharing judge calls between them."""
+    """Scores one sample on a list of metrics, sharing judge calls between them.
 
-    def __init__(self, judges: Judges, sample: Sample, refs: list[MetricRef], options: dict[str, Any]):
+    ``companions``: the sample's other metrics on this backend that an earlier run
+    already scored (a retry or a resume scores only what is left). A fused step asks the
+    sections of every requested metric, so without them a retried metric would be asked
+    another prompt than the first run asked, and its value would depend on which of its
+    siblings failed. A companion adds its sections to the fused steps the scored
+    metrics use; it gets no Score and owns no step (an extraction only it needs is
+    charged to the owner of the fused step that asks for it)."""
+
+    def __init__(
+        self,
+        judges: Judges,
+        sample: Sample,
+        refs: list[MetricRef],
+        options: dict[str, Any],
+        companions: Sequence[MetricRef] = (),
+    ):
         self.judges = judges
         self.sample = sample
         self.refs = refs
@@ -127,6 +142,17 @@ class SamplePlan:
             for key in self.step_keys(i):
                 self.owner.setdefault(key, i)
                 self.users.setdefault(key, []).append(i)
+        self.asked_with: dict[str, list[str]] = {}  # fused step -> companions whose sections it asks
+        used = {key.split("[")[0] for key in self.owner}
+        for ref in companions:
+            entry = entry_for(ref.spec)
+            if entry is None or precheck(entry, ref, sample, judges, self.contexts) is not None:
+                continue  # a metric that cannot run on this sample asks nothing
+            for section in entry.sections:
+                step = section.split(".")[0]
+                if step in used and section not in sections:
+                    sections.add(section)
+                    self.asked_with.setdefault(step, []).append(ref.name)
         self.sections = frozenset(sections)
 
     # ------------------------------------------------------------ orchestration
@@ -186,7 +212,7 @@ class SamplePlan:
     def shared_note(self, i: int) -> dict[str, Any]:
         """``{step: {"charged_to": metric, "shared_with": [metrics]}}`` for the steps
         metric ``i`` shares with other requested metrics."""
-        note = {}
+        note: dict[str, Any] = {}
         for key in self.step_keys(i):
             users = self.users.get(key, [])
             if len(users) > 1:
@@ -194,6 +220,8 @@ class SamplePlan:
                     "charged_to": self.refs[self.owner[key]].name,
                     "shared_with": [self.refs[j].name for j in users if j != i],
                 }
+            if earlier := self.asked_with.get(key.split("[")[0]):
+                note.setdefault(key, {})["asked_with_scored_earlier"] = earlier
         return note
 
     def judges_info(self) -> dict[str, Any]:
@@ -209,8 +237,12 @@ class SamplePlan:
 
     # ------------------------------------------------------------ steps
 
-    async def step(self, key: str) -> Any:
-        """Result of step ``key``, computed once per sample (raises StepFailed)."""
+    async def step(self, key: str, asked_by: str | None = None) -> Any:
+        """Result of step ``key``, computed once per sample (raises StepFailed);
+        ``asked_by``: the step that awaits it, whose owner pays for it when no scored
+        metric needs it itself (a companion's extraction)."""
+        if key not in self.owner and asked_by is not None:
+            self.owner[key] = self.owner[asked_by]
         if key not in self._tasks:
             self._tasks[key] = asyncio.ensure_future(STEPS[key.split("[")[0]].run(_StepView(self, key)))
         return await self._tasks[key]
@@ -295,7 +327,7 @@ class _StepView:
         return type(default)(self._plan.option(self._plan.owner[self._key], key, default))
 
     async def step(self, name: str) -> Any:
-        return await self._plan.step(name)
+        return await self._plan.step(name, asked_by=self._key)
 
     async def ask_one(self, ask: Ask) -> Any:
         return await self._plan.ask_one(self._key, ask)

@@ -28,20 +28,28 @@ async def reference_claims(ctx: StepContext) -> list[str]:
     return await ctx.ask_one(claims_prompts.extraction(ctx.sample.user_input, ctx.sample.reference or ""))
 
 
-async def _claims_or_empty(ctx: StepContext, step: str) -> list[str]:
-    # a failed extraction fails the metrics that need those claims (they await the same
-    # step); the fused call still serves the other section
+async def _claims_for_verify(ctx: StepContext, step: str) -> list[str]:
+    # A failed extraction fails the fused call too. Asked without that section it would
+    # be another prompt than the one a run without the fault asks, and the metric it
+    # still served would keep a value that depends on the fault; failed, it is retried
+    # with the other, in the same call as a clean run (``SamplePlan``: companions).
     try:
         return await ctx.step(step)
-    except StepFailed:
-        return []
+    except StepFailed as e:
+        raise StepFailed(
+            f"verify not asked: {e} (the verification asks every requested metric's claims in one call; "
+            "the metrics it serves are retried together)"
+        ) from None
 
 
 async def verify(ctx: StepContext) -> DualResult | None:
     """Per judge, one call: support of the response's claims AND attribution of the
-    reference's claims, against all contexts. None (no call) when there is no claim."""
-    resp = await _claims_or_empty(ctx, "claims:response") if ctx.wants("verify.response") else []
-    refc = await _claims_or_empty(ctx, "claims:reference") if ctx.wants("verify.reference") else []
+    reference's claims, against all contexts. None (no call) when there is no claim.
+    The sections asked are those of the sample's requested metrics, including the ones
+    scored before a retry (``ctx.wants``), so the prompt never depends on which of them
+    failed earlier."""
+    resp = await _claims_for_verify(ctx, "claims:response") if ctx.wants("verify.response") else []
+    refc = await _claims_for_verify(ctx, "claims:reference") if ctx.wants("verify.reference") else []
     if not resp and not refc:
         return None
     return await ctx.ask_dual(lambda v: claims_prompts.verification(v, ctx.contexts, resp, refc))

@@ -58,6 +58,8 @@ class TaskGroup:
     seed: int | None = None  # that repeat's seed: on every judge request, in every cache key
     # (row, DataFrame index label) of the sample's input row, stamped on its score lines
     where: tuple[int | None, Any] = (None, None)
+    # the sample's metrics on this backend an earlier run scored (``Backend.score_with``)
+    companions: list[MetricRef] = field(default_factory=list)
 
     @property
     def computed(self) -> bool:
@@ -195,7 +197,8 @@ async def score_group(group: TaskGroup) -> list[Score]:
     label = ",".join(r.name for r in refs)
     with task_scope(backend.name, label if len(refs) > 1 else refs[0].name, sample.id, seed=group.seed) as meter:
         try:
-            got = await backend.score(sample, refs)
+            score_with = getattr(backend, "score_with", None) if group.companions else None
+            got = await (score_with(sample, refs, group.companions) if score_with else backend.score(sample, refs))
         except asyncio.CancelledError:
             raise
         except Exception as e:  # a backend bug must not stop the run

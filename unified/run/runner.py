@@ -597,10 +597,21 @@ class _Run:
                     sample_hash=h,
                     needs_judge=needs_judge,
                     where=self.where,
+                    companions=self._companions(once[0].backend, done) if done and needs_judge else [],
                 )
             repeated = [p for p in pairs if p.repeats > 1]
             if repeated:
                 yield from self._repeat_groups(sample, h, repeated)
+
+    def _companions(self, backend: Any, done: int) -> list[MetricRef]:
+        """The metrics on ``backend`` an earlier run scored for this sample (``done``: the
+        scan's mask): a backend that fuses calls asks them as the first run did
+        (``Backend.score_with``)."""
+        return [
+            p.metric
+            for p in self.plan.pairs
+            if p.backend.name == backend.name and p.needs_judge and p.repeats == 1 and done >> p.bit & 1
+        ]
 
     def _repeat_groups(self, sample: Sample, h: str, pairs: list[Pair]) -> Iterator[TaskGroup]:
         """One group per repeat still missing (each with its seed); a task whose repeats

@@ -1,0 +1,104 @@
+"""A native value never depends on the run's fault history.
+
+The native backend asks one verification call for faithfulness and context_recall (and
+one contexts call for context_relevancy and context_precision). Asked without a sibling's
+section, the call is another prompt, and a judge answers another prompt otherwise: the
+loopback server seeds its synthesised answer with the request's text, as any judge's
+answer depends on its prompt. So a retried metric must be asked as a clean run asks it.
+Plumbing only: the answers are synthesised, never evidence of judgment quality."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from judge_server import JudgeServer
+
+from unified.adapters.native import NativeBackend
+from unified.data.io import read_samples
+from unified.judge import JudgeConfig, build_judges
+from unified.metrics import parse_metrics
+from unified.run.runner import evaluate
+
+DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples.jsonl"
+KEY = "sk-loopback-retry-prompts"
+
+
+def _run(srv, out, cache, **kw):
+    return evaluate(
+        str(DATA),
+        "faithfulness,context_recall,context_relevancy,context_precision",
+        ["native"],
+        judge=JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
+        out=out,
+        cache=cache,
+        progress=False,
+        quiet=True,
+        **kw,
+    )
+
+
+def _values(report):
+    return {(s.sample_id, s.metric): (s.value, s.error) for s in report.iter_scores()}
+
+
+@pytest.mark.parametrize("seed", [3, 11])
+def test_values_after_faults_and_retry_equal_a_clean_run(seed, tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    with JudgeServer(fault_rate=0.15, faults=("500",), seed=seed) as srv:
+        first = _run(srv, tmp_path / "run", tmp_path / "c.sqlite")
+        failed = {k for k, (v, err) in _values(first).items() if err}
+        assert failed, "the faults must fail some tasks for the test to mean anything"
+        srv.fault_rate = 0.0
+        retried = _run(srv, tmp_path / "run", tmp_path / "c.sqlite", retry_errors=True)
+        clean = _run(srv, tmp_path / "clean", tmp_path / "clean.sqlite")
+    got, want = _values(retried), _values(clean)
+    assert not [e for _, e in want.values() if e and "missing" not in e and "no retrieved" not in e]
+    assert got.keys() == want.keys()
+    differ = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
+    assert not differ, f"{len(differ)} of {len(want)} values depend on the faults: {sorted(differ.items())[:3]}"
+
+
+async def test_an_extraction_failure_fails_the_fused_call_for_every_metric_it_serves(tmp_path, monkeypatch):
+    # context_recall used to be verified alone when the response's claims failed: another
+    # prompt, a value that depended on the fault
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    sample = next(s for s in read_samples(DATA) if s.has("reference") and s.has("response"))
+    refs = parse_metrics("faithfulness,context_recall")
+
+    def break_response_extraction(body):  # an HTML page instead of the response's claims
+        text = json.dumps(body.get("messages", []), ensure_ascii=False)
+        return "<html>bad gateway</html>" if json.dumps(sample.response)[1:-1] in text else None
+
+    with JudgeServer(raw_fn=break_response_extraction) as srv:
+        backend = NativeBackend(build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0)))
+        faith, recall = await backend.score(sample, refs)
+        asked = [json.dumps(b.get("messages", [])) for b in srv.requests]
+    assert faith.error and "claims response extraction failed" in faith.error, faith.error
+    assert recall.error and recall.error.startswith("verify not asked: claims response extraction failed")
+    assert "retried together" in recall.error and recall.value is None
+    reference = json.dumps(sample.reference)[1:-1]
+    assert asked and all(json.dumps(sample.response)[1:-1] in a or reference in a for a in asked)  # no verification
+
+
+async def test_a_metric_scored_with_its_companions_is_asked_the_prompts_of_the_full_set(tmp_path, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    sample = next(s for s in read_samples(DATA) if s.has("reference") and s.has("response"))
+    both = parse_metrics("faithfulness,context_recall")
+    with JudgeServer() as srv:
+        backend = NativeBackend(build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0)))
+        together = await backend.score(sample, both)
+        prompts_together = sorted(str(b["messages"]) for b in srv.requests)
+        srv.reset_counts()
+        alone = await backend.score(sample, both[1:])
+        prompts_alone = sorted(str(b["messages"]) for b in srv.requests)
+        srv.reset_counts()
+        (with_companion,) = await backend.score_with(sample, both[1:], both[:1])
+        prompts_with = sorted(str(b["messages"]) for b in srv.requests)
+    assert prompts_with == prompts_together != prompts_alone  # the first run's calls, all of them
+    assert with_companion.value == together[1].value and with_companion.metric == "context_recall"
+    # the extraction only the companion needs is paid by the metric scored now
+    assert with_companion.cost.calls == len(prompts_with) == 4
+    assert with_companion.details["shared_steps"]["verify"]["asked_with_scored_earlier"] == ["faithfulness"]
+    assert alone[0].cost.calls == len(prompts_alone) == 3
