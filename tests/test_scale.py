@@ -246,3 +246,34 @@ def test_a_calibrated_value_is_found_across_read_boundaries(tmp_path: Path, chun
     assert not folder.any_calibrated()
     folder.scores.write_bytes(b'{"metric":"m","backend":"b","sample_id":"s","value":1.0}\n' * 3 + body)
     assert folder.any_calibrated()
+
+
+def test_ctrl_c_while_a_resume_skips_done_samples_stops_the_reading(tmp_path):
+    # a resume that skips done samples awaits nothing, so a Ctrl-C (a cancellation of the
+    # run's task) waited for the end of the input: 150k done tasks took 10 s, and a fully
+    # done folder was rewritten as complete before the exit
+    import asyncio
+
+    from unified.run.runner import aevaluate
+
+    items, out = rows(3000), tmp_path / "run"
+    run(items, out)
+    read = 0
+
+    def ctrl_c_at_row_500():
+        nonlocal read
+        for r in items:
+            read += 1
+            if read == 500:
+                asyncio.current_task().cancel()  # what asyncio's SIGINT handler does
+            yield r
+
+    async def resume():
+        return await aevaluate(ctrl_c_at_row_500(), METRICS, ["native"], out=out, quiet=True, progress=False)
+
+    with pytest.raises((asyncio.CancelledError, KeyboardInterrupt)):
+        asyncio.run(resume())
+    assert read <= 500 + 256, f"read {read} rows after the interruption at row 500"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["interrupted"] is True
+    assert len((out / "scores.jsonl").read_text().splitlines()) == 6000  # nothing lost, nothing doubled

@@ -492,6 +492,8 @@ class _Run:
         for row, item in self.reader.rows():
             if o.max_samples is not None and self.counts.rows_read >= o.max_samples:
                 return
+            if not self.counts.rows_read & 255 and self._stop_requested():
+                return  # an incomplete read: the folder keeps what it has, the run ends interrupted
             self.counts.rows_read += 1
             if isinstance(item, Sample) and (False, item.id) in self.seen:
                 # the reader gives every row its own id; a second line per task is never written
@@ -508,6 +510,19 @@ class _Run:
                 continue
             yield from self._sample_groups(item, self.reader.content_hash(item), missing_field_error)
         self.complete = o.max_samples is None or self.counts.rows_read < o.max_samples
+
+    def _stop_requested(self) -> bool:
+        """A Ctrl-C or SIGTERM arrived. Its cancellation reaches the run at its next await,
+        and a resume that skips done samples awaits nothing for as long as they last
+        (150k done tasks: 10 s); asked here every 256 rows, it stops the reading instead,
+        and the run ends interrupted as a cancelled one does."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # read outside an event loop (an executor's thread)
+            task = None
+        if task is not None and task.cancelling() and not self.interrupted:
+            self.interrupted = "SIGINT"
+        return self.interrupted is not None
 
     def _row_error(self, err: Any) -> None:
         self.counts.rows_rejected += 1
