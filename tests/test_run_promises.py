@@ -814,3 +814,25 @@ def test_a_line_that_is_not_json_is_said_not_silently_dropped(tmp_path):
     # the same run command scores the task again: whole again, no warning
     assert invoke("run", data, "--metrics", "mrr", "--out", out, "--quiet").exit_code == 0
     assert len(lines(out / "scores.jsonl")) == 4
+
+
+def test_diff_says_what_its_n_leaves_out(tmp_path):
+    # a run that failed on some samples, or scored others, showed n, the means and Δ over
+    # the paired samples without a word about the rest
+    rows = ir_rows(6)
+    invoke("run", write_rows(tmp_path / "a.jsonl", rows[:5]), "--metrics", "precision@3", "--out", tmp_path / "a", "-q")
+    # the first sample only in A, the last only in B, s1 failed in B (its line says so)
+    invoke("run", write_rows(tmp_path / "b.jsonl", rows[1:]), "--metrics", "precision@3", "--out", tmp_path / "b", "-q")
+    lines = [json.loads(x) for x in (tmp_path / "b" / "scores.jsonl").read_text().splitlines()]
+    for d in lines:
+        if d["sample_id"] == "s1":
+            d.update(value=None, passed=None, error="judge failed: HTTP 500")
+    (tmp_path / "b" / "scores.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines))
+    r = invoke("diff", tmp_path / "a", tmp_path / "b", "--json", tmp_path / "d.json")
+    assert r.exit_code == 0, r.output
+    (row,) = json.loads((tmp_path / "d.json").read_text())
+    assert (row["n_paired"], row["failed"], row["only_a"], row["only_b"]) == (3, 1, 1, 1)
+    assert (
+        "precision@3 (native): 1 failed in either run, 1 only in A, 1 only in B: not compared; "
+        "n, the means and Δ cover the 3 paired sample(s)" in " ".join(r.output.split())
+    )

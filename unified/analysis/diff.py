@@ -49,7 +49,16 @@ from unified.run.fingerprint import diff_configs
 from unified.run.runfolder import MANIFEST_FILE
 from unified.scores import is_ok
 
-__all__ = ["GateError", "check_gates", "config_differences", "diff_runs", "format_diff", "gate_matches", "parse_gates"]
+__all__ = [
+    "GateError",
+    "check_gates",
+    "config_differences",
+    "diff_runs",
+    "format_diff",
+    "gate_matches",
+    "parse_gates",
+    "unpaired_note",
+]
 
 
 # ---------------------------------------------------------------- diff
@@ -191,6 +200,29 @@ def config_differences(run_a: str | Path, run_b: str | Path) -> dict[tuple[str, 
         ca, cb = (ma.get("configs") or {}).get(ha), (mb.get("configs") or {}).get(hb)
         out[(metric, backend)] = diff_configs(ca, cb) if ca and cb else ["configuration (not recorded)"]
     return out
+
+
+def unpaired_note(row: dict[str, Any]) -> str | None:
+    """What a diff row's n leaves out, in one line, or None when every sample of either
+    run is paired: samples failed in either run, scored by one run only, or whose content
+    changed. The row's means and Δ cover its paired samples only, so a run that failed
+    on a third of them can show Δ = 0 — the line says so."""
+    parts = [
+        f"{n} {what}"
+        for n, what in (
+            (row.get("failed"), "failed in either run"),
+            (row.get("only_a"), "only in A"),
+            (row.get("only_b"), "only in B"),
+            (row.get("changed"), "sample(s) changed content between the runs"),
+        )
+        if n
+    ]
+    if not parts:
+        return None
+    return (
+        f"{row['metric']} ({row['backend']}): {', '.join(parts)}: not compared; "
+        f"n, the means and Δ cover the {row['n_paired']} paired sample(s)"
+    )
 
 
 def describe_config_changes(rows: list[dict[str, Any]]) -> list[str]:

@@ -289,7 +289,7 @@ def diff_cmd(
 ) -> None:
     """Change in mean per metric and backend from RUN_A to RUN_B: configuration differences
     first, then Δ with a bootstrap 95% CI, a Holm-adjusted p and the samples needed for 80% power."""
-    from unified.analysis.diff import describe_config_changes, diff_runs, format_diff
+    from unified.analysis.diff import describe_config_changes, diff_runs, format_diff, unpaired_note
 
     with user_errors(), plain_warnings():
         rows = diff_runs(run_a, run_b, n_boot=n_boot, seed=seed, top=top)
@@ -312,13 +312,8 @@ def diff_cmd(
                 highlight=False,
                 soft_wrap=True,
             )
-        if r.get("changed"):
-            err_console.print(
-                f"note: {r['metric']} ({r['backend']}): {r['changed']} sample(s) changed content "
-                "between the runs and are not compared",
-                highlight=False,
-                soft_wrap=True,
-            )
+        if note := unpaired_note(r):
+            err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
     if json_out:
         from unified.data.files import write_text
 
