@@ -176,6 +176,14 @@ def test_the_report_shows_translations_people_and_the_migration(tmp_path, judge_
     )
     assert r.exit_code == 0, r.output
     assert "id='migration'" in (mig / "report.html").read_text()
+    # the lines change after compare and migrate wrote their files (a run into the folder,
+    # an edit): the page no longer shows their alpha, translations or flips as current
+    for folder, gone, name in ((out, "id='thresholds'", "crosscheck.json"), (mig, "<h2>Migration ", "migration.json")):
+        lines = (folder / "scores.jsonl").read_text().splitlines(keepends=True)
+        (folder / "scores.jsonl").write_text("".join(lines[:-1]))
+        assert invoke("report", folder).exit_code == 0
+        page = (folder / "report.html").read_text()
+        assert f"{name}: not shown" in page and gone not in page and "unified-eval " in page
 
 
 def test_migrate_fail_under_gates_the_means_as_on_run(tmp_path, judge_server):

@@ -304,7 +304,10 @@ def test_report_sections_for_alpha_jury_probability_and_retest(tmp_path):
 
     samples, scores = _labelled()
     cc = crosscheck(scores, samples, jury="median", bootstrap=50)
-    (tmp_path / "crosscheck.json").write_text(json.dumps(cc))
+    from unified.run.runindex import stamp_lines
+
+    (tmp_path / "scores.jsonl").write_text("")  # the lines the file was computed from
+    (tmp_path / "crosscheck.json").write_text(json.dumps(stamp_lines(tmp_path, cc)))
     retest = {
         "repeats": 3,
         "pairs": [

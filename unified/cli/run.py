@@ -871,8 +871,9 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
         s.gates or None,
     )
     from unified.run.runfolder import MIGRATION_FILE, write_json
+    from unified.run.runindex import stamp_lines
 
-    write_json(s.out / MIGRATION_FILE, m)
+    write_json(s.out / MIGRATION_FILE, stamp_lines(s.out, m))
     if not v.get("quiet"):
         cli.out_console.print(format_migration(m))
     limits = int(v.get("max_flips") or 0), float(v.get("max_error_rate") or 0.0)
@@ -905,7 +906,9 @@ def _crosscheck(report: Any, s: _Setup, quiet: bool, verbose: bool = False) -> N
 
     if any(d.get("calibrated") is not None for d in report.iter_score_dicts()):
         cc["on_calibrated"] = (report.crosscheck(on="calibrated") or {}).get("metrics", {})
-    write_json(s.out / CROSSCHECK_FILE, cc)
+    from unified.run.runindex import stamp_lines
+
+    write_json(s.out / CROSSCHECK_FILE, stamp_lines(s.out, cc))
     if not quiet:
         from unified.analysis.crosscheck import format_crosscheck
 

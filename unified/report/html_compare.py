@@ -16,6 +16,7 @@ from unified.analysis.migrate import num_text
 from unified.report.html_agreement import section_alpha, section_jury, section_probability, section_retest
 from unified.report.html_base import e, num, table
 from unified.run.runfolder import CROSSCHECK_FILE, MIGRATION_FILE, SUMMARY_FILE
+from unified.run.runindex import describes_lines
 
 
 def read_json(folder: Path | None, name: str) -> dict[str, Any] | None:
@@ -141,7 +142,7 @@ def compare_sections(folder: Path | None) -> tuple[list[tuple[str, str]], list[s
     if retest:
         links.append(("retest", "Test–retest"))
         parts.append(retest)
-    cc = read_json(folder, CROSSCHECK_FILE)
+    cc = _current(folder, CROSSCHECK_FILE, "compare", links, parts)
     if cc:
         for anchor, title, html in (
             ("alpha", "Alpha", section_alpha(cc)),
@@ -153,11 +154,32 @@ def compare_sections(folder: Path | None) -> tuple[list[tuple[str, str]], list[s
             if html:
                 links.append((anchor, title))
                 parts.append(html)
-    mig = read_json(folder, MIGRATION_FILE)
+    mig = _current(folder, MIGRATION_FILE, "migrate", links, parts)
     if mig:
         links.append(("migration", "Migration"))
         parts.append(section_migration(mig))
     return links, parts
+
+
+def _current(
+    folder: Path | None, name: str, command: str, links: list[tuple[str, str]], parts: list[str]
+) -> dict[str, Any] | None:
+    """The comparison file ``name`` when it describes the folder's score lines as they
+    are now (``runindex.describes_lines``); else None, and a note in its place: a run
+    into the folder since, or a hand edit, changed the lines it was computed from, and
+    its alpha, thresholds or flips would stand beside fresh numbers as if current."""
+    data = read_json(folder, name)
+    if data is None or folder is None or describes_lines(folder, data):
+        return data
+    anchor = name.split(".")[0]
+    links.append((anchor, f"{anchor.title()} (stale)"))
+    parts.append(
+        f"<section id='{anchor}'><h2>{e(name)}: not shown</h2><p class='note'>{e(name)} was computed "
+        f"from other score lines than the folder holds now (a run into the folder or an edit since "
+        f"<code>{command}</code> wrote it, or a version that did not record them). Run "
+        f"<code>unified-eval {command}</code> on this folder again to see it.</p></section>"
+    )
+    return None
 
 
 def render_migration_html(m: Mapping[str, Any], *, max_listed: int = 50) -> str:

@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from unified.data.files import write_json
-from unified.run.runfolder import INDEX_FILE
+from unified.run.runfolder import INDEX_FILE, SCORES_FILE
 
 VERSION = 1
 
@@ -91,6 +91,20 @@ def same_file(path: Path, stored: Any) -> bool:
     if stat == stored.get("stat"):
         return True
     return stored.get("sha256") is not None and file_digest(path) == stored.get("sha256")
+
+
+def stamp_lines(folder: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` (a file derived from the folder's score lines: ``crosscheck.json``,
+    ``migration.json``) with the fingerprint of ``scores.jsonl`` it was computed from,
+    under ``"scores"``."""
+    return {**data, "scores": fingerprint(Path(folder) / SCORES_FILE)}
+
+
+def describes_lines(folder: Path, data: Mapping[str, Any]) -> bool:
+    """True when ``data`` (``stamp_lines``) was computed from ``scores.jsonl`` as it is
+    now (``same_file``). A later run into the folder, a hand edit or a file written by
+    a version that stamped nothing: False, and the reader must not show it as current."""
+    return same_file(Path(folder) / SCORES_FILE, data.get("scores"))
 
 
 def read_index(folder: Path) -> dict[str, Any]:
