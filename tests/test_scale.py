@@ -175,6 +175,21 @@ def test_a_hand_edited_score_line_is_not_vouched_for(tmp_path):
     assert all(0 <= x["value"] <= 10 for x in fixed) and len(fixed) == 8
 
 
+def test_a_summary_from_another_folder_is_not_vouched_for(tmp_path):
+    # the no-op path prints summary.json's table and failure groups: a summary copied in
+    # from another run printed its numbers beside this folder's gate
+    data, out = _first_run(tmp_path)
+    (tmp_path / "other").mkdir()
+    other = _first_run(tmp_path / "other", n=6)[1]
+    shutil.copy(other / "summary.json", out / "summary.json")
+    run(data, out)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["rows_read"] == 4  # this folder's, rewritten by the normal path
+    mtimes = files(out)
+    run(data, out)  # and now the index vouches for the summary it wrote
+    assert files(out) == mtimes
+
+
 def test_another_metric_is_not_a_no_op(tmp_path):
     data, out = _first_run(tmp_path)
     run(data, out, metrics=METRICS + ",ndcg@3")

@@ -8,6 +8,7 @@ A run that ends with its input file read to its end (not interrupted, no
      "key": "…",                 # digest of what decides the tasks and their scores
      "input":  {"path", "stat", "sha256"},
      "scores": {"stat", "sha256"},
+     "summary": {"stat", "sha256"},   # the summary.json the run wrote
      "aggregates": {"written": [...], "stable": [...]},   # Report.summary() both ways
      "report": true}             # report.html was written
 
@@ -26,7 +27,8 @@ nothing rewritten but the manifest's invocation list — only when all of these 
   the stored digest;
 * ``scores.jsonl`` is the same bytes by the same rule, so a line edited, added or removed
   since is seen and the normal path runs (which re-reads, repairs and rescores);
-* ``summary.json`` exists, and ``report.html`` when the run writes one;
+* ``summary.json`` is the same bytes by the same rule (the no-op path prints its table),
+  and ``report.html`` exists when the run writes one;
 * no ``--fresh``, ``--calibration`` or ``--retry-errors`` with failures on record.
 
 Anything else runs the normal path, which removes ``index.json`` before it touches the
@@ -44,7 +46,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from unified.data.files import write_json
-from unified.run.runfolder import INDEX_FILE, SCORES_FILE
+from unified.run.runfolder import INDEX_FILE, SCORES_FILE, SUMMARY_FILE
 
 VERSION = 1
 
@@ -136,15 +138,18 @@ def write_index(
     """Write ``index.json`` for a run that just finished; False (and no index) when a
     file cannot be fingerprinted. ``known``: the ``{stat, sha256}`` of ``scores`` taken
     earlier in the run (``scores.parquet``'s); used while the stat is unchanged
-    (``same_file``'s rule), so the lines are not hashed twice."""
+    (``same_file``'s rule), so the lines are not hashed twice. ``summary.json`` is
+    fingerprinted too: the no-op path prints its table and failure groups."""
     inp, out = fingerprint(source), _known_or_fingerprint(scores, known)
-    if inp is None or out is None:
+    summary = fingerprint(folder / SUMMARY_FILE)
+    if inp is None or out is None or summary is None:
         return False
     entry = {
         "version": VERSION,
         "key": key,
         "input": {"path": str(source.resolve()), **inp},
         "scores": out,
+        "summary": summary,
         "aggregates": dict(aggregates),
         "report": report,
     }
@@ -161,10 +166,16 @@ def _known_or_fingerprint(path: Path, known: Mapping[str, Any] | None) -> dict[s
 
 def proves_unchanged(index: Mapping[str, Any], key: str, source: Path, scores: Path) -> bool:
     """True when ``index`` proves the folder already holds every task of this run's
-    input and configuration (module docstring)."""
+    input and configuration (module docstring), and that its ``summary.json`` is the one
+    the run wrote (a summary copied from another folder printed its table beside this
+    folder's gate)."""
     if not index or index.get("key") != key:
         return False
-    return same_file(source, index.get("input")) and same_file(scores, index.get("scores"))
+    return (
+        same_file(source, index.get("input"))
+        and same_file(scores, index.get("scores"))
+        and same_file(scores.parent / SUMMARY_FILE, index.get("summary"))
+    )
 
 
 def stored_aggregates(folder: Path, scores: Path, stable: bool) -> list[dict[str, Any]] | None:
