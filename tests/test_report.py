@@ -94,6 +94,18 @@ def test_wide_pivot(report):
     assert w.loc["q1", "native:faithfulness"] == pytest.approx(2.0)
 
 
+def test_wide_keeps_a_sample_and_a_pair_that_failed_everywhere():
+    # pandas' pivot_table drops all-NaN rows and columns by default: a sample whose every
+    # task failed, and a metric that failed on every sample, left the table without a word
+    s = _samples(3)
+    scores = [Score.from_raw("faithfulness", "native", x.id, 0.5) for x in s[:2]]
+    scores += [Score.failure("faithfulness", "native", s[2].id, "judge failed")]
+    scores += [Score.failure("context_recall", "native", x.id, "judge failed") for x in s]
+    w = Report(scores, s).wide()
+    assert w.shape == (3, 2) and list(w.index) == ["q0", "q1", "q2"]
+    assert w["native:context_recall"].isna().all() and w.loc["q2"].isna().all()
+
+
 def test_summary_equals_aggregate_by(report):
     got = [a.model_dump() for a in report.summary()]
     want = [a.model_dump() for a in aggregate_by(report.scores)]  # one line per task

@@ -277,13 +277,17 @@ class Report:
         return df
 
     def wide(self, values: str = "value") -> Any:
-        """Samples × ``backend:metric`` pivot of ``values`` (input-row errors left out)."""
+        """Samples × ``backend:metric`` pivot of ``values`` (input-row errors left out):
+        one row per sample and one column per (backend, metric) the folder holds, a failed
+        task NaN — a sample that failed every task, and a pair that failed on every
+        sample, are rows and columns of NaN, never left out (pandas' ``dropna`` default
+        dropped both without a word)."""
         df = self.to_pandas()
         if df.empty:
             return df
         df = df[~df["row_error"]]
         df = df.assign(column=df["backend"] + ":" + df["metric"])
-        return df.pivot_table(index="sample_id", columns="column", values=values, aggfunc="last")
+        return df.pivot_table(index="sample_id", columns="column", values=values, aggfunc="last", dropna=False)
 
     def summary(self, stable: bool = False) -> list[Aggregate]:
         """One Aggregate per (metric, backend) (``RunningAggregates`` over the last line of
