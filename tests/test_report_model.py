@@ -56,7 +56,8 @@ def test_a_folder_read_after_kill_never_double_counts(run, tmp_path):
     page = r.write_html(tmp_path / "r.html").read_text()
     assert (
         "5 score line(s) repeated a task" in page
-        and "1 line(s) of the scores file are not JSON and were skipped" in page
+        and "1 line(s) of the scores file are not score lines (not JSON, or no metric, backend and sample id) and were skipped"
+        in page
     )
 
 

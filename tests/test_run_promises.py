@@ -807,7 +807,10 @@ def test_a_line_that_is_not_json_is_said_not_silently_dropped(tmp_path):
     text = (out / "scores.jsonl").read_text().splitlines()
     text[1] = text[1].replace('"value":', '"value":0', 1)  # "value":010.0 is not JSON
     (out / "scores.jsonl").write_text("\n".join(text) + "\n")
-    with pytest.warns(UserWarning, match="1 line\\(s\\) of .*scores.jsonl are not JSON and were skipped"):
+    with pytest.warns(
+        UserWarning,
+        match="1 line\\(s\\) of .*scores.jsonl are not score lines \\(not JSON, or no metric, backend and sample id\\) and were skipped",
+    ):
         assert len(Report.from_dir(out).to_pandas()) == 3
     r = invoke("report", out)
     assert r.exit_code == 0 and "warning: 1 line(s) of" in r.output, r.output

@@ -404,7 +404,8 @@ def unreadable_note(n: int, run_dir: Path | None) -> str:
     """What ``n`` skipped lines of a scores file mean to the reader of its figures."""
     where = f"{run_dir / 'scores.jsonl'}" if run_dir is not None else "the scores file"
     return (
-        f"{n} line(s) of {where} are not JSON and were skipped: their tasks are missing from "
+        f"{n} line(s) of {where} are not score lines (not JSON, or no metric, backend and "
+        "sample id) and were skipped: their tasks are missing from "
         "these figures (a run killed mid-line, a hand edit, or a run still writing that line); "
         "the same run command scores them again"
     )
