@@ -80,6 +80,25 @@ def test_batch_values_equal_online_values_and_enter_the_cache(tmp_path, monkeypa
     assert KEY not in ledger and "127.0.0.1" in ledger  # the endpoint, never the key
 
 
+def test_the_folder_reports_what_its_jobs_were_billed_after_the_lines_lost_it(tmp_path, monkeypatch, capsys):
+    """A job's answers read into the cache by a run whose tasks wrote no line (killed;
+    here: --fresh, which keeps batches.jsonl and the cache) are cache hits at $0 in the
+    next run's lines; batches.jsonl still knows what the folder was billed."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    out, cache = tmp_path / "b", tmp_path / "b.sqlite"
+    with JudgeServer(batch=BatchEndpoints(delay=0.1)) as srv:
+        first = _run(srv, out, batch=FAST, cache=cache, prices=PRICES)
+        billed = json.loads((out / "summary.json").read_text())["batches"]
+        lines_usd = sum(s.cost.usd or 0.0 for s in first.iter_scores())
+        assert billed["jobs"] == 2 and billed["usd"] == pytest.approx(lines_usd) and lines_usd > 0
+        capsys.readouterr()
+        again = _run(srv, out, batch=FAST, cache=cache, prices=PRICES, fresh=True)
+    assert sum(s.cost.usd or 0.0 for s in again.iter_scores()) == 0.0  # every answer a cache hit
+    assert json.loads((out / "summary.json").read_text())["batches"] == billed
+    err = capsys.readouterr().err
+    assert f"were billed ${billed['usd']:.4f}; its score lines count $0.0000" in " ".join(err.split())
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", ["ragas", "deepeval"])
 def test_framework_batch_values_equal_online_values(backend, tmp_path, monkeypatch):

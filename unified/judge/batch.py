@@ -242,6 +242,23 @@ def _line_outcome(line: dict[str, Any]) -> tuple[dict[str, Any] | None, str | No
     return None, f"HTTP {status}: {detail}" if status else str(detail)
 
 
+def _usage(lines: dict[str, dict], custom_ids: set[str], models: dict[str, str]) -> dict[str, list[int]]:
+    """What a job's answered requests were billed for: {model: [prompt tokens, completion
+    tokens]}, the model as the request named it (the price table's key) or, for a
+    request this process did not make, as the answer names it."""
+    out: dict[str, list[int]] = {}
+    for cid in sorted(custom_ids):
+        body, _ = _line_outcome(lines.get(cid, {}))
+        if body is None:
+            continue
+        usage = body.get("usage")
+        usage = usage if isinstance(usage, dict) else {}
+        tokens = out.setdefault(models.get(cid) or str(body.get("model") or ""), [0, 0])
+        tokens[0] += int(usage.get("prompt_tokens") or 0)
+        tokens[1] += int(usage.get("completion_tokens") or 0)
+    return out
+
+
 _GONE = (404, 410)  # the file does not exist: deleted, or past the provider's retention
 
 
@@ -269,11 +286,13 @@ class Batcher:
         self._flusher: asyncio.Task | None = None
         self._last_add = 0.0
         self.jobs_created = 0
+        self._models: dict[str, str] = {}  # custom id -> the model its request asked (the price's key)
 
     # ------------------------------------------------------------ the caller's side
     async def submit(self, custom_id: str, body: dict[str, Any]) -> dict[str, Any]:
         """The chat completion body answering ``body`` (raises ``JudgeBatchError``)."""
         fut = self._futures.get(custom_id)
+        self._models.setdefault(custom_id, str(body.get("model") or ""))
         if fut is None:
             fut = self._futures[custom_id] = asyncio.get_running_loop().create_future()
             try:
@@ -451,9 +470,10 @@ class Batcher:
         if reason := _job_errors(job):
             self._reasons[batch_id] = reason
         if self.mode.ledger.ended_status(batch_id) is None:
-            failed = sorted(c for c in self.mode.ledger.custom_ids_of(batch_id) if _line_outcome(lines.get(c, {}))[1])
-            counts = _counts(job)
-            self.mode.ledger.ended(batch_id, job.status, counts, failed)
+            ids = self.mode.ledger.custom_ids_of(batch_id)
+            failed = sorted(c for c in ids if _line_outcome(lines.get(c, {}))[1])
+            usage = _usage(lines, ids, self._models)
+            self.mode.ledger.ended(batch_id, job.status, _counts(job), failed, usage)
         for cid in sorted(self._members.pop(batch_id, set())):
             self._resolve(cid, batch_id)
 

@@ -7,9 +7,11 @@ so a process killed at any moment leaves a record of every job it may have paid 
   after ``POST /v1/files`` answered and **before** ``POST /v1/batches`` is sent;
 - ``{"event": "batch", "batch_id", "file_id", "endpoint", "requests", "time"}`` — the
   job was created;
-- ``{"event": "end", "batch_id", "status", "counts", "failed": [...], "time"}`` — the
-  job reached a final state and its files were read; ``failed`` are the custom ids that
-  got no usable answer (an error line, or no line at all).
+- ``{"event": "end", "batch_id", "status", "counts", "failed": [...], "usage", "time"}`` —
+  the job reached a final state and its files were read; ``failed`` are the custom ids
+  that got no usable answer (an error line, or no line at all); ``usage`` is what its
+  answers were billed for, ``{model: [prompt tokens, completion tokens]}`` — the
+  folder's record of what it paid, whichever process read the answers (``paid_tokens``).
 
 Resume rule (``find``): a request whose custom id appears in an upload of the same
 endpoint belongs to the *latest* such upload, unless that upload's job ended without a
@@ -49,6 +51,7 @@ class _Upload:
 class _End:
     status: str
     failed: set[str] = field(default_factory=set)
+    usage: dict[str, list[int]] = field(default_factory=dict)
 
 
 class BatchLedger:
@@ -84,7 +87,9 @@ class BatchLedger:
                 "batch_id"
             ]
         elif event == "end":
-            self._ends[rec["batch_id"]] = _End(rec["status"], set(rec.get("failed") or ()))
+            usage = rec.get("usage")
+            usage = usage if isinstance(usage, dict) else {}
+            self._ends[rec["batch_id"]] = _End(rec["status"], set(rec.get("failed") or ()), usage)
 
     def _append(self, rec: dict[str, Any]) -> None:
         self._apply(rec)
@@ -108,8 +113,24 @@ class BatchLedger:
             {"event": "batch", "batch_id": batch_id, "file_id": file_id, "endpoint": endpoint, "requests": requests}
         )
 
-    def ended(self, batch_id: str, status: str, counts: dict[str, int], failed: list[str]) -> None:
-        self._append({"event": "end", "batch_id": batch_id, "status": status, "counts": counts, "failed": failed})
+    def ended(
+        self,
+        batch_id: str,
+        status: str,
+        counts: dict[str, int],
+        failed: list[str],
+        usage: dict[str, list[int]] | None = None,
+    ) -> None:
+        self._append(
+            {
+                "event": "end",
+                "batch_id": batch_id,
+                "status": status,
+                "counts": counts,
+                "failed": failed,
+                "usage": usage or {},
+            }
+        )
 
     # ------------------------------------------------------------ reading
     def find(self, endpoint: str, custom_id: str) -> tuple[str, str | None] | None:
@@ -123,6 +144,20 @@ class BatchLedger:
         if end is not None and custom_id in end.failed:
             return None
         return file_id, up.batch_id
+
+    def paid_tokens(self) -> dict[str, list[int]]:
+        """{model: [prompt, completion]} over every ended job of the folder, each once."""
+        out: dict[str, list[int]] = {}
+        for end in self._ends.values():
+            for model, (tin, tout) in end.usage.items():
+                total = out.setdefault(model, [0, 0])
+                total[0] += int(tin)
+                total[1] += int(tout)
+        return out
+
+    def jobs(self) -> int:
+        """The jobs recorded as ended."""
+        return len(self._ends)
 
     def ended_status(self, batch_id: str) -> str | None:
         end = self._ends.get(batch_id)
@@ -141,4 +176,32 @@ class BatchLedger:
         return {cid for up in self._uploads.values() if up.batch_id == batch_id for cid in up.custom_ids}
 
 
-__all__ = ["BATCHES_FILE", "FINAL_STATES", "BatchLedger"]
+def paid_summary(path: Path, prices: Any) -> dict[str, Any]:
+    """What the folder's batch jobs were billed for (``paid_tokens``), at the batch price
+    (``unified.judge.prices.batch_price``)::
+
+        usd = Σ_model (prompt_tokens · in + completion_tokens · out) / 10⁶
+
+    ``usd`` is None when a model that used tokens has no price. Unlike the score lines'
+    costs, it counts the answers a killed process read into the judge cache and a resumed
+    run then found there (cache hits at $0 in its lines)."""
+    from unified.judge.prices import batch_price
+
+    ledger = BatchLedger(path)
+    tokens = ledger.paid_tokens()
+    usd: float | None = 0.0
+    for model, (tin, tout) in tokens.items():
+        price = batch_price(prices, model) if prices else None
+        if price is None:
+            usd = None if tin or tout else usd
+        elif usd is not None:
+            usd += (tin * price[0] + tout * price[1]) / 1e6
+    return {
+        "jobs": ledger.jobs(),
+        "input_tokens": sum(t[0] for t in tokens.values()),
+        "output_tokens": sum(t[1] for t in tokens.values()),
+        "usd": usd,
+    }
+
+
+__all__ = ["BATCHES_FILE", "FINAL_STATES", "BatchLedger", "paid_summary"]

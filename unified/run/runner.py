@@ -765,6 +765,7 @@ class _Run:
             summary["executor"] = self.executor.summary()
         if self.book.pairs:
             summary["repeats"] = retest_summary(report.iter_scores(), self.book.pairs)
+        self._batch_spend(summary, aggregates)
         self.summary = summary
         if not self.temp_out:
             write_json(self.folder.summary, summary)
@@ -773,6 +774,26 @@ class _Run:
         self._write_index(report)
         self._say_end(summary, groups, degraded)
         return report
+
+    def _batch_spend(self, summary: dict[str, Any], aggregates: list[Any]) -> None:
+        """``summary["batches"]``: what the folder's batch jobs were billed for
+        (``batches.jsonl``), and a note when the score lines count less — answers a killed
+        run had read are cache hits in the lines of the run that resumed it."""
+        from unified.judge.batch_ledger import BATCHES_FILE, paid_summary
+        from unified.judge.prices import parse_prices
+
+        path = self.out / BATCHES_FILE
+        if self.temp_out or not path.exists():
+            return
+        prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
+        paid = summary["batches"] = paid_summary(path, prices)
+        lines = sum((a.cost.usd or 0.0) for a in aggregates)
+        if paid["usd"] is not None and paid["usd"] > lines + 1e-9:
+            self.say(
+                f"note: the batch jobs of this folder ({BATCHES_FILE}) were billed ${paid['usd']:.4f}; its score "
+                f"lines count ${lines:.4f}: answers an interrupted run had read are cache hits at $0 in the lines "
+                "of the run that resumed it"
+            )
 
     def _write_parquet(self) -> None:
         """``scores.parquet`` from the final lines (``unified.run.columnar``): a finished run
