@@ -263,7 +263,7 @@ def test_a_calibrated_value_is_found_across_read_boundaries(tmp_path: Path, chun
     assert folder.any_calibrated()
 
 
-def test_ctrl_c_while_a_resume_skips_done_samples_stops_the_reading(tmp_path):
+def test_ctrl_c_while_a_resume_skips_done_samples_stops_the_reading(tmp_path, capsys):
     # a resume that skips done samples awaits nothing, so a Ctrl-C (a cancellation of the
     # run's task) waited for the end of the input: 150k done tasks took 10 s, and a fully
     # done folder was rewritten as complete before the exit
@@ -284,10 +284,14 @@ def test_ctrl_c_while_a_resume_skips_done_samples_stops_the_reading(tmp_path):
             yield r
 
     async def resume():
-        return await aevaluate(ctrl_c_at_row_500(), METRICS, ["native"], out=out, quiet=True, progress=False)
+        return await aevaluate(ctrl_c_at_row_500(), METRICS, ["native"], out=out, progress=False, show_summary=True)
 
+    capsys.readouterr()
     with pytest.raises((asyncio.CancelledError, KeyboardInterrupt)):
         asyncio.run(resume())
+    said = " ".join("".join(capsys.readouterr()).split())
+    # a row read is not a row scored when the run is cut: the line says which is which
+    assert "rows read 512 = 512 accepted + 0 rejected before the interruption; 0 task(s) scored this time" in said
     assert read <= 500 + 256, f"read {read} rows after the interruption at row 500"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True

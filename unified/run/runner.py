@@ -906,8 +906,11 @@ class _Run:
         read this time."""
         c = self.counts
         line = f"rows read {c.rows_read} = {c.rows_scored} scored + {c.rows_rejected} rejected"
-        if self.interrupted:
-            return line + " (before the interruption)"
+        if self.interrupted:  # a row read is not yet a row scored: its tasks may have been cut
+            return (
+                f"rows read {c.rows_read} = {c.rows_scored} accepted + {c.rows_rejected} rejected before the "
+                f"interruption; {c.tasks_run} task(s) scored this time"
+            )
         if not self.complete and most_per_pair > c.rows_read:
             line += (
                 f"; the table also counts earlier rows of {self.out} (up to {most_per_pair} per "
