@@ -71,7 +71,7 @@ def _values(run_dir: Path) -> Values:
     from unified.report import Report
 
     out: Values = {}
-    for d in Report.from_dir(run_dir).iter_score_dicts():
+    for d in Report.from_dir(run_dir).iter_score_fields(("value", "error", "sample_hash", "row_error")):
         if d.get("row_error"):
             continue  # an input row that never became a sample has nothing to pair
         ok = is_ok(d.get("error"), d.get("value"))

@@ -13,7 +13,7 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Sequence
 
 from unified.data.files import atomic_path, write_text
 from unified.redact import one_line
@@ -139,6 +139,16 @@ class Report:
         model = self.model()
         keep = None if model.superseded == 0 else model.positions()
         for pos, d in self.source().lines():
+            if keep is None or pos in keep:
+                yield d
+
+    def iter_score_fields(self, fields: Sequence[str]) -> Iterator[dict[str, Any]]:
+        """``iter_score_dicts`` with at least the task key and ``fields`` of each line
+        (a ``scores.parquet`` copy reads only those columns): the same tasks, the same
+        last-line rule, the same 0–10 rule."""
+        model = self.model()
+        keep = None if model.superseded == 0 else model.positions()
+        for pos, d in self.source().field_lines(fields):
             if keep is None or pos in keep:
                 yield d
 

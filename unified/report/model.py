@@ -181,6 +181,11 @@ class ScoreSource:
         whole line (``ParquetSource`` reads only those columns)."""
         return self.lines()
 
+    def field_lines(self, fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(position, a dict with at least the task key and ``fields``, as ``lines()``
+        gives them, the 0–10 rule applied). A source may give only those."""
+        return self.lines()
+
 
 class FileSource(ScoreSource):
     """``scores.jsonl``; a position is the byte offset of a line. A torn or non-JSON line
@@ -248,6 +253,12 @@ class ParquetSource(ScoreSource):
     def model_batches(self) -> Iterator[tuple[int, dict[str, list[Any]]]]:
         """What ``build_model`` reads of this source: the model's columns a batch at a time."""
         return columnar.iter_model_columns(self.path)
+
+    def field_lines(self, fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+        # value and error too: the 0–10 rule reads them (``_finish``)
+        for pos, d in columnar.iter_fields(self.path, (*fields, "value", "error")):
+            problem = line_problem(d)
+            yield pos, (d if problem is None else invalid_line(d, problem))
 
     def model_lines(self) -> Iterator[tuple[int, dict[str, Any]]]:
         for pos, d in columnar.iter_model_fields(self.path):
