@@ -296,3 +296,24 @@ def test_ctrl_c_while_a_resume_skips_done_samples_stops_the_reading(tmp_path, ca
     summary = json.loads((out / "summary.json").read_text())
     assert summary["interrupted"] is True
     assert len((out / "scores.jsonl").read_text().splitlines()) == 6000  # nothing lost, nothing doubled
+
+
+def test_a_cancellation_caught_before_the_run_does_not_stop_it(tmp_path):
+    # a caller that caught an earlier cancellation of its task (without uncancel) leaves
+    # the task's cancelling() at 1: only a cancellation during the run stops the reading
+    import asyncio
+
+    from unified.run.runner import aevaluate
+
+    async def main():
+        try:
+            asyncio.current_task().cancel()
+            await asyncio.sleep(0)
+        except asyncio.CancelledError:
+            pass
+        assert asyncio.current_task().cancelling() == 1
+        return await aevaluate(rows(600), METRICS, ["native"], out=tmp_path / "o", quiet=True, progress=False)
+
+    report = asyncio.run(main())
+    assert len(list(report.iter_scores())) == 1200
+    assert json.loads((tmp_path / "o" / "summary.json").read_text())["interrupted"] is False

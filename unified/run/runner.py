@@ -209,6 +209,9 @@ class _Run:
         self.scan = ScanResult()
         self.complete = False
         self.interrupted: str | None = None
+        # the run task's cancellation count when the scoring began: a caller that caught an
+        # earlier cancellation of its task (without uncancel) leaves it above 0 for good
+        self.cancelling_at_start = 0
         self.backends: list[Any] = []
         self.judges: Judges = Judges()
         self.own_judges = False
@@ -520,7 +523,7 @@ class _Run:
             task = asyncio.current_task()
         except RuntimeError:  # read outside an event loop (an executor's thread)
             task = None
-        if task is not None and task.cancelling() and not self.interrupted:
+        if task is not None and task.cancelling() > self.cancelling_at_start and not self.interrupted:
             self.interrupted = "SIGINT"
         return self.interrupted is not None
 
@@ -650,6 +653,8 @@ class _Run:
                 )
 
     async def stream(self) -> None:
+        task = asyncio.current_task()
+        self.cancelling_at_start = task.cancelling() if task is not None else 0
         # a sample's line is held until its scores are written (one write per block, not per row)
         self.sample_log = AppendLog(self.folder.samples)
         self.log = AppendLog(self.folder.scores, first=self.sample_log)
