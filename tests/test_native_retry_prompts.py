@@ -102,3 +102,35 @@ async def test_a_metric_scored_with_its_companions_is_asked_the_prompts_of_the_f
     assert with_companion.cost.calls == len(prompts_with) == 4
     assert with_companion.details["shared_steps"]["verify"]["asked_with_scored_earlier"] == ["faithfulness"]
     assert alone[0].cost.calls == len(prompts_alone) == 3
+
+
+def test_a_group_sent_to_a_ray_actor_keeps_what_scoring_reads():
+    # every TaskGroup field score_group reads crosses to the actor: the companions were
+    # dropped on the wire, and a retried metric on Ray was asked its solo prompt
+    import dataclasses
+
+    from unified.integrations.ray_executor.worker import WireGroup
+    from unified.run.executor import Pair, TaskGroup
+
+    sample = next(iter(read_samples(DATA)))
+    backend = NativeBackend()
+    refs = parse_metrics("context_recall,context_precision")
+    pairs = [Pair(metric=r, backend=backend, bit=i, config_hash=f"h{i}", needs_judge=True) for i, r in enumerate(refs)]
+    sent = TaskGroup(
+        sample=sample,
+        backend=backend,
+        pairs=pairs,
+        sample_hash="s1",
+        needs_judge=True,
+        seed=7,
+        companions=parse_metrics("faithfulness,context_relevancy"),
+    )
+    got = WireGroup.of(0, sent).group(backend)
+    driver_only = {"where", "repeat"}  # the driver keeps the group by its index and stamps these itself
+    for f in dataclasses.fields(TaskGroup):
+        if f.name in driver_only:
+            continue
+        if f.name == "pairs":
+            assert [(p.metric, p.config_hash) for p in got.pairs] == [(p.metric, p.config_hash) for p in sent.pairs]
+        else:
+            assert getattr(got, f.name) == getattr(sent, f.name), f.name

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
 from unified.integrations.ray_executor.recipes import RunRecipe, build_backends, share
@@ -45,6 +45,8 @@ class WireGroup:
     sample_hash: str
     needs_judge: bool
     seed: int | None = None  # a test–retest repeat's seed (unified.run.repeats): the actor's requests carry it
+    # the sample's metrics on this backend an earlier run scored (``Backend.score_with``)
+    companions: list[MetricRef] = field(default_factory=list)
 
     @classmethod
     def of(cls, idx: int, g: TaskGroup) -> "WireGroup":
@@ -57,6 +59,7 @@ class WireGroup:
             g.sample_hash,
             g.needs_judge,
             g.seed,
+            list(g.companions),
         )
 
     def group(self, backend: Any) -> TaskGroup:
@@ -71,6 +74,7 @@ class WireGroup:
             sample_hash=self.sample_hash,
             needs_judge=self.needs_judge,
             seed=self.seed,
+            companions=list(self.companions),
         )
 
 
