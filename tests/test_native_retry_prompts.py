@@ -100,7 +100,9 @@ async def test_a_metric_scored_with_its_companions_is_asked_the_prompts_of_the_f
     assert with_companion.value == together[1].value and with_companion.metric == "context_recall"
     # the extraction only the companion needs is paid by the metric scored now
     assert with_companion.cost.calls == len(prompts_with) == 4
-    assert with_companion.details["shared_steps"]["verify"]["asked_with_scored_earlier"] == ["faithfulness"]
+    shared = with_companion.details["shared_steps"]
+    assert shared["verify"]["asked_with_scored_earlier"] == ["faithfulness"]
+    assert shared["claims:response"] == {"charged_to": "context_recall", "asked_for": "verify"}
     assert alone[0].cost.calls == len(prompts_alone) == 3
 
 
@@ -134,3 +136,26 @@ def test_a_group_sent_to_a_ray_actor_keeps_what_scoring_reads():
             assert [(p.metric, p.config_hash) for p in got.pairs] == [(p.metric, p.config_hash) for p in sent.pairs]
         else:
             assert getattr(got, f.name) == getattr(sent, f.name), f.name
+
+
+@pytest.mark.parametrize("repeats", [1, 2])
+def test_a_metric_added_to_a_folder_is_asked_with_the_metrics_it_holds(repeats, tmp_path, monkeypatch):
+    # context_recall added to a folder of faithfulness scores: its verification is the
+    # clean two-metric run's call (faithfulness's own values stay those of its solo run:
+    # another configuration, see docs/run-promises.md)
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+
+    def run(srv, out, metrics):
+        judge = JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0)
+        return evaluate(
+            str(DATA), metrics, ["native"], judge=judge, out=out, cache=tmp_path / "c.sqlite", progress=False,
+            quiet=True, repeats=repeats, max_samples=10,
+        )  # fmt: skip
+
+    with JudgeServer() as srv:
+        run(srv, tmp_path / "grown", "faithfulness")
+        grown = run(srv, tmp_path / "grown", "faithfulness,context_recall")
+        clean = run(srv, tmp_path / "clean", "faithfulness,context_recall")
+    got = {s.sample_id: s.value for s in grown.iter_scores() if s.metric == "context_recall"}
+    want = {s.sample_id: s.value for s in clean.iter_scores() if s.metric == "context_recall"}
+    assert len(got) == 10 and got == want

@@ -143,6 +143,7 @@ class SamplePlan:
                 self.owner.setdefault(key, i)
                 self.users.setdefault(key, []).append(i)
         self.asked_with: dict[str, list[str]] = {}  # fused step -> companions whose sections it asks
+        self.pulled: dict[str, str] = {}  # a step only a companion needs -> the fused step that asked it
         used = {key.split("[")[0] for key in self.owner}
         for ref in companions:
             entry = entry_for(ref.spec)
@@ -222,6 +223,9 @@ class SamplePlan:
                 }
             if earlier := self.asked_with.get(key.split("[")[0]):
                 note.setdefault(key, {})["asked_with_scored_earlier"] = earlier
+        for key, parent in self.pulled.items():  # paid by this metric for its fused call
+            if self.owner[key] == i:
+                note[key] = {"charged_to": self.refs[i].name, "asked_for": parent}
         return note
 
     def judges_info(self) -> dict[str, Any]:
@@ -243,6 +247,7 @@ class SamplePlan:
         metric needs it itself (a companion's extraction)."""
         if key not in self.owner and asked_by is not None:
             self.owner[key] = self.owner[asked_by]
+            self.pulled[key] = asked_by
         if key not in self._tasks:
             self._tasks[key] = asyncio.ensure_future(STEPS[key.split("[")[0]].run(_StepView(self, key)))
         return await self._tasks[key]

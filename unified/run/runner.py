@@ -619,7 +619,7 @@ class _Run:
                 )
             repeated = [p for p in pairs if p.repeats > 1]
             if repeated:
-                yield from self._repeat_groups(sample, h, repeated)
+                yield from self._repeat_groups(sample, h, repeated, done)
 
     def _companions(self, backend: Any, done: int) -> list[MetricRef]:
         """The metrics on ``backend`` an earlier run scored for this sample (``done``: the
@@ -631,16 +631,24 @@ class _Run:
             if p.backend.name == backend.name and p.needs_judge and p.repeats == 1 and done >> p.bit & 1
         ]
 
-    def _repeat_groups(self, sample: Sample, h: str, pairs: list[Pair]) -> Iterator[TaskGroup]:
+    def _repeat_groups(self, sample: Sample, h: str, pairs: list[Pair], done: int = 0) -> Iterator[TaskGroup]:
         """One group per repeat still missing (each with its seed); a task whose repeats
-        are all on disk already (a run killed before its fold) is folded at once."""
+        are all on disk already (a run killed before its fold) is folded at once. Repeat
+        r's companions (``Backend.score_with``) are the metrics a clean run scores in that
+        repeat's group and an earlier run already did: their repeat r on disk, or their
+        task folded (``done``)."""
         missing = {p.key: self.book.missing(sample.id, h, p) for p in pairs}
         for p in pairs:
             if not missing[p.key] and (folded := self.book.complete(sample.id, h, p)) is not None:
                 self.emit([folded], p.backend.name)
+        backend = pairs[0].backend.name if pairs else ""
+        folded_earlier = [
+            p for p in self.plan.pairs if p.backend.name == backend and p.repeats > 1 and done >> p.bit & 1
+        ]
         for r in range(max((p.repeats for p in pairs), default=0)):
             todo = [p for p in pairs if r in missing[p.key]]
             if todo:
+                held = [p for p in pairs if p.repeats > r and r not in missing[p.key]]
                 yield TaskGroup(
                     sample=sample,
                     backend=todo[0].backend,
@@ -650,6 +658,7 @@ class _Run:
                     repeat=r,
                     seed=seed_of(r),
                     where=self.where,
+                    companions=[p.metric for p in held + folded_earlier if p.repeats > r],
                 )
 
     async def stream(self) -> None:
