@@ -176,31 +176,34 @@ class BatchLedger:
         return {cid for up in self._uploads.values() if up.batch_id == batch_id for cid in up.custom_ids}
 
 
+@dataclass(frozen=True)
+class _Billed:
+    """A model's tokens over the folder's jobs, as ``usd_cost`` reads a call record."""
+
+    model: str
+    input_tokens: int
+    output_tokens: int
+    batch: bool = True
+
+
 def paid_summary(path: Path, prices: Any) -> dict[str, Any]:
-    """What the folder's batch jobs were billed for (``paid_tokens``), at the batch price
-    (``unified.judge.prices.batch_price``)::
+    """What the folder's batch jobs were billed for (``paid_tokens``), priced by the one
+    rule of ``unified.judge.prices.usd_cost`` at the batch price::
 
         usd = Σ_model (prompt_tokens · in + completion_tokens · out) / 10⁶
 
-    ``usd`` is None when a model that used tokens has no price. Unlike the score lines'
-    costs, it counts the answers a killed process read into the judge cache and a resumed
-    run then found there (cache hits at $0 in its lines)."""
-    from unified.judge.prices import batch_price
+    ``usd`` is None without a price table or when a model that used tokens has no price.
+    Unlike the score lines' costs, it counts the answers a killed process read into the
+    judge cache and a resumed run then found there (cache hits at $0 in its lines)."""
+    from unified.judge.prices import usd_cost
 
     ledger = BatchLedger(path)
-    tokens = ledger.paid_tokens()
-    usd: float | None = 0.0
-    for model, (tin, tout) in tokens.items():
-        price = batch_price(prices, model) if prices else None
-        if price is None:
-            usd = None if tin or tout else usd
-        elif usd is not None:
-            usd += (tin * price[0] + tout * price[1]) / 1e6
+    billed = [_Billed(model, int(tin), int(tout)) for model, (tin, tout) in ledger.paid_tokens().items()]
     return {
         "jobs": ledger.jobs(),
-        "input_tokens": sum(t[0] for t in tokens.values()),
-        "output_tokens": sum(t[1] for t in tokens.values()),
-        "usd": usd,
+        "input_tokens": sum(b.input_tokens for b in billed),
+        "output_tokens": sum(b.output_tokens for b in billed),
+        "usd": usd_cost(billed, prices),
     }
 
 

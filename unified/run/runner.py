@@ -615,20 +615,23 @@ class _Run:
                     sample_hash=h,
                     needs_judge=needs_judge,
                     where=self.where,
-                    companions=self._companions(once[0].backend, done) if done and needs_judge else [],
+                    companions=[p.metric for p in self._done_on(once[0].backend.name, done)] if needs_judge else [],
                 )
             repeated = [p for p in pairs if p.repeats > 1]
             if repeated:
                 yield from self._repeat_groups(sample, h, repeated, done)
 
-    def _companions(self, backend: Any, done: int) -> list[MetricRef]:
-        """The metrics on ``backend`` an earlier run scored for this sample (``done``: the
-        scan's mask): a backend that fuses calls asks them as the first run did
+    def _done_on(self, backend: str, done: int, repeated: bool = False) -> list[Pair]:
+        """The judged pairs on ``backend`` an earlier run scored for this sample (``done``:
+        the scan's mask), those scored once or, ``repeated``, those folded from repeats:
+        the companions a backend that fuses calls asks as the first run did
         (``Backend.score_with``)."""
+        if not done:
+            return []
         return [
-            p.metric
+            p
             for p in self.plan.pairs
-            if p.backend.name == backend.name and p.needs_judge and p.repeats == 1 and done >> p.bit & 1
+            if p.backend.name == backend and p.needs_judge and (p.repeats > 1) == repeated and done >> p.bit & 1
         ]
 
     def _repeat_groups(self, sample: Sample, h: str, pairs: list[Pair], done: int = 0) -> Iterator[TaskGroup]:
@@ -641,10 +644,7 @@ class _Run:
         for p in pairs:
             if not missing[p.key] and (folded := self.book.complete(sample.id, h, p)) is not None:
                 self.emit([folded], p.backend.name)
-        backend = pairs[0].backend.name if pairs else ""
-        folded_earlier = [
-            p for p in self.plan.pairs if p.backend.name == backend and p.repeats > 1 and done >> p.bit & 1
-        ]
+        folded_earlier = self._done_on(pairs[0].backend.name, done, repeated=True) if pairs else []
         for r in range(max((p.repeats for p in pairs), default=0)):
             todo = [p for p in pairs if r in missing[p.key]]
             if todo:
@@ -679,10 +679,9 @@ class _Run:
         self.progress = Progress(False if self.opts.quiet else self.opts.progress, totals)
         ticker = asyncio.create_task(self._tick())
         try:
-            from unified.judge.prices import parse_prices, price_scope
+            from unified.judge.prices import price_scope
 
-            prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
-            with price_scope(prices):
+            with price_scope(self._prices()):
                 async with self._batch_scope():
                     if isinstance(self.executor, LocalExecutor):  # a computed block's lines: one write
                         await self.executor.run(self.groups(), self.done, after_block=self.log.flush)
@@ -789,18 +788,22 @@ class _Run:
         self._say_end(summary, groups, degraded)
         return report
 
+    def _prices(self) -> Any:
+        """The run's price table: ``prices`` as given (a dict), or parsed from its specs."""
+        from unified.judge.prices import parse_prices
+
+        return self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
+
     def _batch_spend(self, summary: dict[str, Any], aggregates: list[Any]) -> None:
         """``summary["batches"]``: what the folder's batch jobs were billed for
         (``batches.jsonl``), and a note when the score lines count less — answers a killed
         run had read are cache hits in the lines of the run that resumed it."""
         from unified.judge.batch_ledger import BATCHES_FILE, paid_summary
-        from unified.judge.prices import parse_prices
 
         path = self.out / BATCHES_FILE
         if self.temp_out or not path.exists():
             return
-        prices = self.opts.prices if isinstance(self.opts.prices, dict) else parse_prices(self.opts.prices)
-        paid = summary["batches"] = paid_summary(path, prices)
+        paid = summary["batches"] = paid_summary(path, self._prices())
         lines = sum((a.cost.usd or 0.0) for a in aggregates)
         if paid["usd"] is not None and paid["usd"] > lines + 1e-9:
             self.say(
