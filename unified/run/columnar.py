@@ -458,7 +458,7 @@ def iter_model_fields(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
 def iter_fields(path: Path, fields: Sequence[str]) -> Iterator[tuple[int, dict[str, Any]]]:
     """(row number, the line's JSON object cut to the task key and ``fields``) of every
     row, in file order, reading only those columns (and ``extra``, where a value its
-    column cannot hold is kept): ``diff`` needs three fields of 200k lines, not their
+    column cannot hold is kept): ``diff`` needs four fields of 200k lines, not their
     ``details``."""
     wanted = tuple(f for f in fields if f not in KEY and f in _ORDER)
     loads, keep = json.loads, set(wanted)
