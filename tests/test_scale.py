@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
@@ -317,3 +318,73 @@ def test_a_cancellation_caught_before_the_run_does_not_stop_it(tmp_path):
     report = asyncio.run(main())
     assert len(list(report.iter_scores())) == 1200
     assert json.loads((tmp_path / "o" / "summary.json").read_text())["interrupted"] is False
+
+
+@pytest.mark.parametrize("damage", ["deleted", "cut", "edited"])
+def test_a_damaged_samples_file_is_written_again_for_done_samples(tmp_path, capsys, damage):
+    """Every reader of a folder's questions (``to_pandas(samples=True)``, ``to_ragas``,
+    ``to_deepeval``, the page) reads ``samples.jsonl``. A done sample whose line was lost
+    got no line again (its tasks were all done, so nothing was written for it): its
+    ``user_input`` read as None and ``to_deepeval`` left it out, without a word. The
+    index does not vouch for a changed file, and the normal path writes the lines back."""
+    data, out = _first_run(tmp_path)
+    path = out / "samples.jsonl"
+    kept = path.read_text().splitlines()
+    if damage == "deleted":
+        path.unlink()
+        kept = []
+    elif damage == "cut":
+        kept = kept[:1]
+        path.write_text(kept[0] + "\n")
+    else:  # one line's id changed by hand: s1 no longer has a line
+        kept = [x.replace('"id":"s1"', '"id":"zz"') for x in kept]
+        path.write_text("\n".join(kept) + "\n")
+    capsys.readouterr()
+    evaluate(data, METRICS, ["native"], out=out, progress=False)
+    err = capsys.readouterr().err
+    lost = 4 - sum('"id":"s' in x for x in kept)
+    assert f"note: {lost} scored sample(s) had no line in" in err
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["tasks_run"] == 0  # nothing scored again
+    df = Report(out).to_pandas(samples=True)
+    assert df["user_input"].notna().all() and len(df) == 8
+    assert sorted(r["name"] for r in Report(out).to_deepeval()) == ["s0", "s1", "s2", "s3"]
+    mtimes = files(out)
+    run(data, out)  # and the index vouches for the mended folder
+    assert files(out) == mtimes
+
+
+def test_a_resume_writes_no_sample_line_twice(tmp_path):
+    data, out = _first_run(tmp_path)
+    write(data, rows(6))  # two new rows: only their lines are added
+    run(data, out)
+    ids = [json.loads(x)["id"] for x in (out / "samples.jsonl").read_text().splitlines()]
+    assert ids == [f"s{i}" for i in range(6)]
+
+
+def test_listed_sample_ids_reads_escaped_and_foreign_lines(tmp_path):
+    from unified.run.runfolder import listed_sample_ids
+    from unified.sample import Sample
+
+    odd = ['a"b', "é\\x", "tab\there", 'q,"id":"x', "plain"]
+    lines = [
+        Sample(id=i, user_input=f'say ,"id":"fake{n}"', metadata={"id": "meta"}).model_dump_json(exclude_none=True)
+        for n, i in enumerate(odd)
+    ]
+    lines += ['{"id": "hand", "user_input": "q"}', "torn {", "", '{"no": "id"}']
+    (tmp_path / "samples.jsonl").write_text("\n".join(lines) + "\n")
+    assert listed_sample_ids(tmp_path / "samples.jsonl") == {*odd, "hand"}
+    assert listed_sample_ids(tmp_path / "absent.jsonl") == set()
+
+
+def test_a_table_of_scored_samples_without_their_lines_says_so(tmp_path):
+    data, out = _first_run(tmp_path)
+    lines = (out / "samples.jsonl").read_text().splitlines()
+    (out / "samples.jsonl").write_text("\n".join(lines[1:]) + "\n")  # s0 loses its line
+    rep = Report(out)
+    for table in (lambda: rep.to_pandas(samples=True), rep.to_ragas, rep.to_deepeval):
+        with pytest.warns(UserWarning, match=r"1 scored sample\(s\) \(first: 's0'\) have no line in .*samples.jsonl"):
+            table()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rep.to_pandas()  # no sample columns asked: nothing to say

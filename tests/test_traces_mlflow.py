@@ -88,7 +88,7 @@ def test_a_search_traces_dataframe_loads_into_one_sample_per_trace(logged):
 
 def test_trace_objects_and_a_trace_json_export_load_the_same_way(logged, tmp_path):
     exp_id, _ = logged
-    traces = mlflow.search_traces(locations=[exp_id], return_type="list")
+    traces = mlflow.search_traces(locations=[exp_id], return_type="list", flush=True)  # alone, it must flush too
     good, bad = load_samples(traces)
     check(good, bad)
     export = tmp_path / "traces.jsonl"

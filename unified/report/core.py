@@ -27,6 +27,7 @@ from unified.report.model import (
     build_model,
     iter_jsonl,
     order_model,
+    unlisted_note,
     unreadable_note,
 )
 from unified.run.columnar import fresh_parquet
@@ -173,6 +174,18 @@ class Report:
             d["id"] = str(d.get("id"))
             yield d
 
+    def samples_of(self, scored: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Sample id -> the sample as a dict, for a table of the ``scored`` sample ids;
+        warns (once per call) when some have no sample: a ``samples.jsonl`` deleted, cut
+        or edited since the run, or samples given that miss some scores' ids. Their
+        question, answer and contexts would otherwise be empty, or their rows missing,
+        without a word."""
+        by_id = {d["id"]: d for d in self.iter_samples()}
+        missing = [sid for sid in dict.fromkeys(scored) if sid not in by_id]
+        if missing:
+            warnings.warn(unlisted_note(len(missing), missing[0], self.run_dir), stacklevel=3)
+        return by_id
+
     def samples_given(self) -> Any:
         """The samples this Report was given in memory (None: it reads its folder's)."""
         return self._samples_in
@@ -279,7 +292,7 @@ class Report:
 
     def _join_samples(self, df: Any) -> Any:
         fields = ("user_input", "response", "reference")
-        by_id = {d["id"]: d for d in self.iter_samples()}
+        by_id = self.samples_of(sid for sid, row_err in zip(df["sample_id"], df["row_error"]) if not row_err)
         for f in fields:
             df[f] = [
                 None if row_err else by_id.get(sid, {}).get(f) for sid, row_err in zip(df["sample_id"], df["row_error"])
@@ -395,7 +408,8 @@ class Report:
 
         by_task, order, metrics = self._framework_input(backend)
         with_backend = backend is None and len(self.backends()) > 1
-        rows, cols = frameworks.ragas_rows(self.iter_samples(), by_task, order, metrics, with_backend)
+        samples = self.samples_of(sid for sid, _ in by_task).values()
+        rows, cols = frameworks.ragas_rows(samples, by_task, order, metrics, with_backend)
         return pd.DataFrame(rows, columns=cols)
 
     def to_deepeval(self, backend: str | None = None) -> list[dict[str, Any]]:
@@ -407,7 +421,7 @@ class Report:
         by_task, order, metrics = self._framework_input(backend)
         with_backend = backend is None and len(self.backends()) > 1
         out = []
-        for s in self.iter_samples():
+        for s in self.samples_of(sid for sid, _ in by_task).values():
             for b in order:
                 lines = by_task.get((s["id"], b))
                 if lines is not None:

@@ -411,6 +411,16 @@ def metric_order(seen: Sequence[str], asked: Sequence[str] = ()) -> list[str]:
     return first + [m for _, m in rest]
 
 
+def unlisted_note(n: int, first: str, run_dir: Path | None) -> str:
+    """What ``n`` scored samples without a sample (first: ``first``) mean to a table of them."""
+    where = f"line in {run_dir / 'samples.jsonl'}" if run_dir is not None else "sample among those given"
+    fix = " (deleted or edited since the run; the same run command writes them again)" if run_dir is not None else ""
+    return (
+        f"{n} scored sample(s) (first: '{first}') have no {where}: their question, answer and contexts are "
+        f"missing from this table{fix}"
+    )
+
+
 def unreadable_note(n: int, run_dir: Path | None) -> str:
     """What ``n`` skipped lines of a scores file mean to the reader of its figures."""
     where = f"{run_dir / 'scores.jsonl'}" if run_dir is not None else "the scores file"

@@ -43,6 +43,7 @@ import os
 import re
 import time
 from dataclasses import dataclass, field
+from json.decoder import scanstring  # type: ignore[attr-defined]  # the C string scanner json.loads uses; not in typeshed
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterator, Mapping
 
@@ -132,6 +133,36 @@ def iter_lines(path: Path) -> Iterator[dict[str, Any]]:
                 d = parse_line(line)
                 if isinstance(d, dict):
                     yield d
+
+
+# where a line ``Sample.model_dump_json`` wrote holds its id: after the content fields
+# (strings, lists of strings, grades that are numbers: none of them holds this byte
+# sequence outside a string, where a quote is escaped) and before ``metadata``
+_ID_FIELD = b',"id":"'
+
+
+def listed_sample_ids(path: Path) -> set[str]:
+    """The ids of the samples ``samples.jsonl`` holds a line for. A line the run wrote
+    is read from its id field on (``_ID_FIELD``; a resume of a 1M-sample folder reads
+    every line); a line without one is parsed. A hand-written line whose id comes after
+    a metadata object with an "id" of its own may read as that id: its sample's line is
+    then written again (the same content; the last line per id wins)."""
+    ids: set[str] = set()
+    if not path.exists():
+        return ids
+    with open(path, "rb") as f:
+        for raw in f:
+            at = raw.find(_ID_FIELD)
+            if at > 0:
+                try:
+                    ids.add(scanstring(raw[at + len(_ID_FIELD) :].decode("utf-8"), 0)[0])
+                    continue
+                except (UnicodeDecodeError, ValueError):  # torn or hand-made: parsed below
+                    pass
+            d = parse_line(raw) if raw.strip() else None
+            if isinstance(d, dict) and "id" in d:
+                ids.add(str(d["id"]))
+    return ids
 
 
 def repair_jsonl(path: Path) -> int:

@@ -9,6 +9,7 @@ A run that ends with its input file read to its end (not interrupted, no
      "input":  {"path", "stat", "sha256"},
      "scores": {"stat", "sha256"},
      "summary": {"stat", "sha256"},   # the summary.json the run wrote
+     "samples": {"stat"},        # samples.jsonl as the run left it
      "aggregates": {"written": [...], "stable": [...]},   # Report.summary() both ways
      "report": true}             # report.html was written
 
@@ -29,6 +30,9 @@ nothing rewritten but the manifest's invocation list — only when all of these 
   since is seen and the normal path runs (which re-reads, repairs and rescores);
 * ``summary.json`` is the same bytes by the same rule (the no-op path prints its table),
   and ``report.html`` exists when the run writes one;
+* ``samples.jsonl`` has the stat the run left (by stat alone: hashing it would cost every
+  run a pass over the file; a changed stat runs the normal path, which writes a done
+  sample's line again when the file lacks it — deleted, cut or edited by hand);
 * no ``--fresh``, ``--calibration`` or ``--retry-errors`` with failures on record.
 
 Anything else runs the normal path, which removes ``index.json`` before it touches the
@@ -46,7 +50,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from unified.data.files import write_json
-from unified.run.runfolder import INDEX_FILE, SCORES_FILE, SUMMARY_FILE
+from unified.run.runfolder import INDEX_FILE, SAMPLES_FILE, SCORES_FILE, SUMMARY_FILE
 
 VERSION = 1
 
@@ -141,8 +145,8 @@ def write_index(
     (``same_file``'s rule), so the lines are not hashed twice. ``summary.json`` is
     fingerprinted too: the no-op path prints its table and failure groups."""
     inp, out = fingerprint(source), _known_or_fingerprint(scores, known)
-    summary = fingerprint(folder / SUMMARY_FILE)
-    if inp is None or out is None or summary is None:
+    summary, samples = fingerprint(folder / SUMMARY_FILE), file_stat(folder / SAMPLES_FILE)
+    if inp is None or out is None or summary is None or samples is None:
         return False
     entry = {
         "version": VERSION,
@@ -150,6 +154,7 @@ def write_index(
         "input": {"path": str(source.resolve()), **inp},
         "scores": out,
         "summary": summary,
+        "samples": {"stat": samples},
         "aggregates": dict(aggregates),
         "report": report,
     }
@@ -168,13 +173,14 @@ def proves_unchanged(index: Mapping[str, Any], key: str, source: Path, scores: P
     """True when ``index`` proves the folder already holds every task of this run's
     input and configuration (module docstring), and that its ``summary.json`` is the one
     the run wrote (a summary copied from another folder printed its table beside this
-    folder's gate)."""
+    folder's gate) and ``samples.jsonl`` the one it left (the report's questions)."""
     if not index or index.get("key") != key:
         return False
     return (
         same_file(source, index.get("input"))
         and same_file(scores, index.get("scores"))
         and same_file(scores.parent / SUMMARY_FILE, index.get("summary"))
+        and same_file(scores.parent / SAMPLES_FILE, index.get("samples"))
     )
 
 

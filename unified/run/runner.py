@@ -66,6 +66,7 @@ from unified.run.runfolder import (  # noqa: F401
     RunFolderError,
     ScanResult,
     SeenKeys,
+    listed_sample_ids,
     repair_jsonl,
     write_json,
 )
@@ -233,6 +234,10 @@ class _Run:
         self.batch: Any = None  # BatchSettings of a --batch run
         self.unchanged = False  # the index proves the folder holds every task already (runindex)
         self.input_stat: list[int] | None = None  # the input file's stat when reading began
+        # on a resume, the ids samples.jsonl holds a line for: a done sample without one (the
+        # file deleted or cut since) has it written again, for the report's questions
+        self.listed: set[str] | None = None
+        self.restored = 0
 
     # ------------------------------------------------------------ setup
     def snapshot_input(self) -> None:
@@ -319,6 +324,8 @@ class _Run:
         if self.opts.retry_errors and (dropped := self.folder.drop_errors()):
             self.say(f"note: retrying {dropped} failed task(s) from {self.folder.scores}")
         self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
+        if any(not row_error for row_error, _ in self.scan.done):
+            self.listed = listed_sample_ids(self.folder.samples)
         if self.book.pairs and (held := self.book.load()):
             self.say(f"resuming {self.out}: {held} repeat(s) of unfinished tasks already on disk")
         if self.scan.lines:
@@ -581,9 +588,12 @@ class _Run:
                     finished[p.backend.name] = finished.get(p.backend.name, 0) + 1
             for backend, n in finished.items():  # one update per backend, not per task
                 self.progress.advance(backend, n)
-        if not todo:
-            return
         assert self.sample_log is not None
+        if not todo:
+            if self.listed is not None and sample.id not in self.listed:
+                self.sample_log.write(sample.model_dump_json(exclude_none=True), flush=False)
+                self.restored += 1
+            return
         self.sample_log.write(sample.model_dump_json(exclude_none=True), flush=False)
         runnable: dict[tuple[str, bool], list[Pair]] = {}
         for p in todo:
@@ -900,6 +910,11 @@ class _Run:
             )
         if c.lines_dropped:
             self.say(f"note: dropped {c.lines_dropped} stale or superseded score line(s) from {self.folder.scores}")
+        if self.restored:
+            self.say(
+                f"note: {self.restored} scored sample(s) had no line in {self.folder.samples} (deleted or edited "
+                "since): written again from the input"
+            )
         for pair, n in sorted(self.unasked_dropped.items()):
             metric, _, backend = pair.partition("|")
             self.say(
