@@ -647,3 +647,32 @@ def test_a_line_nested_past_the_recursion_limit_is_unreadable_not_a_crash(tmp_pa
     assert [d["sample_id"] for d in iter_lines(scores)] == ["a"]
     assert [d and d["sample_id"] for d in iter_lines_indexed(scores)] == ["a", None]
     assert rewrite_jsonl(scores, lambda _i, d: d is not None) == 1 and scores.read_text() == good + "\n"
+
+
+@pytest.mark.parametrize("where", ["_write_parquet", "_write_index"])
+def test_a_sigterm_after_every_task_was_scored_ends_with_a_complete_folder(tmp_path, capsys, monkeypatch, where):
+    """A real SIGTERM while ``finish`` writes the folder of a run whose tasks are all
+    scored: the files end as a complete run's (summary not interrupted, parquet, index:
+    the same command again is a no-op) and the message says the folder is complete —
+    it used to say "resume with" over a finished folder, whose summary said interrupted."""
+    from unified.run import runner
+
+    data, out = _first(tmp_path)
+    write(data, rows(4) + rows(4, start=4))
+    real = getattr(runner._Run, where)
+
+    def under_sigterm(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)  # delivered now, in the main thread
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(runner._Run, where, under_sigterm)
+    capsys.readouterr()
+    with pytest.raises(RunInterrupted) as info:
+        evaluate(data, METRICS, ["native"], out=out, progress=False)
+    monkeypatch.undo()
+    assert info.value.complete and info.value.signal == "SIGTERM"
+    err = capsys.readouterr().err
+    assert f"interrupted by SIGTERM after the run; its folder is complete: {out}" in err and "resume" not in err
+    assert json.loads((out / "summary.json").read_text())["interrupted"] is False
+    assert columnar.fresh_parquet(out)["rows"] == 16
+    assert run(data, out).unchanged  # nothing left to do

@@ -103,7 +103,9 @@ __all__ = [
 class RunInterrupted(KeyboardInterrupt):
     """Raised by ``evaluate`` after Ctrl-C or SIGTERM: the run folder is consistent, its
     summary written, its lock released, and ``hint`` resumes it. ``signal`` is "SIGINT" or
-    "SIGTERM". In a notebook (``notebook=True``) the message says to run the cell again."""
+    "SIGTERM". In a notebook (``notebook=True``) the message says to run the cell again.
+    ``complete``: the signal came after every task was scored, while the folder's files
+    were written; they were finished whole and there is nothing to resume."""
 
     def __init__(
         self,
@@ -114,15 +116,22 @@ class RunInterrupted(KeyboardInterrupt):
         signal_name: str = "SIGINT",
         *,
         notebook: bool = False,
+        complete: bool = False,
     ):
         self.done, self.total, self.out, self.hint, self.signal = done, total, out, hint, signal_name
+        self.complete = complete
         of = f" of {total}" if total is not None else ""
         how = "run the cell again to resume" if notebook else f"resume with: {hint}"
-        super().__init__(f"interrupted after {done}{of} tasks; {how}")
+        if complete:
+            super().__init__(f"interrupted by {signal_name} after the run; its folder is complete: {out}")
+        else:
+            super().__init__(f"interrupted after {done}{of} tasks; {how}")
 
     def in_notebook(self) -> "RunInterrupted":
         """The same interruption, told as a notebook user acts on it."""
-        return RunInterrupted(self.done, self.total, self.out, self.hint, self.signal, notebook=True)
+        return RunInterrupted(
+            self.done, self.total, self.out, self.hint, self.signal, notebook=True, complete=self.complete
+        )
 
 
 # ---------------------------------------------------------------- inputs
@@ -210,6 +219,10 @@ class _Run:
         self.scan = ScanResult()
         self.complete = False
         self.interrupted: str | None = None
+        # a SIGTERM that came while ``finish`` wrote the folder of a run that had scored
+        # every task: the files are finished whole, as a complete run's, then it ends
+        self.finishing = False
+        self.late_signal: str | None = None
         # the run task's cancellation count when the scoring began: a caller that caught an
         # earlier cancellation of its task (without uncancel) leaves it above 0 for good
         self.cancelling_at_start = 0
@@ -1006,9 +1019,12 @@ class _Run:
 @contextlib.contextmanager
 def _sigterm_cancels(run: _Run) -> Iterator[None]:
     """SIGTERM behaves like Ctrl-C, wherever it lands: while tasks are scored it cancels
-    them (the run then ends cleanly); while the folder is set up or its summary and report
-    are written it is remembered, and the run ends as interrupted once they are whole. The
-    handler before it comes back at the end (the CLI's own, which defers the exit)."""
+    them (the run then ends cleanly); while the folder is set up it is remembered and no
+    task is scored. While ``finish`` writes the folder it is remembered too: if the run
+    had already ended interrupted, so it does; if every task was decided, the files end
+    as a complete run's (summary, index, ``scores.parquet``) and ``RunInterrupted(complete=True)``
+    says the folder is complete, not "resume". The handler before it comes back at the
+    end (the CLI's own, which defers the exit)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -1016,6 +1032,9 @@ def _sigterm_cancels(run: _Run) -> Iterator[None]:
     task = asyncio.current_task()
 
     def on_term(signum: int, frame: Any) -> None:
+        if run.finishing:  # every task of the run is decided: its files end as a complete run's
+            run.late_signal = run.late_signal or "SIGTERM"
+            return
         run.interrupted = "SIGTERM"
         if run.streaming and task is not None:
             loop.call_soon_threadsafe(task.cancel)
@@ -1047,6 +1066,7 @@ async def _run_once(run: _Run) -> "Report":
             run.interrupted = run.interrupted or "SIGINT"
         finally:
             run.streaming = False
+    run.finishing = True
     return run.finish()
 
 
@@ -1104,6 +1124,19 @@ async def aevaluate(
             )
             if opts.on_interrupt is not None:
                 opts.on_interrupt(RunInterrupted(done, total, run.out, hint, run.interrupted))
+            raise asyncio.CancelledError()
+        if run.late_signal:
+            late = RunInterrupted(
+                run.scan.lines + run.counts.tasks_run,
+                run.total_tasks,
+                run.out,
+                run.hint(),
+                run.late_signal,
+                complete=True,
+            )
+            print(late, file=sys.stderr, flush=True)
+            if opts.on_interrupt is not None:
+                opts.on_interrupt(late)
             raise asyncio.CancelledError()
         if run.temp_out:
             from unified.report import Report
