@@ -388,3 +388,11 @@ def test_a_table_of_scored_samples_without_their_lines_says_so(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         rep.to_pandas()  # no sample columns asked: nothing to say
+
+
+def test_diff_rows_come_in_the_reports_metric_order(tmp_path):
+    data = write(tmp_path / "in.jsonl", rows(3))
+    for name in ("a", "b"):  # asked mrr first: its lines come first in both files
+        run(data, tmp_path / name, metrics="ndcg@3,mrr,precision@3,precision@1")
+    got = [r["metric"] for r in diff_runs(tmp_path / "a", tmp_path / "b", n_boot=50)]
+    assert got == ["precision@1", "precision@3", "mrr", "ndcg@3"]

@@ -153,12 +153,23 @@ def diff_runs(
     a_dir, b_dir = _existing(run_a), _existing(run_b)
     va, vb = _values(a_dir), _values(b_dir)
     changes = config_differences(a_dir, b_dir)
-    keys = list(va) + [k for k in vb if k not in va]  # metrics of either run; unpaired ones say so
+    keys = _table_order(list(va) + [k for k in vb if k not in va])  # either run's; unpaired ones say so
     rows = [_paired_row(m, be, va.get((m, be), {}), vb.get((m, be), {}), n_boot, seed, top) for m, be in keys]
     for r, adjusted in zip(rows, holm([r["p"] for r in rows])):
         r["p_holm"] = adjusted
         r["config_changes"] = changes.get((r["metric"], r["backend"]), changes.get(ANY_PAIR, []))
     return rows
+
+
+def _table_order(keys: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(metric, backend) pairs in the report's one stable order: metrics by
+    ``metric_order`` (registry order, cutoff and parameters breaking ties), backends as
+    first seen — not in the order the lines happened to be written."""
+    from unified.report.model import metric_order
+
+    rank = {m: i for i, m in enumerate(metric_order(list(dict.fromkeys(m for m, _ in keys))))}
+    seen = {b: i for i, b in enumerate(dict.fromkeys(b for _, b in keys))}
+    return sorted(keys, key=lambda k: (rank[k[0]], seen[k[1]]))
 
 
 ANY_PAIR = ("*", "*")
