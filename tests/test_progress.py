@@ -51,3 +51,34 @@ def test_degraded_values_are_counted_on_the_line():
     finally:
         p.stop()
     assert out.getvalue().splitlines()[-1].startswith("progress: 2/4 tasks, 0 failed, 1 degraded, 0 judge calls")
+
+
+def _chat(output_tokens: int, latency: float, batch: bool) -> CallRecord:
+    return CallRecord(
+        kind="chat",
+        backend="native",
+        metric="m",
+        sample_id="s",
+        model="x",
+        cached=False,
+        output_tokens=output_tokens,
+        latency=latency,
+        batch=batch,
+    )
+
+
+def test_tokens_of_batch_jobs_are_counted_without_a_speed():
+    """A batch call's latency is its job's wait, so it stays out of tok/s; its tokens were
+    left out of the count too, and a batch run's line said "0 tokens generated"."""
+    out = NotATty()
+    p = Progress("auto", {"native": 4}, stream=out, every_s=0.0)
+    try:
+        p.on_call(_chat(120, 300.0, batch=True))
+        p.line()
+        p.on_call(_chat(30, 2.0, batch=False))
+        p.line()
+    finally:
+        p.stop()
+    first, second = out.getvalue().splitlines()[:2]
+    assert "120 tokens generated (all 120 in batch jobs)" in first
+    assert "150 tokens generated (15.0 tok/s; 120 of them in batch jobs)" in second
