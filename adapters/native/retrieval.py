@@ -79,8 +79,8 @@ def _hit_ranks(retrieved: Sequence[str], relevant: Iterable[str], k: int) -> lis
     return ranks
 
 
-def _require_relevant(relevant: Iterable[str]) -> set[str]:
-    rel = set(relevant)
+def _require_relevant(relevant: Iterable[str]) -> set[str] | frozenset[str]:
+    rel = relevant if isinstance(relevant, (set, frozenset)) else set(relevant)
     if not rel:
         raise ValueError("no relevant ids: the metric is undefined for a question without relevance judgments")
     return rel
@@ -155,11 +155,21 @@ def _hit(ranks: list[int], kk: int, n_rel: int) -> float:
     return 1.0 if ranks else 0.0
 
 
+def _binary_ndcg(ranks: list[int], kk: int, n_rel: int) -> float:
+    # ``ndcg_at_k`` with every relevant id at grade 1: each gain is 2¹ − 1 = 1, so DCG is
+    # Σ 1/log2(rank + 1) over the hit ranks, in rank order (the same floats, added in the
+    # same order) and IDCG that of min(k, n_rel) ones
+    if kk == 0:
+        return 0.0
+    return sum(1.0 / _log2(rank + 1) for rank in ranks) / _ideal_dcg((1.0,) * min(kk, n_rel))
+
+
 _FROM_RANKS: dict[str, Callable[[list[int], int, int], float]] = {
     "precision_at_k": _precision,
     "recall_at_k": _recall,
     "mrr": _reciprocal_rank,
     "hit_rate_at_k": _hit,
+    "ndcg_at_k": _binary_ndcg,  # binary relevance only; graded judgments go through ndcg_at_k
 }
 
 
@@ -299,25 +309,25 @@ def retrieval_fields(sample: Sample, metric: MetricRef, backend: str = "native")
     R@k is relative to the best achievable value (module docstring). A missing field or
     an undefined metric gives a failure naming it. Never raises.
     """
-    name, sid = metric.name, sample.id
-    fn = RETRIEVAL_METRICS.get(metric.canonical)
-    if fn is None:
-        return failure_fields(name, backend, sid, f"'{metric.canonical}' is not a retrieval metric")
+    name, sid, canonical = metric.name, sample.id, metric.spec.name
+    if canonical not in RETRIEVAL_METRICS:
+        return failure_fields(name, backend, sid, f"'{canonical}' is not a retrieval metric")
     if sample.retrieved_ids is None:
         return failure_fields(name, backend, sid, "missing field 'retrieved_ids'")
     rel = relevant_set(sample)
     if rel is None:
         return failure_fields(name, backend, sid, "missing field 'relevant_ids' (or 'graded_relevance')")
     retrieved = sample.retrieved_ids
+    graded = canonical == "ndcg_at_k" and sample.graded_relevance is not None
     try:
-        if metric.canonical == "ndcg_at_k":
+        if graded:
             raw = ndcg_at_k(retrieved, _grades(sample) or {}, metric.k)
         else:
             _require_relevant(rel)  # the public function's checks, in its order
         k = _cutoff(retrieved, metric.k)
         ranks = _hit_ranks(retrieved, rel, k)
-        if metric.canonical != "ndcg_at_k":
-            raw = _FROM_RANKS[metric.canonical](ranks, k, len(rel))
+        if not graded:
+            raw = _FROM_RANKS[canonical](ranks, k, len(rel))
     except ValueError as e:
         return failure_fields(name, backend, sid, str(e))
     except Exception as e:  # never raise per sample; keep the type for debugging
@@ -330,6 +340,6 @@ def retrieval_fields(sample: Sample, metric: MetricRef, backend: str = "native")
         raw,
         raw_range=(0.0, 1.0),
         threshold=_pass_bound(metric, k, len(rel), details),
-        reason=_reason(metric.canonical, raw, k, ranks, len(rel)),
+        reason=_reason(canonical, raw, k, ranks, len(rel)),
         details=details,
     )
