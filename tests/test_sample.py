@@ -145,3 +145,36 @@ def test_deepeval_context_beside_retrieval_context_is_the_reference_context():
     assert s.retrieved_contexts == ["found"] and s.reference_contexts == ["ideal"]
     dingo_row = {"prompt": "q?", "content": "a", "context": ["found"]}
     assert Sample.from_record(dingo_row).retrieved_contexts == ["found"]
+
+
+@pytest.mark.parametrize(
+    "field, value, says",
+    [
+        (
+            "contexts",
+            {"page_content": "Zebras eat grass"},
+            "got an object in 'contexts'; one context object goes in a list",
+        ),
+        ("retrieved_contexts", {"text": "Paris", "id": "d1"}, "got an object in 'retrieved_contexts'"),
+        ("retrieved_ids", {"d1": 1, "d2": 2}, "got an object in 'retrieved_ids'"),
+        ("retrieved_ids", {"b", "a", "c"}, "got a set in 'retrieved_ids': a set has no order"),
+        ("relevant_ids", frozenset({"a"}), "got a set in 'relevant_ids'"),
+    ],
+)
+def test_an_object_or_a_set_where_a_list_belongs_is_refused(field, value, says):
+    """``list()`` of a dict is its keys, of a set an order that changes per process: a
+    context object read as the passages ["page_content"] was judged (context_relevancy
+    10.0), and a set of ids ranked differently in every run, without a word."""
+    e = _error(
+        {"user_input": Q, "response": A, field: value, **({"relevant_ids": ["a"]} if field != "relevant_ids" else {})}
+    )
+    assert says in e.reason
+
+
+def test_a_dataframe_cell_holding_an_object_is_a_row_error():
+    pd = pytest.importorskip("pandas")
+    from unified.data.io import load_samples
+
+    df = pd.DataFrame({"user_input": [Q, Q], "response": [A, A], "retrieved_contexts": [{"x": "y"}, CTX]})
+    good, bad = load_samples(df)
+    assert len(good) == 1 and bad[0].row == 1 and bad[0].field == "retrieved_contexts"

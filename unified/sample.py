@@ -619,6 +619,12 @@ def _id_of(item: Any) -> str | None:
     return None if found is None else str(found)
 
 
+# a context object where a list belongs: one passage, as a list of one it would be read
+_OBJECT_HINT = {
+    f: "; one context object goes in a list: [{...}]" for f in ("retrieved_contexts", "reference_contexts")
+}
+
+
 def _as_str_list(field: str, value: Any, source: str) -> list[str]:
     if type(value) is list and all(type(item) is str for item in value):
         return list(value)  # the common case, at C speed
@@ -626,6 +632,12 @@ def _as_str_list(field: str, value: Any, source: str) -> list[str]:
         raise SampleError(
             field, f"expected a list of strings, got a single string in '{source}'; wrap it in a list: [\"...\"]"
         )
+    if isinstance(value, Mapping):  # list() of an object is its keys: never the passages or ids
+        raise SampleError(
+            field, f"expected a list of strings, got an object in '{source}'" + _OBJECT_HINT.get(field, "")
+        )
+    if isinstance(value, (set, frozenset)):  # iteration order varies per process: no ranking
+        raise SampleError(field, f"expected a list of strings, got a set in '{source}': a set has no order")
     if not isinstance(value, (list, tuple)):
         try:  # numpy arrays and pyarrow lists from parquet / HF datasets
             value = list(value)
