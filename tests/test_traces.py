@@ -84,6 +84,23 @@ def test_two_retrievers_give_their_documents_in_start_order(tmp_path):
     assert [c["span"] for c in s.metadata["provenance"]["retrieved_contexts"]] == ["retrieve"] * 3 + ["web-search"]
 
 
+@pytest.mark.parametrize("writer", [tf.write_otlp_json, tf.write_console])
+def test_a_hybrid_retrievers_parts_add_no_documents(tmp_path, writer):
+    """An ensemble retriever's span returns its parts' results merged, and the parts are
+    retriever spans of their own: reading every retriever span gave 7 contexts for 3
+    (each document twice or three times), and the MLflow scorer, which reads only the
+    outermost ones, another value for the same trace."""
+    spans = tf.record(lambda t: tf.emit(t, tf.RAG[0], ensemble=True))
+    [s], bad = load_samples(
+        writer(spans, tmp_path / "t.jsonl"), layout=None if writer is tf.write_otlp_json else "openinference"
+    )
+    assert not bad
+    assert s.retrieved_contexts == [text for _, text, _ in tf.RAG[0]["docs"]]
+    assert s.retrieved_ids == [doc_id for doc_id, _, _ in tf.RAG[0]["docs"]]
+    assert s.metadata["nested_retriever_spans"] == 2
+    assert {c["span"] for c in s.metadata["provenance"]["retrieved_contexts"]} == {"retrieve"}
+
+
 def test_a_json_input_value_gives_its_question_by_mime_type(tmp_path):
     spans = tf.record(lambda t: tf.emit(t, tf.RAG[1], json_input=True, llm_output_only=True))
     [s], bad = load_samples(tf.write_otlp_json(spans, tmp_path / "t.jsonl"))

@@ -61,9 +61,12 @@ def emit(
     llm_output_only: bool = False,
     second_retriever: bool = False,
     root_input: Any = None,
+    ensemble: bool = False,
 ) -> None:
     """One RAG interaction as spans (see the module docstring); ``root_input``: a JSON
-    value to send as the root's ``input.value`` (``application/json``)."""
+    value to send as the root's ``input.value`` (``application/json``); ``ensemble``: the
+    retriever span encloses two retriever spans of its own (a hybrid retriever's parts),
+    whose results it returns merged."""
     json_input = json_input or root_input is not None
     payload = root_input if root_input is not None else {"query": rag["question"], "top_k": 3}
     root_in = json.dumps(payload) if json_input else rag["question"]
@@ -76,6 +79,10 @@ def emit(
             with tracer.start_as_current_span("retrieve") as span:
                 span.set_attribute(KIND, OpenInferenceSpanKindValues.RETRIEVER.value)
                 span.set_attribute(SpanAttributes.INPUT_VALUE, rag["question"])
+                for part, docs in enumerate(rag["docs"][:2] if ensemble else []):  # a hybrid's parts
+                    with tracer.start_as_current_span(f"part-{part}") as inner:
+                        inner.set_attribute(KIND, OpenInferenceSpanKindValues.RETRIEVER.value)
+                        inner.set_attributes(_doc_attrs([docs, rag["docs"][2]]))
                 span.set_attributes(_doc_attrs(rag["docs"], skip_text))
             if second_retriever:  # a second retrieval (e.g. a web search) after the first
                 with tracer.start_as_current_span("web-search") as span:

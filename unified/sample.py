@@ -619,10 +619,8 @@ def _id_of(item: Any) -> str | None:
     return None if found is None else str(found)
 
 
-# a context object where a list belongs: one passage, as a list of one it would be read
-_OBJECT_HINT = {
-    f: "; one context object goes in a list: [{...}]" for f in ("retrieved_contexts", "reference_contexts")
-}
+# a context object where the list belongs: how to give it as the one passage it is
+_OBJECT_HINT = {f: "; one context object goes in a list: [{...}]" for f in ("retrieved_contexts", "reference_contexts")}
 
 
 def _as_str_list(field: str, value: Any, source: str) -> list[str]:

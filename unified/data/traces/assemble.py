@@ -7,8 +7,13 @@ trace reader shares.
   need one then say so), an error when it has one that cannot be read. The root is
   the one span without a parent; none or several is an error (a trace cut across files), and so
   is a span whose parents do not lead to the root (a parent missing from the source, a loop).
-* ``retrieved_contexts``: the documents of every retriever span, spans in start order
-  (ties: source order), documents in their index order within a span — retrieval order.
+* ``retrieved_contexts``: the documents of every outermost retriever span, spans in start
+  order (ties: source order), documents in their index order within a span — retrieval
+  order. A retriever span inside another (a hybrid or ensemble retriever's parts, whose
+  results the enclosing span returns merged) adds nothing: its documents are already
+  there, and counting them too doubled contexts. ``metadata["nested_retriever_spans"]``
+  counts such spans. This is MLflow's rule (its top-level RETRIEVER spans), which our
+  MLflow scorer reads, so one trace gives the same contexts through either path.
   ``retrieved_ids`` when every document has an id; the retriever's scores, aligned with
   the contexts, in ``metadata["retrieval_scores"]`` (None where a document has none). A
   trace without a retriever span is an error: contexts cannot be told. A retriever span
@@ -34,6 +39,8 @@ from unified.data.traces.values import decode, text_of
 
 #: ``metadata`` key: the number of the trace's retriever spans that returned no document
 EMPTY_RETRIEVERS = "empty_retriever_spans"
+#: ``metadata`` key: the number of retriever spans inside another retriever span (not read)
+NESTED_RETRIEVERS = "nested_retriever_spans"
 
 
 def assemble(trace: Trace, source: str) -> dict[str, Any] | RowError:
@@ -76,6 +83,9 @@ def _record(trace: Trace) -> dict[str, Any]:
     empty = _empty_retrievers(trace)
     if empty:  # legitimate (the retriever found nothing), but a score over nothing must not surprise
         meta[EMPTY_RETRIEVERS] = empty
+    inner = _retrievers(trace)[1]
+    if inner:  # their documents are the enclosing retriever's, already read
+        meta[NESTED_RETRIEVERS] = inner
     if any(d.score is not None for _, d in docs):
         meta["retrieval_scores"] = [_score(d.score) for _, d in docs]
     record["metadata"] = meta
@@ -149,8 +159,27 @@ def _text(span: Span, side: str, role: str, *, optional: bool = False) -> tuple[
     return text, prov
 
 
+def _retrievers(trace: Trace) -> tuple[list[Span], int]:
+    """(the outermost retriever spans, in start order — ties: source order; how many
+    retriever spans lie inside another). Called after ``root_of``: every parent chain
+    reaches the root."""
+    by_id = {s.span_id: s for s in trace.spans}
+
+    def nested(span: Span) -> bool:
+        parent = by_id.get(span.parent_id or "")
+        while parent is not None:
+            if parent.kind == RETRIEVER:
+                return True
+            parent = by_id.get(parent.parent_id or "")
+        return False
+
+    every = [s for s in trace.spans if s.kind == RETRIEVER]
+    outer = [s for s in every if not nested(s)]
+    return sorted(outer, key=lambda s: (s.start, s.order)), len(every) - len(outer)
+
+
 def _documents(trace: Trace) -> list[tuple[Span, Doc]]:
-    retrievers = sorted((s for s in trace.spans if s.kind == RETRIEVER), key=lambda s: (s.start, s.order))
+    retrievers, _ = _retrievers(trace)
     if not retrievers:
         kinds = sorted({s.kind or "?" for s in trace.spans})
         raise TraceProblem(
@@ -172,8 +201,8 @@ def _documents(trace: Trace) -> list[tuple[Span, Doc]]:
 
 
 def _empty_retrievers(trace: Trace) -> int:
-    """How many retriever spans returned no document (after a repeated copy was dropped)."""
-    return sum(1 for s in trace.spans if s.kind == RETRIEVER and not s.documents)
+    """How many outermost retriever spans returned no document (after a repeated copy was dropped)."""
+    return sum(1 for s in _retrievers(trace)[0] if not s.documents)
 
 
 def _answer_span(trace: Trace, root: Span) -> Span | None:
