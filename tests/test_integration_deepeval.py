@@ -162,3 +162,52 @@ def test_a_user_test_file_passes_and_fails_as_expected(judge, tmp_path, runner):
     assert "1 passed" in out and "1 failed" in out, out
     assert "Unified faithfulness [native] (score: 0.0, threshold: 0.7" in out, out
     assert judge.chat_count > 0
+
+
+RANKINGS = [  # (retrieved, relevant): perfect with one relevant, half-way, none found, all found
+    (["r1", "x", "y"], ["r1"]),
+    (["d1", "d2", "d3", "d4"], ["d3", "d9"]),
+    (["x", "y", "z"], ["r1"]),
+    (["r1", "r2"], ["r1", "r2"]),
+]
+
+
+@pytest.mark.parametrize("metric", ["precision@3", "recall@3", "mrr", "ndcg@3"])
+def test_success_is_our_verdict_for_retrieval_metrics(metric):
+    """precision@k and recall@k pass relative to the best value the sample allows: a
+    perfect ranking with one relevant id gives P@3 = 0.333, which ``evaluate`` passes
+    and DeepEval failed against the fixed 0.5 (``deepeval test run`` failed a test our
+    own run passed). With the default threshold, ``success`` is ``evaluate``'s verdict."""
+    for retrieved, relevant in RANKINGS:
+        unified = {"retrieved_ids": retrieved, "relevant_ids": relevant}
+        case = LLMTestCase(
+            input="q", actual_output="a", retrieval_context=["c"] * len(retrieved), metadata={"unified": unified}
+        )
+        um = UnifiedMetric(metric)
+        um.measure(case)
+        ours = evaluate([{"user_input": "q", "response": "a", **unified}], metric, quiet=True, progress=False)
+        (score,) = ours.iter_scores()
+        assert um.success is score.passed, (metric, retrieved, relevant, um.score, um.reason)
+        assert um.score == score.value / 10
+
+
+def test_a_given_threshold_is_relative_for_precision_too():
+    case = LLMTestCase(
+        input="q",
+        actual_output="a",
+        retrieval_context=["c"] * 3,
+        metadata={"unified": {"retrieved_ids": ["r1", "x", "y"], "relevant_ids": ["r1"]}},
+    )
+    strict = UnifiedMetric("precision@3", strict_mode=True)
+    assert strict.measure(case) == pytest.approx(1 / 3) and strict.is_successful()  # the best it allows
+    assert "pass bound here 0.333 = threshold 1 × 0.333" in strict.reason
+    half = UnifiedMetric("precision@3", threshold=0.5)
+    half.measure(case)
+    assert half.success and half.threshold == 0.5  # the attribute DeepEval copies stays what was given
+    worse = LLMTestCase(
+        input="q",
+        actual_output="a",
+        retrieval_context=["c"] * 3,
+        metadata={"unified": {"retrieved_ids": ["x", "y", "z"], "relevant_ids": ["r1"]}},
+    )
+    assert half.measure(worse) == 0.0 and not half.is_successful()

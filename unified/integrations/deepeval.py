@@ -19,7 +19,11 @@ Each test case becomes a ``Sample`` (``unified.adapters.deepeval_objects``: ``in
 Scales: ``score = value / 10`` (our 0–10 on DeepEval's 0–1). ``threshold`` is on
 DeepEval's 0–1 scale, as DeepEval users type it; None means our default pass bound for
 the metric and backend divided by 10 (faithfulness: 0.7); ``strict_mode`` sets it to 1.0
-as DeepEval's own metrics do. ``success = score >= threshold``. ``reason``: our
+as DeepEval's own metrics do. ``success = value >= 10 · threshold · bound_scale``, our
+pass rule: precision@k and recall@k pass relative to the best value the sample allows
+(``Outcome.bound_scale``; P@3 with one relevant id tops out at 0.333, so a perfect
+ranking passes ``threshold=0.5`` at 0.167), every other metric at ``threshold`` itself —
+with the default threshold, exactly when ``evaluate`` says ``passed``. ``reason``: our
 backend's reason; with several backends the jury's value, each backend's value and
 reason. ``score_breakdown``: each backend's value on 0–1.
 
@@ -97,6 +101,8 @@ class UnifiedMetric(BaseMetric):
             prices=prices,
         )
         self.threshold = 1.0 if strict_mode else _threshold01(threshold, self._scorer)
+        self._bound10: float | None = None  # this sample's pass bound on 0–10, set by a measure
+        self._value10: float | None = None
         self.evaluation_model = f"unified-rag-eval {self._scorer.backend_label}"
         self.evaluation_cost = None
         self.score_breakdown = {}
@@ -125,11 +131,13 @@ class UnifiedMetric(BaseMetric):
             raise
 
     def is_successful(self) -> bool:
-        """``score >= threshold`` on 0–1; False after an error or before a measure."""
-        if self.error is not None or self.score is None or self.threshold is None:
+        """Our value reaches this sample's bound (module docstring: ``threshold`` · the
+        sample's ``bound_scale``, compared on 0–10 as ``evaluate`` does); False after an
+        error or before a measure."""
+        if self.error is not None or self._value10 is None or self._bound10 is None:
             self.success = False
         else:
-            self.success = self.score >= self.threshold
+            self.success = self._value10 >= self._bound10
         return bool(self.success)
 
     # ------------------------------------------------------------ helpers
@@ -137,6 +145,7 @@ class UnifiedMetric(BaseMetric):
         """Reset the state of a previous measure and refuse a test case that lacks a
         field the metric needs (DeepEval's own error, before any judge call)."""
         self.score = self.reason = self.success = self.error = None
+        self._value10 = self._bound10 = None
         self.score_breakdown = {}
         missing = [name for name in _needed_params(self._scorer) if _is_empty(getattr(test_case, name, None))]
         if missing:
@@ -147,7 +156,15 @@ class UnifiedMetric(BaseMetric):
 
     def _apply(self, outcome: Outcome) -> float:
         self.score = outcome.score01
+        self._value10 = outcome.value
+        # the bound on 0–10 as ``evaluate`` computes it (base · best): the same float, the same verdict
+        self._bound10 = _bound10(self.threshold) * outcome.bound_scale
         self.reason = outcome.reason if self.include_reason else None
+        if self.reason is not None and outcome.bound_scale != 1.0:
+            self.reason += (
+                f" (pass bound here {self._bound10 / 10:.3f} = threshold {self.threshold:g} × "
+                f"{outcome.bound_scale:.3f}, the best this sample allows)"
+            )
         self.score_breakdown = {b: v / 10.0 for b, v in outcome.members.items()}
         self.evaluation_cost = outcome.usd
         self.input_tokens, self.output_tokens = None, None
@@ -166,6 +183,13 @@ class UnifiedMetric(BaseMetric):
         self.error = str(exc)
         self.success = False
         self.score = None
+        self._value10 = self._bound10 = None
+
+
+def _bound10(threshold01: float) -> float:
+    """A 0–1 threshold as our 0–10 bound, read by the one bound rule (0.7 is 7.0, not
+    0.7 × 10 = 7.000000000000001, which a value of exactly 7 would fail)."""
+    return read_bound(f"{threshold01!r}@0-1", "threshold")
 
 
 def _threshold01(threshold: float | None, scorer: IntegrationScorer) -> float:

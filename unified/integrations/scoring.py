@@ -67,7 +67,10 @@ class Outcome:
     every backend's own value on 0–10 and ``member_reasons`` their reasons (one entry for
     a single backend). ``threshold`` and ``passed`` are ours (0–10). ``calls`` counts the
     judge calls this sample cost (0 when the judge cache answered), ``tokens`` their
-    tokens, ``usd`` their price when prices are known (else None)."""
+    tokens, ``usd`` their price when prices are known (else None). ``bound_scale``: the
+    share of the metric's pass bound that applies to this sample — precision@k and
+    recall@k pass relative to the best value the sample allows (``best_achievable`` in
+    the Score's details: bound = base · best), every other metric at 1."""
 
     metric: str
     sample_id: str
@@ -84,6 +87,7 @@ class Outcome:
     cache_hits: int = 0
     tokens: int = 0
     usd: float | None = None
+    bound_scale: float = 1.0
 
     @property
     def score01(self) -> float:
@@ -163,6 +167,14 @@ def _check_members(metric: str, members: list[str]) -> None:
             raise ValueError(f"backend '{name}' does not implement '{metric}' (see `unified-eval metrics {metric}`)")
     if len(set(members)) != len(members):
         raise ValueError(f"backend: a backend is named twice in {members}")
+
+
+def _bound_scale(details: Any) -> float:
+    """``Outcome.bound_scale`` from a Score's details (``best_achievable``, a number in (0, 1])."""
+    best = details.get("best_achievable") if isinstance(details, Mapping) else None
+    if isinstance(best, (int, float)) and not isinstance(best, bool) and 0.0 < best <= 1.0:
+        return float(best)
+    return 1.0
 
 
 class IntegrationScorer:
@@ -262,6 +274,7 @@ class IntegrationScorer:
                 or any(s.degraded or s.error for s in members.values())
                 or len(members) < len(self.members)
             ),
+            bound_scale=_bound_scale(final.details),
             **_cost(members.values()),
         )
 
