@@ -158,7 +158,8 @@ class UnifiedMetric(BaseMetric):
         self.score = outcome.score01
         self._value10 = outcome.value
         # the bound on 0–10 as ``evaluate`` computes it (base · best): the same float, the same verdict
-        self._bound10 = _bound10(self.threshold) * outcome.bound_scale
+        base = self.threshold if self.threshold is not None else _threshold01(None, self._scorer)
+        self._bound10 = _bound10(base) * outcome.bound_scale
         self.reason = outcome.reason if self.include_reason else None
         if self.reason is not None and outcome.bound_scale != 1.0:
             self.reason += (
