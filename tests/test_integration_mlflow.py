@@ -99,7 +99,8 @@ def test_static_rows_give_our_values_over_ten(judge, store):
 def test_a_jury_puts_every_backend_in_the_metadata(judge, store):
     scorer = UnifiedScorer("faithfulness", backend=["native", "ragas"], cache=False)
     result = mlflow.genai.evaluate(data=ROWS[:1], scorers=[scorer])
-    value, rationale, meta, _ = feedback_by_question(result, "unified_faithfulness")["What is the capital of France?"]
+    assert scorer.name == "unified_faithfulness_jury_median_native_ragas"  # not native's name: no shared key
+    value, rationale, meta, _ = feedback_by_question(result, scorer.name)["What is the capital of France?"]
     assert value == 1.0 and meta["backend"] == "jury"
     assert (meta["value.native"], meta["value.ragas"]) == ("1.0000", "1.0000")
     assert rationale.startswith("jury median 10.00/10 of native 10.00, ragas 10.00")
@@ -261,3 +262,13 @@ def test_a_documents_doc_uri_is_its_id_even_beside_a_chunk_id(store):
     ]
     result = mlflow.genai.evaluate(data=rows, scorers=[UnifiedScorer("precision@2")])
     assert result.metrics["unified_precision_at_2/mean"] == pytest.approx(0.5)
+
+
+def test_two_backends_of_one_metric_log_two_metrics(judge, store):
+    """The default name was ``unified_<metric>`` whatever the backend: two scorers of one
+    metric on two backends logged one MLflow metric, the mean of both (0.5 for a 1.0 and
+    a 0.0 that neither backend gave)."""
+    scorers = [UnifiedScorer("faithfulness", cache=False), UnifiedScorer("faithfulness", backend="ragas", cache=False)]
+    assert [s.name for s in scorers] == ["unified_faithfulness", "unified_faithfulness_ragas"]
+    result = mlflow.genai.evaluate(data=ROWS[:1], scorers=scorers)
+    assert {"unified_faithfulness/mean", "unified_faithfulness_ragas/mean"} <= set(result.metrics)

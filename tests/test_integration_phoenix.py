@@ -69,7 +69,7 @@ def test_async_evaluation_and_bound_column_names(judge):
         input_mapping={"input": "question", "output": "answer", "context": "docs"},
     )
     out = asyncio.run(async_evaluate_dataframe(dataframe=df, evaluators=[evaluator], hide_tqdm_bar=True))
-    scores = list(out["unified_faithfulness_score"])
+    scores = list(out["unified_faithfulness_jury_median_native_ragas_score"])  # the jury's own name
     assert [s["score"] for s in scores] == [1.0, 0.0]
     assert scores[0]["metadata"]["backend_values_0_10"] == {"native": 10.0, "ragas": 10.0}
 

@@ -127,7 +127,7 @@ class UnifiedScorer(Scorer):
         if not self.name:
             # a valid MLflow metric name: mlflow.genai.evaluate refused `unified_precision@5/mean`
             # only after every scorer had run (and every judge call was paid)
-            self.name = mlflow_key(f"unified_{self._scorer.metric}")
+            self.name = mlflow_key(self._scorer.default_name())
 
     def __call__(
         self,

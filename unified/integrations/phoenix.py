@@ -95,7 +95,7 @@ class UnifiedEvaluator(Evaluator):
         self._scorer = IntegrationScorer(metric, backend, allow_degraded=allow_degraded, **run_options)
         kind = "code" if self._scorer.ref.spec.kind == "retrieval" else "llm"
         super().__init__(
-            name=name or f"unified_{self._scorer.metric}",
+            name=name or self._scorer.default_name(),
             kind=kind,
             direction="maximize",
             input_schema=_schema(self._scorer),

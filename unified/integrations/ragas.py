@@ -125,7 +125,7 @@ class UnifiedRagasMetric(SingleTurnMetric):
             prices=self.prices,
         )
         if not self.name:
-            self.name = f"unified_{self._scorer.metric}"
+            self.name = self._scorer.default_name()
         self._required_columns = {MetricType.SINGLE_TURN: _columns(self._scorer)}
 
     def init(self, run_config: RunConfig) -> None:

@@ -37,6 +37,7 @@ on one thread would restore each other's handlers out of order.
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Sequence
 
@@ -209,6 +210,16 @@ class IntegrationScorer:
         if self.jury is None:
             return self.members[0]
         return f"jury:{self.jury}({','.join(self.members)})"
+
+    def default_name(self) -> str:
+        """The name a framework shows this metric under when the user gives none:
+        ``unified_<metric>`` on the native backend, ``unified_<metric>_<backend>`` on any
+        other (``unified_faithfulness_ragas``, ``unified_faithfulness_jury_median_native_ragas``),
+        so two backends' scorers of one metric never share a column, a key or an MLflow
+        metric — shared, one value replaced the other, or MLflow averaged the two."""
+        label = self.backend_label
+        suffix = "" if label == "native" else "_" + re.sub(r"[^A-Za-z0-9]+", "_", label).strip("_")
+        return f"unified_{self.metric}{suffix}"
 
     def threshold(self) -> float | None:
         """Our default pass bound on 0–10 for this metric and backend (the jury uses the
