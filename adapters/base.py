@@ -77,6 +77,12 @@ class Backend(ABC):
         secret, never a path."""
         return {}
 
+    def fingerprint_for(self, ref: MetricRef) -> dict[str, Any]:
+        """Settings that decide ``ref``'s scores alone (the embedding backend's fitted
+        model of one metric), added to ``fingerprint_extra`` in that metric's fingerprint
+        only: a change to them is no change for the backend's other metrics."""
+        return {}
+
     @abstractmethod
     async def score(self, sample: Sample, metrics: list[MetricRef]) -> list[Score]: ...
 

@@ -211,6 +211,15 @@ class EmbeddingBackend(Backend):
         model = getattr(self.judges.embedder, "model", None) if self.judges.embedder is not None else None
         return {"embedder": model or "local:all-MiniLM-L6-v2"}
 
+    def fingerprint_for(self, ref: MetricRef) -> dict[str, Any]:
+        """What decides ``ref``'s values besides the embedder: the fitted model of the
+        offline judge (``offline_judge.json``) for a metric whose default variant uses one.
+        A refit of it (a package upgrade) is then another configuration, never values of
+        two models under one hash."""
+        if _variant(ref) == "default" and ref.canonical in J.fitted_models():
+            return {"offline_model": J.model_digest(ref.canonical)}
+        return {}
+
     @property
     def embedder(self) -> Embedder:
         if self.judges.embedder is not None:

@@ -28,6 +28,7 @@ details before acting on it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from dataclasses import dataclass
@@ -96,6 +97,22 @@ class FittedModel:
         con = -sum(v for v in c.values() if v < 0)
         disagree = min(pro, con) >= 0.2 and min(pro, con) >= 0.5 * max(pro, con)
         return Verdict(p, c, agreement * margin, disagree)
+
+
+@lru_cache(maxsize=None)
+def fitted_models() -> frozenset[str]:
+    """The metrics ``offline_judge.json`` holds a fitted model for."""
+    return frozenset(json.loads(COEFFICIENTS.read_text(encoding="utf-8")).get("models", {}))
+
+
+@lru_cache(maxsize=None)
+def model_digest(name: str) -> str:
+    """sha256 (16 hex digits) of the canonical JSON of model ``name``'s entry in
+    ``offline_judge.json``: its features, scaling, coefficients and bound decide every
+    value, so a refit is another configuration (a run folder refuses to mix the two)."""
+    spec = json.loads(COEFFICIENTS.read_text(encoding="utf-8")).get("models", {}).get(name)
+    blob = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
 @lru_cache(maxsize=None)

@@ -202,3 +202,48 @@ def test_a_false_field_asserted_is_listed_as_denied_and_lowers_the_score():
     assert wrong.details["sentences"][0]["denied"] == ["outdoor", "seating"]
     assert right.details["sentences"][0]["denied"] == []
     assert wrong.value < right.value - 0.5
+
+
+def _refit(tmp_path, monkeypatch, intercept_delta: float) -> None:
+    """Point the backend at a copy of ``offline_judge.json`` whose faithfulness intercept moved."""
+    spec = json.loads(J.COEFFICIENTS.read_text(encoding="utf-8"))
+    spec["models"]["faithfulness"]["intercept"] += intercept_delta
+    copy = tmp_path / f"offline_judge_{intercept_delta}.json"
+    copy.write_text(json.dumps(spec), encoding="utf-8")
+    monkeypatch.setattr(J, "COEFFICIENTS", copy)
+    for cached in (J.load, J.fitted_models, J.model_digest):
+        cached.cache_clear()
+
+
+@pytest.fixture
+def fresh_model_caches():
+    yield
+    for cached in (J.load, J.fitted_models, J.model_digest):  # the shipped model again, for the next test
+        cached.cache_clear()
+
+
+def test_a_refit_offline_model_is_another_configuration(tmp_path, monkeypatch, fresh_model_caches):
+    """A package upgrade that refits the offline judge changed every value, but not the
+    configuration hash: a resume wrote the new model's values beside the old model's in
+    one folder, under one hash, without a word. The model's digest is now part of the
+    faithfulness fingerprint (and only of it)."""
+    from unified.judge.base import Judges
+    from unified.run.fingerprint import config_hash, task_config
+    from unified.run.runfolder import RunConfigChanged
+    from unified.run.runner import evaluate
+
+    backend = get_backend("embedding", Judges())
+    faith, relevancy, similar = parse_metrics("faithfulness,answer_relevancy,faithfulness[variant=similarity]")
+
+    def hashes() -> list[str]:
+        return [config_hash(task_config(backend, ref, Judges())) for ref in (faith, relevancy, similar)]
+
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"user_input": Q, "response": FAITHFUL, "retrieved_contexts": [CONTEXT]}) + "\n")
+    evaluate(rows, "faithfulness", ["embedding"], out=tmp_path / "out", quiet=True, progress=False)
+    before = hashes()
+    _refit(tmp_path, monkeypatch, 0.5)
+    after = hashes()
+    assert after[0] != before[0] and after[1:] == before[1:]
+    with pytest.raises(RunConfigChanged, match=r"offline_model: \w+ → \w+"):
+        evaluate(rows, "faithfulness", ["embedding"], out=tmp_path / "out", quiet=True, progress=False)

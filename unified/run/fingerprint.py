@@ -88,6 +88,10 @@ def task_config(backend: Any, ref: MetricRef, judges: Any) -> dict[str, Any]:
             # its scores (and the configuration hash of folders written before it existed)
             settings = {k: v for k, v in settings.items() if k != "prompts"}
         cfg["backend_settings"] = settings
+    per_metric = getattr(backend, "fingerprint_for", None)  # what decides this metric's values alone
+    more = per_metric(ref) if callable(per_metric) else None
+    if isinstance(more, dict) and more:
+        cfg["backend_settings"] = {**(cfg.get("backend_settings") or {}), **more}
     if needs:
         desc = describe_judges(judges)
         if "chat" in needs:
