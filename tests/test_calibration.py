@@ -14,6 +14,7 @@ from sklearn.metrics import balanced_accuracy_score
 from unified.analysis.calibration import best_threshold, calibrate, mean_ci, ppi_mean
 from unified.analysis.crosscheck import crosscheck, render_crosscheck
 from unified.analysis.stats import UNDEFINED, Undefined, bootstrap_ci, note_undefined
+from unified.analysis.verdict import label_cut
 from unified.sample import Sample
 from unified.scores import Score
 
@@ -147,7 +148,7 @@ def test_graded_labels_need_a_cut_on_an_unknown_scale():
         samples[f"g{i}"] = Sample(user_input="q", id=f"g{i}", metadata={"labels": {"faithfulness": grade}})
         scores.append(Score.from_raw("faithfulness", "native", f"g{i}", grade / 12, threshold=7.0))
     h = crosscheck(scores, samples)["metrics"]["faithfulness"]["human"]
-    assert h["binarised_at"] == UNDEFINED and "give a cut" in h["notes"][0]
+    assert h["binarised_at"] == UNDEFINED and "--label-cut faithfulness=CUT" in h["notes"][0]
     assert "auc" not in h["backends"]["native"] and h["backends"]["native"]["spearman"] == pytest.approx(1.0)
     cut = crosscheck(scores, samples, label_cuts={"faithfulness": 4})["metrics"]["faithfulness"]["human"]
     assert cut["binarised_at"] == 4.0 and cut["backends"]["native"]["positives"] == 5
@@ -162,3 +163,72 @@ def test_no_best_threshold_when_the_scores_rank_against_the_labels():
     assert is_undefined(got) and "no threshold beats chance" in got.reason
     t, ba = best_threshold([1, 2, 3, 7, 8, 9], [0, 0, 0, 1, 1, 1])
     assert ba == 1.0 and 3 < t < 7
+
+
+def test_whole_number_grades_up_to_5_are_not_cut_at_7():
+    """1–5 ratings (1, 2, 4, 5) lie in [0, 10] and were cut at faithfulness's 7 as if on
+    0–10: every label a fail, a labelled pass rate of 0 and PPI [0, 0] without a word.
+    The scale cannot be told from such grades, so the cut is undefined until given."""
+    samples, scores = {}, []
+    for i, grade in enumerate([1, 2, 4, 5, 5, 4, 1, 2]):
+        samples[f"g{i}"] = Sample(user_input="q", id=f"g{i}", metadata={"labels": {"faithfulness": grade}})
+        scores.append(Score.from_raw("faithfulness", "native", f"g{i}", grade / 5, threshold=7.0))
+    h = crosscheck(scores, samples)["metrics"]["faithfulness"]["human"]
+    assert h["binarised_at"] == UNDEFINED and "whole numbers 1–5" in h["notes"][0]
+    assert "--label-cut faithfulness=CUT" in h["notes"][0] and "auc" not in h["backends"]["native"]
+    cut = crosscheck(scores, samples, label_cuts={"faithfulness": 4})["metrics"]["faithfulness"]["human"]
+    assert cut["binarised_at"] == 4.0 and cut["backends"]["native"]["positives"] == 4
+    halves = [0.5, 2.5, 7.5, 9.0]  # not whole numbers: 0–10 grades, cut at the bound as before
+    assert label_cut("faithfulness", halves) == 7.0 and label_cut("faithfulness", [0, 3, 8, 10]) == 7.0
+
+
+def test_label_cuts_are_read_as_metric_equals_number():
+    from unified.analysis.verdict import parse_label_cuts
+
+    assert parse_label_cuts(["faithfulness=4", " mrr = 0.5"]) == {"faithfulness": 4.0, "mrr": 0.5}
+    for bad in ("faithfulness", "=4", "faithfulness=high", "faithfulness=nan"):
+        with pytest.raises(ValueError, match="give METRIC=CUT"):
+            parse_label_cuts([bad])
+
+
+def test_calibrate_and_compare_take_a_label_cut(tmp_path):
+    import json as _json
+
+    from typer.testing import CliRunner
+
+    from unified.cli.app import app
+
+    rows = [
+        {"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": [rel], "lab": grade}
+        for i, (rel, grade) in enumerate(
+            [("a", 5), ("b", 4), ("c", 2), ("z", 1), ("a", 5), ("c", 1), ("b", 4), ("z", 2)]
+        )
+    ]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    cli = CliRunner()
+    run = cli.invoke(app, ["run", str(data), "-m", "mrr", "--label", "mrr=lab", "--out", str(tmp_path / "r"), "-q"])
+    assert run.exit_code == 0, run.output
+    none = cli.invoke(app, ["calibrate", str(tmp_path / "r"), "--out", str(tmp_path / "c.json")])
+    assert none.exit_code == 2 and "whole numbers 1–5" in none.output and "--label-cut mrr=CUT" in none.output
+    fit = cli.invoke(app, ["calibrate", str(tmp_path / "r"), "--out", str(tmp_path / "c.json"), "--label-cut", "mrr=4"])
+    assert fit.exit_code == 0, fit.output
+    (entry,) = _json.loads((tmp_path / "c.json").read_text())["entries"]
+    assert entry["binarised_at"] == 4.0 and entry["labelled"] == 8 and entry["positives"] == 4
+    bad = cli.invoke(
+        app,
+        [
+            "compare",
+            str(data),
+            "-m",
+            "mrr",
+            "-b",
+            "native,embedding",
+            "--label-cut",
+            "mrr:4",
+            "--out",
+            str(tmp_path / "x"),
+        ],
+    )
+    assert bad.exit_code == 2 and "--label-cut 'mrr:4': give METRIC=CUT" in bad.output
+    assert not (tmp_path / "x").exists()

@@ -52,14 +52,17 @@ def _fingerprint(pairs: Iterable[tuple[str, float]]) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _passed(metric: str, samples: Mapping[str, Any]) -> tuple[str | None, dict[str, float], Any]:
-    """(label key, {sample_id: 1.0/0.0 people pass}, binarised_at or None)."""
+def _passed(
+    metric: str, samples: Mapping[str, Any], cut: float | None = None
+) -> tuple[str | None, dict[str, float], Any]:
+    """(label key, {sample_id: 1.0/0.0 people pass}, binarised_at or None); ``cut``: the
+    one given for graded labels (``--label-cut``), else ``label_cut``'s."""
     key, raw = human_labels(metric, samples)
     if key is None or not raw:
         return key, {}, None
     if is_binary(raw.values()):
         return key, {sid: float(v >= 0.5) for sid, v in raw.items()}, None
-    bound = label_cut(metric, raw.values(), None)
+    bound = label_cut(metric, raw.values(), cut)
     if isinstance(bound, str):
         return key, {}, bound
     return key, {sid: float(v >= bound) for sid, v in raw.items()}, bound
@@ -97,8 +100,9 @@ def fit_entry(
     }
 
 
-def fit_run(run_dir: str | Path) -> dict[str, Any]:
-    """The calibration file's content for a run folder (module docstring)."""
+def fit_run(run_dir: str | Path, label_cuts: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The calibration file's content for a run folder (module docstring); ``label_cuts``:
+    {metric: cut} for graded labels (``--label-cut``)."""
     from unified.report import Report
 
     report = Report.from_dir(run_dir)
@@ -111,9 +115,11 @@ def fit_run(run_dir: str | Path) -> dict[str, Any]:
             table.setdefault((s.metric, s.backend), {})[s.sample_id] = s
     entries, notes = [], []
     for (metric, backend), scores in table.items():
-        key, passed, cut = _passed(metric, samples)
+        key, passed, cut = _passed(metric, samples, (label_cuts or {}).get(metric))
         if not passed:
-            notes.append(f"{metric} ({backend}): no usable human labels for it in the run")
+            # a cut that cannot be told says why
+            why = f" ({getattr(cut, 'reason', cut)})" if isinstance(cut, str) else ""
+            notes.append(f"{metric} ({backend}): no usable human labels for it in the run{why}")
             continue
         h = next((s.config_hash for s in scores.values() if s.config_hash), None)
         got = fit_entry(metric, backend, scores, passed, configs.get(h) if h else None)

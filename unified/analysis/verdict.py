@@ -9,8 +9,11 @@ human label read as pass/fail.
 - A human label is binary when every value is 0 or 1 (booleans are 0/1). A graded label
   (any other number) is binarised at a cut: the one given, else the metric's default
   bound on the labels' own scale — bound/10 when every grade lies in [0, 1] (TruLens'
-  ``expected_score``), the bound itself when every grade lies in [0, 10]. Grades on any
-  other scale (a 1–5 Likert rating above 10, negative grades) need an explicit cut.
+  ``expected_score``), the bound itself when every grade lies in [0, 10]. Whole-number
+  grades of at most 5 (1, 2, 4, 5) could be a rating scale (1–5, 0–3, …) as well as low
+  0–10 grades, and the default cut of 7 would fail every one of them: they need an
+  explicit cut, as do grades on any other scale (above 10, negative) —
+  ``--label-cut METRIC=CUT`` (``parse_label_cuts``): a label ≥ CUT passes.
 """
 
 from __future__ import annotations
@@ -100,9 +103,31 @@ def label_cut(metric: str, grades: Iterable[float], cut: float | None = None) ->
     bound = default_threshold(metric)
     if lo >= 0.0 and hi <= 1.0:
         return bound / 10.0
+    give = f"give the label from which people pass: --label-cut {metric}=CUT"
+    if lo >= 0.0 and hi <= 5.0 and all(float(v).is_integer() for v in values):
+        return Undefined(
+            f"graded labels are whole numbers {lo:g}–{hi:g}: a rating scale (1–5, 0–3, …) or low grades "
+            f"on 0–10? The default cut {bound:g} would fail every one; {give}"
+        )
     if lo >= 0.0 and hi <= 10.0:
         return bound
-    return Undefined(f"graded labels span {lo:g}–{hi:g}, neither 0–1 nor 0–10: give a cut")
+    return Undefined(f"graded labels span {lo:g}–{hi:g}, neither 0–1 nor 0–10: {give}")
+
+
+def parse_label_cuts(specs: Iterable[str] | None) -> dict[str, float]:
+    """``["faithfulness=4", …]`` (``--label-cut``) as {metric: cut}; ``ValueError`` naming
+    a spec that is not METRIC=NUMBER."""
+    cuts: dict[str, float] = {}
+    for spec in specs or []:
+        metric, sep, number = str(spec).partition("=")
+        try:
+            cut = float(number)
+        except ValueError:
+            cut = math.nan
+        if not sep or not metric.strip() or not math.isfinite(cut):
+            raise ValueError(f"--label-cut '{spec}': give METRIC=CUT, e.g. faithfulness=4 (labels ≥ 4 pass)")
+        cuts[metric.strip()] = cut
+    return cuts
 
 
 def is_binary(values: Iterable[float]) -> bool:

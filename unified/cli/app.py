@@ -260,15 +260,23 @@ def report_cmd(
 def calibrate_cmd(
     run_dir: Path = typer.Argument(..., help="a run folder whose samples carry human labels (--label)"),
     out: Path = typer.Option(Path("calibration.json"), "--out", "-o", help="the calibration file to write"),
+    label_cut: Optional[list[str]] = typer.Option(
+        None,
+        "--label-cut",
+        metavar="METRIC=CUT",
+        help="graded human labels from CUT up count as a pass, e.g. faithfulness=4 for 1–5 ratings",
+    ),
 ) -> None:
     """Fit, per metric and backend, an isotonic map from the 0–10 value to the share of people who
     pass (labels in RUN_DIR); use it with run/compare --calibration FILE."""
     from unified.analysis.calibrated import describe_fit, fit_run
+    from unified.analysis.verdict import parse_label_cuts
 
     with user_errors():
+        cuts = parse_label_cuts(label_cut)
         if not run_dir.exists():
             raise FileNotFoundError(f"{run_dir} does not exist")
-        data = fit_run(run_dir)
+        data = fit_run(run_dir, cuts)
     for line in describe_fit(data):
         out_console.print(line, highlight=False, soft_wrap=True, markup=False)
     if not data["entries"]:

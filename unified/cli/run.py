@@ -118,6 +118,16 @@ FLAGS: tuple[Flag, ...] = (
         _INPUT,
     ),
     Flag(
+        "label_cut",
+        ("--label-cut",),
+        Optional[list[str]],
+        None,
+        "METRIC=CUT: graded human labels from CUT up count as a pass, e.g. faithfulness=4 for 1–5 ratings "
+        "(default: the metric's bound on 0–1 or 0–10 labels)",
+        _INPUT,
+        commands=("compare",),
+    ),
+    Flag(
         "list_sep",
         ("--list-sep",),
         Optional[str],
@@ -511,6 +521,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
     _check_gates_name_metrics(gates, refs)
+    _label_cuts(v)  # a bad --label-cut is said before any judge is paid
     if (
         v.get("mlflow") is not None
     ):  # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
@@ -812,7 +823,7 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     from unified.run.runfolder import CROSSCHECK_FILE
 
     if command == "compare":
-        _crosscheck(report, s, quiet=bool(v.get("quiet")), verbose=bool(v.get("verbose")))
+        _crosscheck(report, s, quiet=bool(v.get("quiet")), verbose=bool(v.get("verbose")), cuts=_label_cuts(v))
     flips_ok = _migration(report, s, v) if command == "migrate" else True
     if command in ("compare", "migrate"):  # the page shows what those files say
         from unified.run.runfolder import REPORT_FILE
@@ -882,7 +893,19 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
     return not flips_exceed(m, *limits)
 
 
-def _crosscheck(report: Any, s: _Setup, quiet: bool, verbose: bool = False) -> None:
+def _label_cuts(v: dict[str, Any]) -> dict[str, float]:
+    from unified.analysis.verdict import parse_label_cuts
+    from unified.cli import common as cli
+
+    try:
+        return parse_label_cuts(v.get("label_cut"))
+    except ValueError as e:
+        raise cli.UserError(str(e)) from None
+
+
+def _crosscheck(
+    report: Any, s: _Setup, quiet: bool, verbose: bool = False, cuts: dict[str, float] | None = None
+) -> None:
     from unified.cli import common as cli
     from unified.run.runfolder import CROSSCHECK_FILE
 
@@ -896,7 +919,7 @@ def _crosscheck(report: Any, s: _Setup, quiet: bool, verbose: bool = False) -> N
                 highlight=False,
                 soft_wrap=True,
             )
-    cc = report.crosscheck()
+    cc = report.crosscheck(label_cuts=cuts)
     if cc is None:
         cli.err_console.print(
             "note: fewer than two backends produced scores; no crosscheck.json written", highlight=False
@@ -905,7 +928,7 @@ def _crosscheck(report: Any, s: _Setup, quiet: bool, verbose: bool = False) -> N
     from unified.run.runfolder import write_json
 
     if any(d.get("calibrated") is not None for d in report.iter_score_dicts()):
-        cc["on_calibrated"] = (report.crosscheck(on="calibrated") or {}).get("metrics", {})
+        cc["on_calibrated"] = (report.crosscheck(on="calibrated", label_cuts=cuts) or {}).get("metrics", {})
     from unified.run.runindex import stamp_lines
 
     write_json(s.out / CROSSCHECK_FILE, stamp_lines(s.out, cc))

@@ -430,16 +430,19 @@ class Report:
 
     # ------------------------------------------------------------ cross-check and page
 
-    def crosscheck(self, top_n: int = 10, on: str = "value") -> dict[str, Any] | None:
+    def crosscheck(
+        self, top_n: int = 10, on: str = "value", label_cuts: Mapping[str, float] | None = None
+    ) -> dict[str, Any] | None:
         """``unified.analysis.crosscheck.crosscheck`` over this run's sample tasks (input-row errors
         are no sample), or None with fewer than 2 backends. ``on="calibrated"``: on the
-        values a ``--calibration`` file mapped (``Score.calibrated``)."""
+        values a ``--calibration`` file mapped (``Score.calibrated``). ``label_cuts``:
+        {metric: the label from which people pass} for graded labels (``--label-cut``)."""
         if len(self.backends()) < 2:
             return None
         from unified.analysis.crosscheck import crosscheck
 
         scores = (s for s in self.iter_scores() if not s.row_error)
-        return crosscheck(scores, self.sample_objects(), top_n=top_n, on=on)
+        return crosscheck(scores, self.sample_objects(), top_n=top_n, on=on, label_cuts=label_cuts)
 
     def sample_objects(self) -> dict[str, Any]:
         """Sample id -> ``Sample``; a sample that no longer validates (written by an older
