@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -232,3 +233,58 @@ def test_calibrate_and_compare_take_a_label_cut(tmp_path):
     )
     assert bad.exit_code == 2 and "--label-cut 'mrr:4': give METRIC=CUT" in bad.output
     assert not (tmp_path / "x").exists()
+
+
+def _entry(**over):
+    e = {
+        "metric": "mrr",
+        "backend": "native",
+        "config_hash": "4d4ef2ab3bf1b23a",
+        "map": {"x": [0.0, 5.0, 10.0], "y": [0.0, 0.5, 1.0]},
+        "cv": {"folds": 5, "brier_calibrated": 0.1, "brier_raw": 0.2},
+        "labelled": 40,
+    }
+    e.update(over)
+    return e
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        ({"map": {"x": [0.0, 5.0, 10.0], "y": [0.0, 2.5, 5.0]}}, "'map.y' must not decrease and must lie within 0–1"),
+        ({"map": {"x": [0.0, 5.0, 10.0], "y": [0.0, float("nan"), 1.0]}}, "not a finite number"),
+        ({"map": {"x": [0.0, 5.0, 10.0], "y": [1.0, 0.5, 0.0]}}, "'map.y' must not decrease"),
+        ({"map": {"x": [5.0, 0.0, 10.0], "y": [0.0, 0.5, 1.0]}}, "'map.x' must increase strictly within 0–10"),
+        ({"map": {"x": [0.0, 10.0], "y": [0.0, 0.5, 1.0]}}, "two lists of one length"),
+        ({"map": None}, "two lists of one length"),
+        ({"metric": None}, "'metric' must be a non-empty string"),
+        ({"config_hash": 7}, "'config_hash' must be a non-empty string"),
+    ],
+)
+def test_a_calibration_map_that_fit_entry_cannot_have_written_is_refused(change, says):
+    """``np.interp`` maps through anything: a y of 0–5 gave calibrated values of 46 on
+    0–10, a NaN wrote NaN into the lines, a reversed y a map that is not monotone — and a
+    missing key was ``error: metric``. Each is one line naming the entry."""
+    from unified.analysis.calibrated import Calibration, CalibrationError
+
+    with pytest.raises(CalibrationError, match=r"cal.json: entry 1: .*" + re.escape(says)):
+        Calibration({"version": 1, "entries": [_entry(**change)]}, "cal.json")
+
+
+def test_two_entries_of_one_pair_and_weak_maps_are_said():
+    from unified.analysis.calibrated import Calibration, CalibrationError
+
+    with pytest.raises(CalibrationError, match=r"entry 2: a second entry for mrr \(native\)"):
+        Calibration({"version": 1, "entries": [_entry(), _entry()]}, "cal.json")
+    hashes = {"mrr|native": "4d4ef2ab3bf1b23a"}
+    worse = Calibration({"version": 1, "entries": [_entry(cv={"brier_calibrated": 0.3, "brier_raw": 0.2})]})
+    assert any("not better than value/10" in n for n in worse.check(hashes, {}))
+    few = Calibration(
+        {"version": 1, "entries": [_entry(cv={"brier_calibrated": "undefined", "brier_raw": 0.2}, labelled=3)]}
+    )
+    assert any("could not be cross-validated (3 labelled)" in n for n in few.check(hashes, {}))
+    good = Calibration({"version": 1, "entries": [_entry()]})
+    assert good.check(hashes, {}) == []
+    line = {"metric": "mrr", "backend": "native", "value": 5.0, "config_hash": "4d4ef2ab3bf1b23a"}
+    assert good.apply(line)["calibrated"] == 5.0
+    assert "calibrated" not in good.apply({**line, "degraded": True})  # fitted on full values only

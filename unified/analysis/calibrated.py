@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -150,7 +151,17 @@ class Calibration:
 
     def __init__(self, data: Mapping[str, Any], path: str = "calibration.json"):
         self.path = path
-        self.entries = {f"{e['metric']}|{e['backend']}": e for e in data.get("entries", [])}
+        self.entries: dict[str, dict[str, Any]] = {}
+        for i, e in enumerate(data.get("entries", []), start=1):
+            problem = entry_problem(e)
+            key = f"{e.get('metric')}|{e.get('backend')}" if isinstance(e, dict) else "?"
+            if problem is None and key in self.entries:  # two files merged: the last would win silently
+                problem = f"a second entry for {_names([key])[0]}"
+            if problem is not None:
+                raise CalibrationError(
+                    f"{path}: entry {i}: {problem}; write the file again with: unified-eval calibrate RUN_DIR"
+                )
+            self.entries[key] = e
         self.active: dict[str, dict[str, Any]] = {}
 
     @classmethod
@@ -184,15 +195,60 @@ class Calibration:
                     f"({'; '.join(what[:4])}): fit it again on a labelled run of this one"
                 )
             self.active[k] = e
-        return [f"{_names([k])[0]}: not in {self.path}, no calibrated value" for k in hashes if k not in self.entries]
+        notes = [f"{_names([k])[0]}: not in {self.path}, no calibrated value" for k in hashes if k not in self.entries]
+        return notes + [n for k in covered if (n := _weak_map(k, self.entries[k])) is not None]
 
     def apply(self, d: dict[str, Any]) -> dict[str, Any]:
         """A score line with ``calibrated`` set when its pair is calibrated and it scored."""
         e = self.active.get(f"{d.get('metric')}|{d.get('backend')}")
         if e is None or d.get("value") is None or d.get("error") or d.get("config_hash") != e["config_hash"]:
             return uncalibrated(d)  # a value left from another file would pass for this one's
+        if d.get("degraded"):  # fewer judges or repeats than the values the map was fitted on
+            return uncalibrated(d)
         p = float(isotonic_predict(e["map"]["x"], e["map"]["y"], float(d["value"])))
         return {**d, "calibrated": round(10.0 * p, 6)}
+
+
+def entry_problem(e: Any) -> str | None:
+    """Why ``e`` is no usable entry of a calibration file, or None. The map must be what
+    ``fit_entry`` writes: x strictly increasing on 0–10, y non-decreasing on 0–1, both
+    finite and of one length — ``np.interp`` answers anything else without a word (a
+    y of 0–5 gave calibrated values of 46 on the 0–10 scale, a NaN wrote NaN into the
+    lines, unsorted x a map that is not monotone)."""
+    if not isinstance(e, dict):
+        return f"not an object ({type(e).__name__})"
+    for key in ("metric", "backend", "config_hash"):
+        if not isinstance(e.get(key), str) or not e[key]:
+            return f"'{key}' must be a non-empty string"
+    m = e.get("map")
+    x, y = (m.get("x"), m.get("y")) if isinstance(m, dict) else (None, None)
+    if not isinstance(x, list) or not isinstance(y, list) or not x or len(x) != len(y):
+        return '\'map\' must be {"x": [...], "y": [...]}, two lists of one length (at least one point)'
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in x + y):
+        return "'map' holds a value that is not a finite number"
+    if any(b <= a for a, b in zip(x, x[1:])) or x[0] < 0 or x[-1] > 10:
+        return "'map.x' must increase strictly within 0–10 (the values it maps)"
+    if any(b < a for a, b in zip(y, y[1:])) or y[0] < 0 or y[-1] > 1:
+        return "'map.y' must not decrease and must lie within 0–1 (shares of people who pass)"
+    return None
+
+
+def _weak_map(key: str, e: Mapping[str, Any]) -> str | None:
+    """A note for a map used as asked though its fit said not to trust it: not better
+    than value/10 in cross-validation, or too few labels to cross-validate."""
+    cv: Mapping[str, Any] = e["cv"] if isinstance(e.get("cv"), Mapping) else {}
+    cal, raw = cv.get("brier_calibrated"), cv.get("brier_raw")
+    if not isinstance(cal, (int, float)) or not isinstance(raw, (int, float)):
+        return (
+            f"{_names([key])[0]}: its map could not be cross-validated ({e.get('labelled')} labelled): its "
+            "calibrated values are used as asked, unchecked"
+        )
+    if cal >= raw:
+        return (
+            f"{_names([key])[0]}: its map is not better than value/10 in cross-validation (Brier {cal:.4f} vs "
+            f"{raw:.4f}): its calibrated values are used as asked"
+        )
+    return None
 
 
 def uncalibrated(d: dict[str, Any]) -> dict[str, Any]:
