@@ -331,3 +331,34 @@ def test_report_sections_for_alpha_jury_probability_and_retest(tmp_path):
     page = "".join(parts)
     assert page.count("<svg") == 4  # one reliability diagram per backend, the jury included
     assert "s3" in page and "collapsed" in page and "(most)" in page
+
+
+def test_a_single_scored_repeat_has_no_spread_and_is_left_out_of_the_shares():
+    """A task whose other repeats failed had spread 0.0 and unstable False, so a flaky
+    judge looked stable: the mean spread of 3 repeats with faults read 2.16 where the
+    samples with two or more scored repeats gave 2.41."""
+    from types import SimpleNamespace
+
+    from unified.run.repeats import retest_lines, retest_summary
+    from unified.scores import Score
+
+    one = repeat_summary([7.0], 5.0)
+    assert one["spread"] == UNDEFINED and "one scored repeat" in one["spread"].reason
+
+    def line(sid: str, values: list[float | None]) -> Score:
+        scored = [v for v in values if v is not None]
+        details = {
+            "repeats": [{"value": v} for v in values],
+            "repeat_stats": repeat_summary(scored, 5.0),
+        }
+        return Score(metric="m", backend="b", sample_id=sid, value=sum(scored) / len(scored), details=details)
+
+    lines = [line("a", [2.0, 8.0, 5.0]), line("b", [6.0, 6.0, 6.0]), line("c", [9.0, None, None])]
+    (pair,) = retest_summary(lines, {"m|b": SimpleNamespace(repeats=3)})["pairs"]
+    assert pair["n"] == 3 and pair["n_measured"] == 2
+    assert pair["mean_spread"] == pytest.approx(3.0 / 2)  # (3.0 + 0.0) / 2, not / 3
+    assert pair["unstable_share"] == pytest.approx(0.5)
+    assert any("1 sample(s) with one scored repeat" in n for n in pair["notes"])
+    assert any("ICC over the 2 of 3 samples" in n for n in pair["notes"])
+    text = "\n".join(retest_lines({"pairs": [pair]}))
+    assert "1 of 2 samples unstable" in text and "note: 1 sample(s) with one scored repeat" in text

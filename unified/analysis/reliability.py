@@ -117,15 +117,16 @@ def flip_probability(passes: Sequence[bool]) -> Stat:
 
 
 def repeat_summary(values: Sequence[float], threshold: float) -> dict[str, Any]:
-    """One sample's repeats: mean, spread (sample standard deviation, ddof 1; 0 for one
-    value), range, the share passing (value ≥ ``threshold``), ``flip_probability`` and
-    ``unstable`` (the verdict is not the same on every repeat)."""
+    """One sample's repeats: mean, spread (sample standard deviation, ddof 1; undefined
+    for one value: a single scored repeat says nothing of its spread, and a 0 would count
+    as perfectly stable), range, the share passing (value ≥ ``threshold``),
+    ``flip_probability`` and ``unstable`` (the verdict is not the same on every repeat)."""
     v = np.asarray(values, dtype=float)
     passes = [bool(x >= threshold) for x in v]
     return {
         "n": len(v),
         "mean": float(v.mean()),
-        "spread": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+        "spread": float(v.std(ddof=1)) if len(v) > 1 else Undefined("one scored repeat: no spread"),
         "range": float(v.max() - v.min()),
         "pass_share": sum(passes) / len(v),
         "flip_probability": flip_probability(passes),

@@ -244,7 +244,9 @@ def retest_summary(lines: Iterable[Score], pairs: Mapping[str, Any], top: int = 
     """summary.json's ``repeats``: per repeated (metric, backend) the test–retest ICC
     (``unified.analysis.reliability.icc_oneway``, ICC(1,1) and ICC(1,k) over the samples
     with every repeat scored), the share of unstable samples (pass/fail not the same on
-    every repeat), the mean spread, and the ``top`` unstable samples by flip probability."""
+    every repeat) and the mean spread over the samples with at least two scored repeats
+    (``n_measured``: one scored repeat has no spread and cannot flip; counted, it made a
+    flaky judge look stable), and the ``top`` unstable samples by flip probability."""
     rows: dict[str, list[Score]] = {}
     for s in lines:
         key = f"{s.metric}|{s.backend}"
@@ -255,23 +257,34 @@ def retest_summary(lines: Iterable[Score], pairs: Mapping[str, Any], top: int = 
         got = rows.get(key, [])
         complete = [s for s in got if len(_values(s)) == p.repeats]
         icc = icc_oneway([_values(s) for s in complete])
+        measured = [s for s in got if len(_values(s)) >= 2]
         unstable = sorted(
-            (s for s in got if s.details["repeat_stats"]["unstable"]),
+            (s for s in measured if s.details["repeat_stats"]["unstable"]),
             key=lambda s: (-s.details["repeat_stats"]["flip_probability"], s.sample_id),
         )
-        spreads = [s.details["repeat_stats"]["spread"] for s in got]
+        spreads = [s.details["repeat_stats"]["spread"] for s in measured]
         metric, _, backend = key.partition("|")
+        notes = [f"icc undefined: {getattr(icc['icc1'], 'reason', '')}"] if is_undefined(icc["icc1"]) else []
+        if 0 < len(complete) < len(got):
+            notes.append(f"ICC over the {len(complete)} of {len(got)} samples with every repeat scored")
+        if len(measured) < len(got):
+            notes.append(
+                f"{len(got) - len(measured)} sample(s) with one scored repeat (the others failed): no spread or "
+                "flip to measure; left out of the unstable share and the mean spread"
+            )
+        none_measured = Undefined("no sample with two scored repeats")
         out.append(
             {
                 "metric": metric,
                 "backend": backend,
                 "k": p.repeats,
                 "n": len(got),
+                "n_measured": len(measured),
                 "icc1": rounded(icc["icc1"]),
                 "icc1k": rounded(icc["icc1k"]),
                 "icc_samples": len(complete),
-                "unstable_share": rounded(len(unstable) / len(got)) if got else Undefined("no scored samples"),
-                "mean_spread": rounded(sum(spreads) / len(spreads)) if spreads else Undefined("no scored samples"),
+                "unstable_share": rounded(len(unstable) / len(measured)) if measured else none_measured,
+                "mean_spread": rounded(sum(spreads) / len(spreads)) if spreads else none_measured,
                 "unstable": [
                     {
                         "sample_id": s.sample_id,
@@ -280,7 +293,7 @@ def retest_summary(lines: Iterable[Score], pairs: Mapping[str, Any], top: int = 
                     }
                     for s in unstable[:top]
                 ],
-                "notes": [f"icc undefined: {getattr(icc['icc1'], 'reason', '')}"] if is_undefined(icc["icc1"]) else [],
+                "notes": notes,
             }
         )
     return {
@@ -299,8 +312,8 @@ def retest_lines(rt: Mapping[str, Any] | None, show: int = 5) -> list[str]:
     the most unstable samples with their repeats."""
     out = []
     for p in (rt or {}).get("pairs", []):
-        share = p["unstable_share"]
-        unstable = "—" if is_undefined(share) else f"{round(share * p['n'])} of {p['n']} samples unstable"
+        share, n = p["unstable_share"], p.get("n_measured", p["n"])  # a summary written before n_measured: n
+        unstable = "—" if is_undefined(share) else f"{round(share * n)} of {n} samples unstable"
         spread = p["mean_spread"] if is_undefined(p["mean_spread"]) else f"{p['mean_spread']:.2f}"
         out.append(
             f"test–retest {p['metric']} ({p['backend']}), {p['k']} repeats: ICC(1,1) {_num(p['icc1'])}, "
@@ -312,6 +325,7 @@ def retest_lines(rt: Mapping[str, Any] | None, show: int = 5) -> list[str]:
                 + ", ".join(f"{v:.1f}" for v in u["values"])
                 + f" (P(flip) {u['flip_probability']:.2f})"
             )
+        out.extend(f"  note: {n}" for n in p.get("notes", []) if not n.startswith("icc undefined"))
     return out
 
 
