@@ -169,7 +169,8 @@ def section_retest(summary: Mapping[str, Any] | None) -> str:
                 e(p["metric"]),
                 e(p["backend"]),
                 str(p["k"]),
-                str(p["n"]),
+                str(p["n"])
+                + (f" ({p['n_measured']} with ≥ 2 repeats)" if p.get("n_measured", p["n"]) != p["n"] else ""),
                 _cell(p["icc1"]),
                 _cell(p["icc1k"]),
                 _cell(p["unstable_share"]),
