@@ -533,3 +533,16 @@ def test_a_mapping_whose_field_no_row_has_is_said_once(tmp_path):
     assert "--map Qeury=user_input: no row has a field 'Qeury'" in reader.notes
     reader = read_samples(p, "Query=user_input")
     assert len([i for i in reader if not isinstance(i, RowError)]) == 2 and reader.notes == []
+
+
+def test_load_samples_own_pair_is_refused_with_the_fix():
+    """``evaluate(load_samples(path), …)`` read the (samples, row_errors) tuple as two
+    rows, each a list: two row errors and no score, where the docs' shorthand suggested it
+    would work."""
+    from unified.api import evaluate
+    from unified.data.io import load_samples
+
+    pair = load_samples(DATA / "rag_examples.jsonl")
+    with pytest.raises(ValueError, match=r"load_samples\(\)'s \(samples, row_errors\) pair: pass the samples alone"):
+        evaluate(pair, "mrr", quiet=True, progress=False)
+    assert len(evaluate(pair[0], "mrr", quiet=True, progress=False).scores()) == len(pair[0])

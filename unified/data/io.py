@@ -711,8 +711,26 @@ def read_samples(
     human labels from columns; ``list_sep`` splits list cells (``"none"``: never).
     Problems with the source itself (missing file, unknown format, split or layout)
     raise at once; bad rows do not. The returned reader has ``counts`` and ``notes``.
+    ``load_samples``' own ``(samples, row_errors)`` pair is refused with the fix: read
+    as an iterable it was two rows, each a list, two row errors instead of the samples.
     """
+    if _is_loaded_pair(source):
+        raise ValueError(
+            "got load_samples()'s (samples, row_errors) pair: pass the samples alone "
+            "(samples, row_errors = load_samples(path); evaluate(samples, ...)) or the path itself"
+        )
     return SampleReader(source, mapping, fmt=fmt, split=split, layout=layout, labels=labels, list_sep=list_sep)
+
+
+def _is_loaded_pair(source: Any) -> bool:
+    """True for the ``(list of Sample, list of RowError)`` tuple ``load_samples`` returns."""
+    return (
+        type(source) is tuple
+        and len(source) == 2
+        and all(type(part) is list for part in source)
+        and all(isinstance(s, Sample) for s in source[0])
+        and all(isinstance(e, RowError) for e in source[1])
+    )
 
 
 def load_samples(
