@@ -545,4 +545,4 @@ def test_load_samples_own_pair_is_refused_with_the_fix():
     pair = load_samples(DATA / "rag_examples.jsonl")
     with pytest.raises(ValueError, match=r"load_samples\(\)'s \(samples, row_errors\) pair: pass the samples alone"):
         evaluate(pair, "mrr", quiet=True, progress=False)
-    assert len(evaluate(pair[0], "mrr", quiet=True, progress=False).scores()) == len(pair[0])
+    assert len(list(evaluate(pair[0], "mrr", quiet=True, progress=False).iter_scores())) == len(pair[0])
