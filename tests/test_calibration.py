@@ -288,3 +288,28 @@ def test_two_entries_of_one_pair_and_weak_maps_are_said():
     line = {"metric": "mrr", "backend": "native", "value": 5.0, "config_hash": "4d4ef2ab3bf1b23a"}
     assert good.apply(line)["calibrated"] == 5.0
     assert "calibrated" not in good.apply({**line, "degraded": True})  # fitted on full values only
+
+
+def test_labels_written_as_words_in_the_row_are_read_as_with_label():
+    """``"labels": {"faithfulness": "yes"}`` was dropped (only numbers and bools were read)
+    while ``--label`` reads the same words; half the rows of a yes/no file counted."""
+    from unified.analysis.verdict import label_value
+
+    assert [label_value(v) for v in ("yes", "No", "[[Yes]]", "1", "0.4", True, 3, None, "", "maybe")] == [
+        1.0,
+        0.0,
+        1.0,
+        1.0,
+        0.4,
+        1.0,
+        3.0,
+        None,
+        None,
+        None,
+    ]
+    samples, scores = {}, []
+    for i, word in enumerate(["yes", "no", 1, 0, "yes", "no"]):
+        samples[f"s{i}"] = Sample(user_input="q", id=f"s{i}", metadata={"labels": {"faithfulness": word}})
+        scores.append(Score.from_raw("faithfulness", "native", f"s{i}", 0.9 if i % 2 == 0 else 0.1, threshold=7.0))
+    h = crosscheck(scores, samples)["metrics"]["faithfulness"]["human"]
+    assert h["labelled"] == 6 and h["kind"] == "binary" and h["backends"]["native"]["auc"] == 1.0

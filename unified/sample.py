@@ -476,7 +476,7 @@ def canonicalize(
         target = target_of(key, record, mapping)
         if target is None:
             metadata[key] = value
-            if warn_unknown and key not in _warned_unknown:
+            if warn_unknown and key not in _warned_unknown and key != "labels":  # labels: read as human labels
                 _warned_unknown.add(key)
                 warnings.warn(f"unknown field '{key}' kept in metadata", UserWarning, stacklevel=3)
             continue

@@ -85,12 +85,17 @@ def label_for(metric: str, labels: Mapping[str, Any]) -> str | None:
 
 
 def label_value(v: Any) -> float | None:
-    """A usable label as a number (a bool as 0/1), or None (text, NaN, missing)."""
-    if isinstance(v, bool):
-        return float(v)
-    if isinstance(v, (int, float)) and math.isfinite(v):
-        return float(v)
-    return None
+    """A usable label as a number, or None (missing, or not a label), read by the one
+    rule of ``--label`` (``unified.data.labels.label_value``): a bool or a word such as
+    "yes"/"no"/"pass" as 1/0, a number or numeric text as itself. A label written as
+    "yes" in ``metadata.labels`` was dropped without a word while ``--label`` read it."""
+    from unified.data.labels import label_value as read_label
+
+    try:
+        number = read_label(v)
+    except ValueError:
+        return None
+    return None if number is None else float(number)
 
 
 def label_cut(metric: str, grades: Iterable[float], cut: float | None = None) -> float | Undefined:

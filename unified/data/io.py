@@ -661,6 +661,8 @@ class SampleReader(Iterator[Any]):
         if target is None and key != "metadata" and key not in self._unknown:
             if lay is not None and key == lay.id_field:
                 return  # a row's name beside a real id: kept in metadata, not unknown
+            if key == "labels":  # metadata.labels: the human labels the cross-check reads, not unknown
+                return
             self._unknown.add(key)
             self._notes[f"unknown field '{key}' kept in metadata (first at {self.source}:{row})"] = None
 
