@@ -60,7 +60,8 @@ def check(good, bad) -> None:
         s = by_question[r["question"]]
         assert s.id.startswith("tr-") and s.response == r["answer"]
         assert s.retrieved_contexts == [text for _, text, _ in r["docs"]]
-        assert s.retrieved_ids == [doc_id for doc_id, _, _ in r["docs"]]
+        # MLflow names a document by its doc_uri (its expectations and the scorer do), not its id
+        assert s.retrieved_ids == [f"kb://{doc_id}" for doc_id, _, _ in r["docs"]]
         assert s.metadata["retrieval_scores"] == [score for _, _, score in r["docs"]]
         prov = s.metadata["provenance"]
         assert prov["format"] == "mlflow-traces"

@@ -55,7 +55,7 @@ from typing import Any, Sequence
 
 from unified.adapters._quiet import quiet_frameworks
 from unified.data.traces.model import TraceProblem
-from unified.data.traces.values import document, document_id
+from unified.data.traces.values import document, mlflow_document_id
 from unified.integrations.mlflow_log import mlflow_key
 from unified.redact import scrub
 
@@ -272,7 +272,7 @@ def _documents(value: Any, where: str) -> list[dict[str, Any]]:
     """A context entry as documents: a string, a list of strings, or of document objects
     (dicts, MLflow/LangChain ``Document``s) read by the trace readers' one rule
     (``unified.data.traces.values.document``: text from ``page_content`` / ``content`` /
-    ``text``), its id its ``doc_uri`` (``_doc_uri``) else the readers' id. A document without text is an
+    ``text``), its id its ``doc_uri`` (``mlflow_document_id``) else the readers' id. A document without text is an
     ``IntegrationError`` naming ``where`` and its position — never its JSON as the text."""
     items = [value] if isinstance(value, (str, dict)) or hasattr(value, "page_content") else list(value)
     docs = []
@@ -285,26 +285,11 @@ def _documents(value: Any, where: str) -> list[dict[str, Any]]:
                 "id": getattr(item, "id", None),
             }
         try:
-            doc = document(item, place)
+            doc = document(item, place, mlflow_document_id)
         except TraceProblem as p:
             raise IntegrationError(scrub(f"{place}{_id_hint(item)}: {p.reason}; a context needs its text")) from None
-        uri = _doc_uri(item)
-        doc_id = uri if uri is not None else doc.id
-        docs.append({"text": doc.content, "id": None if doc_id is None else str(doc_id)})
+        docs.append({"text": doc.content, "id": None if doc.id is None else str(doc.id)})
     return docs
-
-
-def _doc_uri(item: Any) -> Any:
-    """MLflow names a document by its ``doc_uri``: its expectations'
-    ``expected_retrieved_context`` and its own trace extraction do. So a retrieved
-    document's id is its ``doc_uri`` (``metadata.doc_uri`` or on the object) when it has
-    one, and only else the trace readers' id: a ``chunk_id`` beside a ``doc_uri`` would
-    otherwise never match ``relevant_ids`` and precision@k would be 0 without a word."""
-    if not isinstance(item, dict):
-        return None
-    meta = item.get("metadata")
-    uris = (item.get("doc_uri"), meta.get("doc_uri") if isinstance(meta, dict) else None)
-    return next((u for u in uris if u not in (None, "")), None)
 
 
 def _id_hint(item: Any) -> str:
@@ -312,8 +297,7 @@ def _id_hint(item: Any) -> str:
     caller: a ``doc_uri`` may carry a credential)."""
     if not isinstance(item, dict):
         return ""
-    uri = _doc_uri(item)
-    found = uri if uri is not None else document_id(item)
+    found = mlflow_document_id(item)
     return f" (id {found})" if found is not None else ""
 
 

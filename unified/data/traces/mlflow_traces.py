@@ -22,7 +22,7 @@ from typing import Any
 
 from unified.data.traces.fields import hex_id, ns_of
 from unified.data.traces.model import LLM, RETRIEVER, Span, TraceProblem
-from unified.data.traces.values import documents_of
+from unified.data.traces.values import documents_of, mlflow_document_id
 
 SPAN_TYPE, INPUTS, OUTPUTS, REQUEST_ID = (
     "mlflow.spanType",
@@ -120,7 +120,7 @@ def _span(raw: Any) -> Span:
     span.input_mime = span.output_mime = "text/plain"
     if kind == RETRIEVER:
         try:
-            span.documents = documents_of(span.output if span.output is not None else [], OUTPUTS)
+            span.documents = documents_of(span.output if span.output is not None else [], OUTPUTS, mlflow_document_id)
         except TraceProblem as p:
             span.documents, span.problem = [], TraceProblem(p.field, p.reason, span)
     return span

@@ -29,7 +29,7 @@ MLflow's ``Document``, LlamaIndex nodes), id ``id`` / ``doc_id`` / ``metadata.id
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Callable
 
 from unified.data.traces.model import Doc, TraceProblem
 
@@ -142,9 +142,11 @@ def _cannot_tell(value: Any, role: str) -> str:
 # ---------------------------------------------------------------- documents
 
 
-def documents_of(value: Any, where: str) -> list[Doc]:
+def documents_of(value: Any, where: str, id_of: Callable[[dict[str, Any]], Any] | None = None) -> list[Doc]:
     """The documents of a retriever's output (rules in the module docstring); ``where``
-    names the output for provenance and errors. Raises ``TraceProblem`` naming the item."""
+    names the output for provenance and errors; ``id_of``: a source's own rule for a
+    document object's id (MLflow's: ``mlflow_document_id``), else ``document_id``. Raises
+    ``TraceProblem`` naming the item."""
     items = value
     if isinstance(value, dict):
         key = next((k for k in _DOC_LISTS if isinstance(value.get(k), list)), None)
@@ -155,10 +157,10 @@ def documents_of(value: Any, where: str) -> list[Doc]:
         items, where = value[key], f"{where}.{key}"
     if not isinstance(items, list):
         raise TraceProblem(where, f"expected a list of documents, got {type(items).__name__}")
-    return [document(item, f"{where}[{i}]") for i, item in enumerate(items)]
+    return [document(item, f"{where}[{i}]", id_of) for i, item in enumerate(items)]
 
 
-def document(item: Any, where: str) -> Doc:
+def document(item: Any, where: str, id_of: Callable[[dict[str, Any]], Any] | None = None) -> Doc:
     """One retrieved document (a string, or an object per the module docstring): the one
     spelling of "the text of a context" for every trace reader and the MLflow scorer.
     An object without a text is a ``TraceProblem`` at ``where``, never its JSON as text:
@@ -176,13 +178,24 @@ def document(item: Any, where: str) -> Doc:
         )
     meta: dict[str, Any] = flat["metadata"] if isinstance(flat.get("metadata"), dict) else {}
     score = next((flat[k] for k in _DOC_SCORE if flat.get(k) is not None), meta.get("score"))
-    return Doc(flat[text_key], document_id(item), score, f"{where}.{text_key}")
+    return Doc(flat[text_key], (id_of or document_id)(item), score, f"{where}.{text_key}")
 
 
 def _flat(item: dict[str, Any]) -> dict[str, Any]:
     """The object with a nested ``document`` object's keys lifted as ``document.<key>``."""
     nested = item.get("document")
     return {**item, **{f"document.{k}": v for k, v in nested.items()}} if isinstance(nested, dict) else item
+
+
+def mlflow_document_id(item: dict[str, Any]) -> Any:
+    """An MLflow document's id: its ``doc_uri`` (on the object or in ``metadata``) when it
+    has one, else ``document_id``. MLflow names a document by its ``doc_uri`` — its
+    expectations' ``expected_retrieved_context`` and its own trace extraction do — so a
+    ``chunk_id`` or ``id`` beside it would never match ``relevant_ids`` and precision@k
+    would be 0 without a word. The MLflow trace reader and the MLflow scorer share it."""
+    meta = item.get("metadata")
+    uris = (item.get("doc_uri"), meta.get("doc_uri") if isinstance(meta, dict) else None)
+    return next((u for u in uris if u not in (None, "")), None) or document_id(item)
 
 
 def document_id(item: dict[str, Any]) -> Any:
