@@ -409,3 +409,48 @@ def test_a_retrieved_document_with_blank_text_is_a_row_error_under_the_trace_id(
     assert [s.id for s in good] == ids[:1]
     assert [(e.row, e.sample_id, e.field) for e in bad] == [(2, ids[1], "retrieved_contexts[1]")]
     assert "a blank context" in bad[0].reason
+
+
+def test_a_phoenix_span_dataframe_with_nan_cells_loads():
+    """Phoenix's span DataFrame holds NaN where a span has no such attribute — a root's
+    ``parent_id``, a retriever's ``output.value``: each was read as a value ("the parent
+    nan … is not in the source" for every trace), and the whole frame was rejected."""
+    pd = pytest.importorskip("pandas")
+    np = pytest.importorskip("numpy")
+    rows = []
+    for i, rag in enumerate(tf.RAG[:3]):
+        trace, root, ret = f"{i + 1:032x}", f"{i + 1:016x}", f"{i + 100:016x}"
+        t0 = pd.Timestamp("2026-12-03T06:00:00Z") + pd.Timedelta(seconds=i)
+        docs = [{"document.id": d, "document.content": text, "document.score": score} for d, text, score in rag["docs"]]
+        rows.append(
+            {
+                "name": "rag",
+                "span_kind": "CHAIN",
+                "parent_id": np.nan,
+                "start_time": t0,
+                "end_time": t0 + pd.Timedelta("900ms"),
+                "context.trace_id": trace,
+                "context.span_id": root,
+                "attributes.input.value": rag["question"],
+                "attributes.output.value": rag["answer"],
+                "attributes.retrieval.documents": np.nan,
+            }
+        )
+        rows.append(
+            {
+                "name": "retrieve",
+                "span_kind": "RETRIEVER",
+                "parent_id": root,
+                "start_time": t0 + pd.Timedelta("100ms"),
+                "end_time": t0 + pd.Timedelta("200ms"),
+                "context.trace_id": trace,
+                "context.span_id": ret,
+                "attributes.input.value": rag["question"],
+                "attributes.output.value": np.nan,
+                "attributes.retrieval.documents": docs,
+            }
+        )
+    samples, bad = load_samples(pd.DataFrame(rows))
+    assert not bad and [s.user_input for s in samples] == [r["question"] for r in tf.RAG[:3]]
+    assert [s.retrieved_ids for s in samples] == [[d for d, _, _ in r["docs"]] for r in tf.RAG[:3]]
+    assert [s.response for s in samples] == [r["answer"] for r in tf.RAG[:3]]

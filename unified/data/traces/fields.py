@@ -17,6 +17,8 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
+from unified.data.cells import is_missing
+
 _HEX = re.compile(r"^(0x)?([0-9a-fA-F]{16}|[0-9a-fA-F]{32})$")
 _B64 = re.compile(r"^[A-Za-z0-9+/]{11,22}={0,2}$")
 
@@ -24,7 +26,7 @@ _B64 = re.compile(r"^[A-Za-z0-9+/]{11,22}={0,2}$")
 def hex_id(value: Any) -> str | None:
     """A trace or span id as lowercase hex (rules in the module docstring); None/"" →
     None (OTLP writes an empty ``parentSpanId`` for a root)."""
-    if value is None:
+    if is_missing(value):  # None, or a DataFrame's NaN / NA where a root has no parent
         return None
     text = str(value).strip()
     if not text or text.strip("0x") == "" or set(text) <= {"0"}:

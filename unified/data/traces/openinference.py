@@ -31,6 +31,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from unified.data.cells import is_missing
 from unified.data.traces.fields import hex_id, ns_of
 from unified.data.traces.model import LLM, RETRIEVER, Doc, Span, TraceProblem
 
@@ -168,6 +169,9 @@ def spans_of(value: Any) -> list[tuple[str, Span]]:
 def span_record(rec: Mapping[str, Any]) -> tuple[str, Span]:
     """(trace id, Span) of one span record (module docstring)."""
     if "context.trace_id" in rec:  # Phoenix's flattened rows
+        # a DataFrame row holds NaN where the span has no such attribute (pandas fills the
+        # column): absent, never a value — a NaN parent made every root a child of "nan"
+        rec = {k: v for k, v in rec.items() if not is_missing(v)}
         attrs = {k[len("attributes.") :]: v for k, v in rec.items() if k.startswith("attributes.")}
         if rec.get("span_kind") and SPAN_KIND not in attrs:
             attrs[SPAN_KIND] = rec["span_kind"]
