@@ -306,6 +306,15 @@ def test_a_langfuse_trace_export_with_observations_loads(tmp_path):
     assert [s.id for s in good] == ["lf-trace-0", "lf-trace-1", "lf-trace-3", "lf-trace-4"]
     assert good[0].metadata["provenance"]["user_input"]["field"] == "trace.input"
     assert [(e.sample_id, e.field) for e in bad] == [("lf-trace-2", "retrieved_contexts")]
+    # the same traces in one {"data": [...]} document, one of them with its observations
+    # as id strings (the traces-list endpoint's shape): that trace is the one row error
+    traces[2]["observations"] = [o["id"] for o in traces[2]["observations"]]
+    doc = tmp_path / "traces.json"
+    doc.write_text(json.dumps({"data": traces, "meta": {"page": 1}}))
+    good, bad = load_samples(doc, layout="langfuse")
+    assert [s.id for s in good] == ["lf-trace-0", "lf-trace-1", "lf-trace-3", "lf-trace-4"]
+    assert [(e.sample_id, e.field) for e in bad] == [("lf-trace-2", "observations")]
+    assert "an observation must be an object, got str" in bad[0].reason
 
 
 # ---------------------------------------------------------------- CLI

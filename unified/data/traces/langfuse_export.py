@@ -86,11 +86,16 @@ def _trace(trace: Mapping[str, Any]) -> list[tuple[str, Span]]:
                 ),
             )
         )
-    for obs in trace["observations"]:
+    for i, obs in enumerate(trace["observations"]):
         if not isinstance(obs, Mapping):
-            raise TraceProblem(
-                "observations", f"trace {tid}: an observation must be an object, got {type(obs).__name__}"
+            # this trace's error alone: raised here, it cost every other trace of the document
+            # (the traces-list endpoint gives observations as id strings)
+            bad = Span(f"unreadable:{i}", root_id, "?", "?")
+            bad.problem = TraceProblem(
+                "observations", f"an observation must be an object, got {type(obs).__name__} (observation {i + 1})"
             )
+            out.append((tid, bad))
+            continue
         out.append((tid, _observation(obs, root_id)))
     return out
 
