@@ -463,3 +463,23 @@ def test_a_phoenix_span_dataframe_with_nan_cells_loads():
     assert not bad and [s.user_input for s in samples] == [r["question"] for r in tf.RAG[:3]]
     assert [s.retrieved_ids for s in samples] == [[d for d, _, _ in r["docs"]] for r in tf.RAG[:3]]
     assert [s.response for s in samples] == [r["answer"] for r in tf.RAG[:3]]
+
+
+@pytest.mark.parametrize("damage", ["fragment", "attributes"])
+def test_a_span_file_whose_first_line_is_broken_is_still_read_as_spans(tmp_path, damage):
+    """The format was told from the first value alone: the tail of a rotated log first
+    (or a first span whose attributes were mangled) read the whole file as samples, each
+    span a "sample" every metric failed, and ``validate`` said "60 ok"."""
+    spans = tf.record(five)
+    path = tf.write_console(spans, tmp_path / "spans.jsonl")
+    lines = path.read_text().splitlines()
+    if damage == "fragment":
+        lines.insert(0, lines[0][len(lines[0]) // 2 :])  # the second half of a line
+    else:
+        first = json.loads(lines[0])
+        first["attributes"] = json.dumps(first["attributes"])  # a string, not an object
+        lines[0] = json.dumps(first)
+    path.write_text("\n".join(lines) + "\n")
+    good, bad = load_samples(path)
+    assert len(bad) >= 1 and bad[0].row == 1
+    assert all(s.id in trace_ids(spans) for s in good) and len(good) >= 4

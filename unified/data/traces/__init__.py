@@ -35,7 +35,7 @@ from typing import Any
 from unified.data.rowerror import RowError
 from unified.data.traces import langfuse_export, mlflow_traces, openinference, otlp
 from unified.data.traces.assemble import EMPTY_RETRIEVERS, assemble
-from unified.data.traces.files import first_value, values
+from unified.data.traces.files import first_value, next_line_values, values
 from unified.data.traces.model import Span, TraceProblem, group
 
 __all__ = ["EMPTY_RETRIEVERS", "TRACE_FORMATS", "detect", "detect_columns", "detect_file", "file_rows", "trace_rows"]
@@ -75,9 +75,21 @@ def detect(value: Any) -> str | None:
 
 
 def detect_file(path: Path) -> str | None:
-    """The trace format of a file, from its first value; None for a file of samples."""
+    """The trace format of a file, from its first value; when that is no trace (a
+    fragment of a rotated log, a span a crash cut or damaged), the format most of its
+    first lines that parse share, when at least half of them do; None for a file of
+    samples. The first value alone read a whole span file as samples when only its first
+    line was broken: each span a "sample" every metric failed."""
     try:
-        return detect(first_value(path))
+        found = detect(first_value(path))
+        if found is not None:
+            return found
+        seen = [detect(v) for v in next_line_values(path)]
+        formats = [f for f in seen if f is not None]
+        if not formats:
+            return None
+        best = max(set(formats), key=formats.count)
+        return best if 2 * formats.count(best) >= len(seen) else None
     except OSError:
         return None
 

@@ -58,6 +58,19 @@ def values(path: Path) -> Iterator[tuple[int, Any]]:
             pos = nl + 1
 
 
+def next_line_values(path: Path, limit: int = 8) -> Iterator[Any]:
+    """The JSON values of the first lines of the file's first megabyte that parse as JSON
+    (at most ``limit`` lines looked at): a file whose first line is a fragment — the tail
+    of a rotated log, a line cut by a crash — still shows what its other lines are."""
+    with path.open("rb") as f:
+        head = f.read(_HEAD).decode("utf-8", "replace").lstrip(_BOM)
+    for line in head.splitlines()[:limit]:
+        try:
+            yield json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+
+
 def first_value(path: Path) -> Any:
     """The file's first JSON value (the first element of a list), parsed from its first
     megabyte; ``{"<key>": None}`` when that value is bigger (only its first key is
