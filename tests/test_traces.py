@@ -193,6 +193,33 @@ def test_a_retriever_that_dropped_attributes_is_an_error_not_fewer_contexts(tmp_
     assert "dropped" in bad[0].reason and "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT" in bad[0].reason
 
 
+def test_a_root_that_dropped_its_question_is_an_error_not_a_sample_without_one(tmp_path):
+    """A root span over the SDK's attribute limit lost its ``input.value`` (the oldest
+    attribute goes first) and read as a sample without a question, "1 ok"."""
+    from opentelemetry.sdk.trace import SpanLimits, TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    def build(tracer) -> None:
+        with tracer.start_as_current_span("rag") as root:
+            root.set_attribute(tf.KIND, "CHAIN")
+            root.set_attribute(tf.SpanAttributes.INPUT_VALUE, tf.RAG[0]["question"])
+            for n in range(4):  # past the limit of 4: the question, set first, is dropped
+                root.set_attribute(f"app.tag.{n}", n)
+            with tracer.start_as_current_span("retrieve") as span:
+                span.set_attribute(tf.KIND, "RETRIEVER")
+                span.set_attribute(f"{tf.DOCS}.0.document.content", "A passage.")
+
+    memory = InMemorySpanExporter()
+    provider = TracerProvider(span_limits=SpanLimits(max_span_attributes=4))
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    build(provider.get_tracer("t"))
+    provider.shutdown()
+    good, bad = load_samples(tf.write_otlp_json(list(memory.get_finished_spans()), tmp_path / "t.jsonl"))
+    assert good == [] and bad[0].field == "input.value"
+    assert "dropped 2 attribute(s)" in bad[0].reason and "question may be among them" in bad[0].reason
+
+
 def test_text_that_is_not_json_is_one_row_error_and_the_rest_is_read(tmp_path):
     spans = tf.record(five)
     path = tf.write_console(spans, tmp_path / "spans.jsonl")

@@ -64,6 +64,13 @@ def _record(trace: Trace) -> dict[str, Any]:
     # a root span without input (or with an empty one) is a trace that answered no
     # question (a summariser): the sample has none; an input it cannot read is an error
     question, q_prov = _text(root, "input", "question", optional=True)
+    if question is None and root.dropped:  # no question, or one the SDK dropped: cannot be told
+        raise TraceProblem(
+            "input.value",
+            f"the root span has no input and dropped {root.dropped} attribute(s) (OpenTelemetry's limit is 128 per "
+            "span unless OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT is raised): its question may be among them",
+            root,
+        )
     docs = _documents(trace)
     record: dict[str, Any] = {"id": trace.trace_id, "retrieved_contexts": [d.content for _, d in docs]}
     if question is not None:

@@ -68,6 +68,7 @@ class Span:
     output_key: str = ""
     documents: list[Doc] | None = None
     problem: TraceProblem | None = None
+    dropped: int = 0  # attributes the SDK dropped (its per-span limit): any of them may be missing
 
     def label(self) -> str:
         return f"span '{self.name}' ({self.span_id})"

@@ -68,6 +68,7 @@ def span_from_attributes(
         output=attrs.get("output.value"),
         output_mime=attrs.get("output.mime_type"),
         output_key="output.value",
+        dropped=dropped,
     )
     if span.output is None and kind == LLM:
         _last_output_message(span, attrs)
