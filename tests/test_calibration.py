@@ -313,3 +313,32 @@ def test_labels_written_as_words_in_the_row_are_read_as_with_label():
         scores.append(Score.from_raw("faithfulness", "native", f"s{i}", 0.9 if i % 2 == 0 else 0.1, threshold=7.0))
     h = crosscheck(scores, samples)["metrics"]["faithfulness"]["human"]
     assert h["labelled"] == 6 and h["kind"] == "binary" and h["backends"]["native"]["auc"] == 1.0
+
+
+def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_labels(tmp_path):
+    """``compare --calibration`` measured the agreement of calibrated values on the very
+    labels the map was fitted on (ECE 0.0) without a word; ``labels_fingerprint`` was
+    recorded and never read."""
+    import json as _json
+
+    from unified.analysis.calibrated import fit_run, in_sample_notes
+    from unified.report import Report
+    from unified.run.runner import evaluate
+
+    rows = [
+        {"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": [rel], "lab": lab}
+        for i, (rel, lab) in enumerate([("a", 1), ("b", 1), ("c", 0), ("z", 0), ("a", 1), ("c", 0), ("b", 0), ("z", 0)])
+    ]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    opts = {"labels": "mrr=lab", "quiet": True, "progress": False}
+    evaluate(data, "mrr", ["native"], out=tmp_path / "fit", **opts)
+    cal = tmp_path / "cal.json"
+    cal.write_text(_json.dumps(fit_run(tmp_path / "fit")))
+    evaluate(data, "mrr", ["native"], out=tmp_path / "same", calibration=cal, **opts)
+    (note,) = in_sample_notes(cal, Report(tmp_path / "same"))
+    assert "mrr (native): its calibration map was fitted on these very labels" in note
+    other = tmp_path / "other.jsonl"
+    other.write_text("".join(_json.dumps(r) + "\n" for r in rows[:6]))  # another labelled set
+    evaluate(other, "mrr", ["native"], out=tmp_path / "held", calibration=cal, **opts)
+    assert in_sample_notes(cal, Report(tmp_path / "held")) == []

@@ -138,6 +138,33 @@ def fit_run(run_dir: str | Path, label_cuts: Mapping[str, float] | None = None) 
     }
 
 
+def in_sample_notes(path: str | Path, report: Any, label_cuts: Mapping[str, float] | None = None) -> list[str]:
+    """One note per pair of ``report`` whose labelled, scored samples are exactly the set
+    its map in ``path`` was fitted on (the entry's ``labels_fingerprint``): the agreement
+    with people on its calibrated values is then in-sample (an isotonic map fitted on
+    those labels shows an ECE near 0 on them), not evidence of calibration."""
+    cal = Calibration.load(path)
+    samples = report.sample_objects()
+    table: dict[str, dict[str, Score]] = {}
+    for sc in report.iter_scores():
+        if not sc.row_error and sc.backend != JURY:
+            table.setdefault(f"{sc.metric}|{sc.backend}", {})[sc.sample_id] = sc
+    notes = []
+    for key, e in cal.entries.items():
+        metric = key.split("|", 1)[0]
+        scores = table.get(key, {})
+        _, passed, _ = _passed(metric, samples, (label_cuts or {}).get(metric))
+        ids = sorted(sid for sid, sc in scores.items() if sc.ok and sid in passed)
+        if ids and _fingerprint((str(scores[sid].sample_hash), passed[sid]) for sid in ids) == e.get(
+            "labels_fingerprint"
+        ):
+            notes.append(
+                f"{_names([key])[0]}: its calibration map was fitted on these very labels: the agreement on "
+                "calibrated values is in-sample; measure it on other labelled rows"
+            )
+    return notes
+
+
 def _read(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))

@@ -823,7 +823,14 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
     from unified.run.runfolder import CROSSCHECK_FILE
 
     if command == "compare":
-        _crosscheck(report, s, quiet=bool(v.get("quiet")), verbose=bool(v.get("verbose")), cuts=_label_cuts(v))
+        _crosscheck(
+            report,
+            s,
+            quiet=bool(v.get("quiet")),
+            verbose=bool(v.get("verbose")),
+            cuts=_label_cuts(v),
+            calibration=v.get("calibration"),
+        )
     flips_ok = _migration(report, s, v) if command == "migrate" else True
     if command in ("compare", "migrate"):  # the page shows what those files say
         from unified.run.runfolder import REPORT_FILE
@@ -904,7 +911,12 @@ def _label_cuts(v: dict[str, Any]) -> dict[str, float]:
 
 
 def _crosscheck(
-    report: Any, s: _Setup, quiet: bool, verbose: bool = False, cuts: dict[str, float] | None = None
+    report: Any,
+    s: _Setup,
+    quiet: bool,
+    verbose: bool = False,
+    cuts: dict[str, float] | None = None,
+    calibration: Path | None = None,
 ) -> None:
     from unified.cli import common as cli
     from unified.run.runfolder import CROSSCHECK_FILE
@@ -929,6 +941,12 @@ def _crosscheck(
 
     if any(d.get("calibrated") is not None for d in report.iter_score_dicts()):
         cc["on_calibrated"] = (report.crosscheck(on="calibrated", label_cuts=cuts) or {}).get("metrics", {})
+        if calibration is not None:
+            from unified.analysis.calibrated import in_sample_notes
+
+            cc["on_calibrated_notes"] = in_sample_notes(calibration, report, cuts)
+            for note in cc["on_calibrated_notes"]:
+                cli.err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     from unified.run.runindex import stamp_lines
 
     write_json(s.out / CROSSCHECK_FILE, stamp_lines(s.out, cc))
