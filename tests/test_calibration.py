@@ -342,3 +342,21 @@ def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_label
     other.write_text("".join(_json.dumps(r) + "\n" for r in rows[:6]))  # another labelled set
     evaluate(other, "mrr", ["native"], out=tmp_path / "held", calibration=cal, **opts)
     assert in_sample_notes(cal, Report(tmp_path / "held")) == []
+
+
+def test_one_class_rates_have_no_interval_of_zero_width():
+    """Labels and verdicts all of one class gave PPI [1.000, 1.000]: a normal interval of
+    no width, read as certainty from a handful of rows."""
+    from unified.analysis.calibration import mean_ci, ppi_mean
+
+    got = ppi_mean([1, 1, 1, 1, 1, 1], [1, 1, 1], [1, 1, 1])
+    assert got["estimate"] == 1.0 and got["ci_low"] == UNDEFINED and "one class" in got["ci_high"].reason
+    assert mean_ci([0, 0, 0, 0])["ci_low"] == UNDEFINED
+    assert ppi_mean([1, 0, 1, 1], [1, 0, 1], [1, 0, 0])["ci_low"] != UNDEFINED
+    samples, scores = {}, []
+    for i in range(6):
+        samples[f"s{i}"] = Sample(user_input="q", id=f"s{i}", metadata={"labels": {"faithfulness": 1}})
+        scores.append(Score.from_raw("faithfulness", "native", f"s{i}", 0.9, threshold=7.0))
+    res = crosscheck(scores, samples)
+    assert res["metrics"]["faithfulness"]["human"]["backends"]["native"]["ppi"]["ci_low"] == UNDEFINED
+    assert "undefined" in render_crosscheck(res, width=170)

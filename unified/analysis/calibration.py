@@ -132,7 +132,14 @@ def ppi_mean(f_all: Numbers, f_labelled: Numbers, y_labelled: Numbers, level: fl
     half = _z(level) * math.sqrt(max(var, 0.0))
     clip = lambda x: min(1.0, max(0.0, x))
     out.update(estimate=clip(theta), ci_low=clip(theta - half), ci_high=clip(theta + half))
+    if var <= 0.0:  # one class everywhere: the normal interval has no width, which is no certainty
+        out.update(ci_low=_NO_SPREAD, ci_high=_NO_SPREAD)
     return out
+
+
+# a rate from verdicts and labels of one class: s² = 0, and a normal interval [p, p] reads as
+# certainty (Agresti & Coull 1998: the Wald interval fails at 0 and 1)
+_NO_SPREAD = Undefined("every verdict and label is of one class: a normal interval would have no width")
 
 
 def mean_ci(y: Numbers, level: float = 0.95) -> dict[str, Any]:
@@ -143,6 +150,8 @@ def mean_ci(y: Numbers, level: float = 0.95) -> dict[str, Any]:
         why = Undefined(f"n={len(ys)} < {MIN_N}")
         return {"n": len(ys), "estimate": why, "ci_low": why, "ci_high": why}
     m, half = float(ys.mean()), _z(level) * float(ys.std(ddof=1)) / math.sqrt(len(ys))
+    if half <= 0.0:
+        return {"n": len(ys), "estimate": m, "ci_low": _NO_SPREAD, "ci_high": _NO_SPREAD}
     return {"n": len(ys), "estimate": m, "ci_low": max(0.0, m - half), "ci_high": min(1.0, m + half)}
 
 
