@@ -396,3 +396,22 @@ def test_diff_rows_come_in_the_reports_metric_order(tmp_path):
         run(data, tmp_path / name, metrics="ndcg@3,mrr,precision@3,precision@1")
     got = [r["metric"] for r in diff_runs(tmp_path / "a", tmp_path / "b", n_boot=50)]
     assert got == ["precision@1", "precision@3", "mrr", "ndcg@3"]
+
+
+def test_retry_errors_keeps_the_failures_of_pairs_it_does_not_score(tmp_path):
+    """``--retry-errors`` dropped every failed line of the folder, also those of pairs this
+    run did not ask for and so never scored again: their failures vanished, and the folder
+    read as if they had never happened."""
+    data, out = tmp_path / "in.jsonl", tmp_path / "out"
+    write(data, rows(2) + [{"id": "noref", "user_input": "q?", "retrieved_ids": ["a"]}])
+    run(data, out, metrics="mrr,ndcg@3")
+    failed = lambda: sorted(
+        (d["metric"], d["sample_id"])
+        for d in map(json.loads, (out / "scores.jsonl").read_text().splitlines())
+        if d.get("error")
+    )
+    assert failed() == [("mrr", "noref"), ("ndcg@3", "noref")]
+    run(data, out, metrics="mrr", retry_errors=True)  # retries mrr only
+    assert failed() == [("mrr", "noref"), ("ndcg@3", "noref")]  # ndcg@3's failure is kept
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["counts"]["tasks_run"] == 1  # mrr's one failed task, scored again

@@ -45,7 +45,7 @@ import time
 from dataclasses import dataclass, field
 from json.decoder import scanstring  # type: ignore[attr-defined]  # the C string scanner json.loads uses; not in typeshed
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Iterator, Mapping
+from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from unified.data.files import OutputError, atomic_path, os_error, write_json
 from unified.run.fingerprint import diff_configs
@@ -451,12 +451,21 @@ class RunFolder:
         write_json(self.manifest_path, data)
 
     # ------------------------------------------------------------ resume
-    def drop_errors(self) -> int:
-        """``--retry-errors``: remove failed lines — and degraded ones (a value from fewer
-        judges than asked) — so their tasks are scored again (failed repeats of an
-        unfinished task too)."""
-        rewrite_jsonl(self.repeats, lambda _i, d: d is None or not (d.get("error") or d.get("degraded")))
-        return rewrite_jsonl(self.scores, lambda _i, d: d is None or not (d.get("error") or d.get("degraded")))
+    def drop_errors(self, pairs: Iterable[str]) -> int:
+        """``--retry-errors``: remove the failed lines of this run's ``pairs``
+        ("metric|backend") — and degraded ones (a value from fewer judges than asked) — so
+        their tasks are scored again (failed repeats of an unfinished task too). Another
+        pair's lines stay: this run does not score it, so dropping them lost its failures
+        (the folder then read as if they had never happened)."""
+        asked = set(pairs)
+
+        def keep(_i: int, d: dict[str, Any] | None) -> bool:
+            if d is None or f"{d.get('metric')}|{d.get('backend')}" not in asked:
+                return True
+            return not (d.get("error") or d.get("degraded"))
+
+        rewrite_jsonl(self.repeats, keep)
+        return rewrite_jsonl(self.scores, keep)
 
     def check_configs(
         self,

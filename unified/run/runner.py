@@ -334,7 +334,7 @@ class _Run:
         if self.folder.repair():
             self.say(f"note: truncated a torn last line in {self.folder.scores} (a killed run)")
         self.folder.check_configs(self.plan.hashes, self.plan.configs, manifest.get("configs", {}))
-        if self.opts.retry_errors and (dropped := self.folder.drop_errors()):
+        if self.opts.retry_errors and (dropped := self.folder.drop_errors(self.plan.hashes)):
             self.say(f"note: retrying {dropped} failed task(s) from {self.folder.scores}")
         self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
         if any(not row_error for row_error, _ in self.scan.done):
