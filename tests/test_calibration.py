@@ -360,3 +360,31 @@ def test_one_class_rates_have_no_interval_of_zero_width():
     res = crosscheck(scores, samples)
     assert res["metrics"]["faithfulness"]["human"]["backends"]["native"]["ppi"]["ci_low"] == UNDEFINED
     assert "undefined" in render_crosscheck(res, width=170)
+
+
+def test_to_pandas_has_the_calibrated_values(tmp_path):
+    """They were only in scores.jsonl, Score.calibrated and crosscheck.json."""
+    import json as _json
+
+    from unified.analysis.calibrated import fit_run
+    from unified.report import Report
+    from unified.run.runner import evaluate
+
+    rows = [
+        {"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": [rel], "lab": lab}
+        for i, (rel, lab) in enumerate([("a", 1), ("b", 1), ("c", 0), ("z", 0), ("a", 1), ("c", 0)])
+    ]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    opts = {"labels": "mrr=lab", "quiet": True, "progress": False}
+    evaluate(data, "mrr", ["native"], out=tmp_path / "fit", **opts)
+    assert Report(tmp_path / "fit").to_pandas()["calibrated"].isna().all()
+    cal = tmp_path / "cal.json"
+    cal.write_text(_json.dumps(fit_run(tmp_path / "fit")))
+    evaluate(data, "mrr", ["native"], out=tmp_path / "cal", calibration=cal, **opts)
+    df = Report(tmp_path / "cal").to_pandas()
+    lines = {
+        d["sample_id"]: d["calibrated"]
+        for d in map(_json.loads, (tmp_path / "cal" / "scores.jsonl").read_text().splitlines())
+    }
+    assert dict(zip(df["sample_id"], df["calibrated"])) == lines

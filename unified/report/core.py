@@ -214,7 +214,8 @@ class Report:
         """One row per task: metric, backend, sample_id, value, raw, raw_lo, raw_hi,
         higher_is_better, threshold, passed, reason, error, degraded, row (the 1-based
         position of the input row), input_index (a DataFrame input's index label), row_error,
-        details (dict), cost_* columns. Join back to a DataFrame input with
+        details (dict), calibrated (the ``--calibration`` map's 0–10 value, None where none
+        applied), cost_* columns. Join back to a DataFrame input with
         ``df.join(report.to_pandas().set_index("input_index"))``. ``samples=True`` adds the sample's ``user_input``,
         ``response`` and ``reference`` (None for input-row errors)."""
         import pandas as pd
@@ -252,6 +253,7 @@ class Report:
             "input_index",
             "row_error",
             "details",
+            "calibrated",
         ]
         rows = []
         for d in self.iter_score_dicts():
@@ -260,6 +262,7 @@ class Report:
             row["raw_lo"], row["raw_hi"] = rr[0], rr[1]
             row["row_error"] = bool(d.get("row_error"))
             row["details"] = d.get("details") or {}
+            row["calibrated"] = d.get("calibrated")  # 0–10 by a --calibration map; None where none applied
             for k, v in (d.get("cost") or {}).items():
                 row[f"cost_{k}"] = v
             rows.append(row)
