@@ -227,6 +227,7 @@ def test_text_that_is_not_json_is_one_row_error_and_the_rest_is_read(tmp_path):
     path.write_text("\n".join(lines[:2] + ["{not json"] + lines[2:]) + "\n")
     good, bad = load_samples(path)
     assert len(good) == 5 and len(bad) == 1 and bad[0].row == 3 and "not JSON" in bad[0].reason
+    assert bad[0].reason.endswith("(column 2)")  # where on the line the parser stopped
 
 
 def test_a_file_of_samples_is_not_taken_for_traces(tmp_path):

@@ -51,7 +51,9 @@ def values(path: Path) -> Iterator[tuple[int, Any]]:
             value, pos = _DECODER.raw_decode(text, pos)
             yield line, value
         except (ValueError, RecursionError) as e:
-            yield line, RowError(path.name, line, None, f"not JSON: {getattr(e, 'msg', e)}")
+            # the column where the parser stopped, on this line (a JSONDecodeError knows it)
+            where = f" (column {e.colno})" if isinstance(e, json.JSONDecodeError) else ""
+            yield line, RowError(path.name, line, None, f"not JSON: {getattr(e, 'msg', e)}{where}")
             nl = text.find("\n", pos)
             if nl < 0:
                 return
