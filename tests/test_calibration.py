@@ -388,3 +388,20 @@ def test_to_pandas_has_the_calibrated_values(tmp_path):
         for d in map(_json.loads, (tmp_path / "cal" / "scores.jsonl").read_text().splitlines())
     }
     assert dict(zip(df["sample_id"], df["calibrated"])) == lines
+
+
+def test_a_missing_value_marker_in_a_label_column_leaves_the_row_unlabelled(tmp_path):
+    """A missing-value marker ("N/A", "NaN") in a ``--label`` column was a row error: the row was not scored."""
+    import json as _json
+
+    from unified.data.io import load_samples
+    from unified.data.labels import label_value as read_label
+
+    assert [read_label(v) for v in ("N/A", "nan", "NaN", "null", "-", "#N/A", " na ")] == [None] * 7
+    with pytest.raises(ValueError):
+        read_label("maybe")
+    rows = [{"id": f"s{i}", "user_input": "q?", "lab": lab} for i, lab in enumerate(["yes", "N/A", "NaN", "no"])]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(_json.dumps(r) + "\n" for r in rows))
+    good, bad = load_samples(data, labels="faithfulness=lab")
+    assert not bad and [s.metadata.get("labels", {}).get("faithfulness") for s in good] == [1, None, None, 0]

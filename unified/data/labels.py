@@ -7,7 +7,8 @@ where the cross-check finds it. Values read:
   incorrect (any case; ARES's ``[[Yes]]`` / ``[[No]]`` brackets are dropped) -> 1 / 0;
 - numbers (and numeric strings) -> kept as numbers: a grade such as TruLens'
   ``expected_score`` 0.4 stays 0.4, and the cross-check binarises graded labels itself;
-- an empty cell or an absent column -> no label for that row.
+- an empty cell, a missing-value marker (``N/A``, ``NA``, ``NaN``, ``null``, ``none``, ``-``)
+  or an absent column -> no label for that row (the row is scored, unlabelled).
 
 Anything else is a row error naming the row, the column and the value.
 """
@@ -23,6 +24,8 @@ from unified.data.cells import is_missing
 
 _TRUE = frozenset({"1", "true", "yes", "y", "pass", "passed", "positive", "correct"})
 _FALSE = frozenset({"0", "false", "no", "n", "fail", "failed", "negative", "incorrect"})
+# what spreadsheets and pandas write for "no value": an unlabelled row, never a row error
+_MISSING = frozenset({"n/a", "na", "nan", "null", "none", "-", "#n/a"})
 _BRACKETS = re.compile(r"^\[\[\s*(.*?)\s*\]\]$")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -78,6 +81,8 @@ def label_value(value: Any) -> int | float | None:
     if not text:
         return None
     word = text.lower()
+    if word in _MISSING:
+        return None
     if word in _TRUE or word in _FALSE:
         return 1 if word in _TRUE else 0
     if _NUMBER.match(text):
