@@ -179,17 +179,24 @@ def test_whole_number_grades_up_to_5_are_not_cut_at_7():
     assert "--label-cut faithfulness=CUT" in h["notes"][0] and "auc" not in h["backends"]["native"]
     cut = crosscheck(scores, samples, label_cuts={"faithfulness": 4})["metrics"]["faithfulness"]["human"]
     assert cut["binarised_at"] == 4.0 and cut["backends"]["native"]["positives"] == 4
-    halves = [0.5, 2.5, 7.5, 9.0]  # not whole numbers: 0–10 grades, cut at the bound as before
+    halves = [0.5, 2.5, 7.5, 9.0]  # fractions on both sides of the bound: 0–10 grades, cut as before
     assert label_cut("faithfulness", halves) == 7.0 and label_cut("faithfulness", [0, 3, 8, 10]) == 7.0
+    averaged = [1, 2.33, 3.67, 4.33, 5]  # mean 1–5 ratings: cut at 7, every one a fail
+    assert "would fail every one" in label_cut("faithfulness", averaged).reason
+    assert "whole numbers 1–7" in label_cut("faithfulness", [1, 2, 3, 4, 5, 6, 7]).reason  # a 1–7 Likert
 
 
 def test_label_cuts_are_read_as_metric_equals_number():
-    from unified.analysis.verdict import parse_label_cuts
+    from unified.analysis.verdict import cut_for, parse_label_cuts
 
-    assert parse_label_cuts(["faithfulness=4", " mrr = 0.5"]) == {"faithfulness": 4.0, "mrr": 0.5}
+    cuts = parse_label_cuts(["Faithfulness=4", " mrr = 0.5"])
+    assert cuts == {"faithfulness": 4.0, "mrr": 0.5}  # canonical names: a key kept as typed was never found
+    assert cut_for("FaithfulnessMetric", cuts) == 4.0 and cut_for("precision@3", cuts) is None
     for bad in ("faithfulness", "=4", "faithfulness=high", "faithfulness=nan"):
         with pytest.raises(ValueError, match="give METRIC=CUT"):
             parse_label_cuts([bad])
+    with pytest.raises(ValueError, match="unknown metric 'nosuch'"):
+        parse_label_cuts(["nosuch=3"])
 
 
 def test_calibrate_and_compare_take_a_label_cut(tmp_path):
@@ -233,6 +240,11 @@ def test_calibrate_and_compare_take_a_label_cut(tmp_path):
     )
     assert bad.exit_code == 2 and "--label-cut 'mrr:4': give METRIC=CUT" in bad.output
     assert not (tmp_path / "x").exists()
+    other = ["compare", str(data), "-m", "mrr", "-b", "native,embedding", "--label-cut", "faithfulness=4"]
+    unscored = cli.invoke(app, [*other, "--out", str(tmp_path / "y")])
+    assert (
+        unscored.exit_code == 2 and "--label-cut names faithfulness, which this run does not score" in unscored.output
+    )
 
 
 def _entry(**over):
@@ -405,3 +417,19 @@ def test_a_missing_value_marker_in_a_label_column_leaves_the_row_unlabelled(tmp_
     data.write_text("".join(_json.dumps(r) + "\n" for r in rows))
     good, bad = load_samples(data, labels="faithfulness=lab")
     assert not bad and [s.metadata.get("labels", {}).get("faithfulness") for s in good] == [1, None, None, 0]
+
+
+def test_a_fitted_map_whose_values_round_to_one_point_is_accepted():
+    """Values 10/3 and (1/3)·10 differ in the last bit and round to one 3.333333: fitted
+    before the rounding, the file held that x twice, and ``--calibration`` refused the
+    file ``calibrate`` had just written."""
+    from unified.analysis.calibrated import Calibration, fit_entry
+
+    values = [0.0, 10 / 3, 1 / 3 * 10, 10.0, 6.0, 2.0]
+    assert 10 / 3 != 1 / 3 * 10
+    scores = {f"s{i}": Score.from_raw("mrr", "native", f"s{i}", v / 10, config_hash="h") for i, v in enumerate(values)}
+    scores = {k: s.model_copy(update={"value": values[i]}) for i, (k, s) in enumerate(scores.items())}
+    entry = fit_entry("mrr", "native", scores, {f"s{i}": float(i % 2) for i in range(6)}, {})
+    assert not isinstance(entry, str), entry
+    Calibration({"version": 1, "entries": [entry]})  # no CalibrationError
+    assert len(set(entry["map"]["x"])) == len(entry["map"]["x"])

@@ -676,3 +676,22 @@ def test_a_sigterm_after_every_task_was_scored_ends_with_a_complete_folder(tmp_p
     assert json.loads((out / "summary.json").read_text())["interrupted"] is False
     assert columnar.fresh_parquet(out)["rows"] == 16
     assert run(data, out).unchanged  # nothing left to do
+
+
+def test_a_sigterm_on_the_no_op_path_says_the_folder_is_complete(tmp_path, capsys, monkeypatch):
+    from unified.run import runner
+
+    data, out = _first(tmp_path)
+    real = runner._Run.finish_unchanged
+
+    def unchanged_under_sigterm(self):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(self)
+
+    monkeypatch.setattr(runner._Run, "finish_unchanged", unchanged_under_sigterm)
+    capsys.readouterr()
+    with pytest.raises(RunInterrupted) as info:
+        evaluate(data, METRICS, ["native"], out=out, progress=False)
+    assert info.value.complete
+    err = capsys.readouterr().err
+    assert "its folder is complete" in err and "resume" not in err

@@ -784,6 +784,39 @@ def test_sigterm_while_the_comparison_is_written_exits_143_after_the_files_are_w
     assert signal.getsignal(signal.SIGTERM) is before  # the command put the handler back
 
 
+def test_sigterm_while_compare_finishes_its_run_still_writes_the_comparison(tmp_path, monkeypatch):
+    """A SIGTERM after every task was scored, while the run wrote its folder, ended the
+    command before ``crosscheck.json`` was written, under a message that said the folder
+    was complete."""
+    from unified.run import runner
+
+    real = runner._Run._write_index
+
+    def index_under_sigterm(self, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(runner._Run, "_write_index", index_under_sigterm)
+    out = tmp_path / "o"
+    r = invoke(
+        "compare",
+        DATA,
+        "--metrics",
+        "semantic_similarity",
+        "--backends",
+        "native,embedding",
+        "--max-samples",
+        "4",
+        "--out",
+        out,
+        "--quiet",
+    )
+    assert r.exit_code == 143, r.output
+    assert "its folder is complete" in r.output and "resume" not in r.output
+    assert json.loads((out / "crosscheck.json").read_text())["metrics"]
+    assert json.loads((out / "summary.json").read_text())["interrupted"] is False
+
+
 def test_diff_never_pairs_a_sample_whose_content_changed(tmp_path):
     data = write_rows(tmp_path / "d.jsonl", ir_rows(4))
     invoke("run", data, "--metrics", "precision@3", "--out", tmp_path / "a", "--quiet")

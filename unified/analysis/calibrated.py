@@ -38,7 +38,7 @@ from unified.analysis.calibration import human_labels
 from unified.analysis.isotonic import cross_validated, isotonic_fit, isotonic_predict
 from unified.analysis.jury import JURY
 from unified.analysis.stats import MIN_N, rounded
-from unified.analysis.verdict import is_binary, label_cut
+from unified.analysis.verdict import cut_for, is_binary, label_cut
 from unified.scores import Score
 
 VERSION = 1
@@ -83,7 +83,9 @@ def fit_entry(
         return f"{len(ids)} labelled sample(s) scored < {MIN_N}"
     if len(hashes) != 1 or None in hashes:
         return "its scores carry no single configuration fingerprint"
-    x = np.array([float(scores[sid].value) for sid in ids])  # type: ignore[arg-type]
+    # rounded as the file stores the map, before the fit: two values that round to one
+    # would otherwise be two points of one x, a map ``entry_problem`` refuses
+    x = np.round(np.array([float(scores[sid].value) for sid in ids]), 6)  # type: ignore[arg-type]
     y = np.array([passed[sid] for sid in ids])
     if len(np.unique(y)) < 2:
         return "the labels of its samples hold a single verdict: nothing to map"
@@ -116,7 +118,7 @@ def fit_run(run_dir: str | Path, label_cuts: Mapping[str, float] | None = None) 
             table.setdefault((s.metric, s.backend), {})[s.sample_id] = s
     entries, notes = [], []
     for (metric, backend), scores in table.items():
-        key, passed, cut = _passed(metric, samples, (label_cuts or {}).get(metric))
+        key, passed, cut = _passed(metric, samples, cut_for(metric, label_cuts))
         if not passed:
             # a cut that cannot be told says why
             why = f" ({getattr(cut, 'reason', cut)})" if isinstance(cut, str) else ""
@@ -153,7 +155,7 @@ def in_sample_notes(path: str | Path, report: Any, label_cuts: Mapping[str, floa
     for key, e in cal.entries.items():
         metric = key.split("|", 1)[0]
         scores = table.get(key, {})
-        _, passed, _ = _passed(metric, samples, (label_cuts or {}).get(metric))
+        _, passed, _ = _passed(metric, samples, cut_for(metric, label_cuts))
         ids = sorted(sid for sid, sc in scores.items() if sc.ok and sid in passed)
         if ids and _fingerprint((str(scores[sid].sample_hash), passed[sid]) for sid in ids) == e.get(
             "labels_fingerprint"

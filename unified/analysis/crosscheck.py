@@ -44,7 +44,7 @@ from unified.analysis.stats import (  # noqa: F401 - re-exported: the statistics
     undefined_reason,
 )
 from unified.analysis.translate import threshold_translation
-from unified.analysis.verdict import LABEL_TO_METRIC, backend_threshold, canonical, label_for  # noqa: F401
+from unified.analysis.verdict import LABEL_TO_METRIC, backend_threshold, canonical, cut_for, label_for  # noqa: F401
 from unified.sample import Sample
 from unified.scores import Score, aggregate
 from unified.text import cut_at_word
@@ -143,7 +143,7 @@ def crosscheck(
         "notes": notes,
     }
     for metric, per_backend in by_metric.items():
-        cut = (label_cuts or {}).get(metric)
+        cut = cut_for(metric, label_cuts)
         result["metrics"][metric] = _crosscheck_metric(metric, per_backend, samples, top_n, bootstrap, seed, cut)
     return result
 

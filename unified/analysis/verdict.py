@@ -9,11 +9,12 @@ human label read as pass/fail.
 - A human label is binary when every value is 0 or 1 (booleans are 0/1). A graded label
   (any other number) is binarised at a cut: the one given, else the metric's default
   bound on the labels' own scale — bound/10 when every grade lies in [0, 1] (TruLens'
-  ``expected_score``), the bound itself when every grade lies in [0, 10]. Whole-number
-  grades of at most 5 (1, 2, 4, 5) could be a rating scale (1–5, 0–3, …) as well as low
-  0–10 grades, and the default cut of 7 would fail every one of them: they need an
-  explicit cut, as do grades on any other scale (above 10, negative) —
-  ``--label-cut METRIC=CUT`` (``parse_label_cuts``): a label ≥ CUT passes.
+  ``expected_score``), the bound itself when grades in [0, 10] show that scale: whole
+  numbers reaching 10, or fractions on both sides of the bound. Whole numbers below 10
+  (1–5, 1–7 ratings) and fractions all on one side of the bound (averaged 1–5 ratings
+  such as 2.33 and 4.67: cut at 7, every one a fail) could be another scale, and need an
+  explicit cut, as do grades above 10 or negative — ``--label-cut METRIC=CUT``
+  (``parse_label_cuts``): a label ≥ CUT passes.
 """
 
 from __future__ import annotations
@@ -109,19 +110,28 @@ def label_cut(metric: str, grades: Iterable[float], cut: float | None = None) ->
     if lo >= 0.0 and hi <= 1.0:
         return bound / 10.0
     give = f"give the label from which people pass: --label-cut {metric}=CUT"
-    if lo >= 0.0 and hi <= 5.0 and all(float(v).is_integer() for v in values):
+    if lo < 0.0 or hi > 10.0:
+        return Undefined(f"graded labels span {lo:g}–{hi:g}, neither 0–1 nor 0–10: {give}")
+    if hi < 10.0 and all(float(v).is_integer() for v in values):
         return Undefined(
-            f"graded labels are whole numbers {lo:g}–{hi:g}: a rating scale (1–5, 0–3, …) or low grades "
-            f"on 0–10? The default cut {bound:g} would fail every one; {give}"
+            f"graded labels are whole numbers {lo:g}–{hi:g}: a rating scale (1–5, 1–7, …) or grades on "
+            f"0–10? Cut at {bound:g} as 0–10 grades, a 1–5 rating fails every label; {give}"
         )
-    if lo >= 0.0 and hi <= 10.0:
-        return bound
-    return Undefined(f"graded labels span {lo:g}–{hi:g}, neither 0–1 nor 0–10: {give}")
+    if hi < bound or lo >= bound:  # averaged ratings (2.33, 4.67), or every label on one side anyway
+        side = "fail" if hi < bound else "pass"
+        return Undefined(
+            f"graded labels span {lo:g}–{hi:g}: the default cut {bound:g} would {side} every one, "
+            f"so they may be on another scale; {give}"
+        )
+    return bound
 
 
 def parse_label_cuts(specs: Iterable[str] | None) -> dict[str, float]:
-    """``["faithfulness=4", …]`` (``--label-cut``) as {metric: cut}; ``ValueError`` naming
-    a spec that is not METRIC=NUMBER."""
+    """``["faithfulness=4", …]`` (``--label-cut``) as {canonical metric name: cut}
+    (``Faithfulness=4`` and ``FaithfulnessMetric=4`` name one metric: a key kept as typed
+    was never looked up, and the default cut applied without a word); ``ValueError``
+    naming a spec that is not METRIC=NUMBER or a metric the registry does not know.
+    Look a cut up with ``cut_for``."""
     cuts: dict[str, float] = {}
     for spec in specs or []:
         metric, sep, number = str(spec).partition("=")
@@ -131,8 +141,17 @@ def parse_label_cuts(specs: Iterable[str] | None) -> dict[str, float]:
             cut = math.nan
         if not sep or not metric.strip() or not math.isfinite(cut):
             raise ValueError(f"--label-cut '{spec}': give METRIC=CUT, e.g. faithfulness=4 (labels ≥ 4 pass)")
-        cuts[metric.strip()] = cut
+        try:
+            name = parse_metric(metric.strip()).canonical
+        except UnknownMetricError:
+            raise ValueError(f"--label-cut '{spec}': unknown metric '{metric.strip()}'") from None
+        cuts[name] = cut
     return cuts
+
+
+def cut_for(metric: str, cuts: Mapping[str, float] | None) -> float | None:
+    """The ``--label-cut`` given for ``metric`` (any spelling: looked up by its canonical name)."""
+    return (cuts or {}).get(canonical(metric))
 
 
 def is_binary(values: Iterable[float]) -> bool:

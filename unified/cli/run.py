@@ -466,6 +466,11 @@ def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
             with cli.user_errors():
                 report = _evaluate(command, setup, values)
         except RunInterrupted as e:
+            if e.complete:  # every task scored and the folder written: compare's files too, then exit
+                from unified.report import Report
+
+                with cli.user_errors():
+                    _after(command, setup, Report.from_dir(setup.out), values)
             raise typer.Exit(EXIT_SIGTERM if e.signal == "SIGTERM" else EXIT_SIGINT) from None
         except KeyboardInterrupt:
             raise typer.Exit(EXIT_SIGINT) from None
@@ -521,7 +526,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
     _check_gates_name_metrics(gates, refs)
-    _label_cuts(v)  # a bad --label-cut is said before any judge is paid
+    _label_cuts(v, refs)  # a bad --label-cut is said before any judge is paid
     if (
         v.get("mlflow") is not None
     ):  # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
@@ -900,14 +905,23 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
     return not flips_exceed(m, *limits)
 
 
-def _label_cuts(v: dict[str, Any]) -> dict[str, float]:
+def _label_cuts(v: dict[str, Any], refs: Any = None) -> dict[str, float]:
+    """``--label-cut`` as {canonical metric: cut}; with ``refs``, a cut for a metric the run
+    does not score is refused (it would apply to nothing, the default cut to the rest)."""
     from unified.analysis.verdict import parse_label_cuts
     from unified.cli import common as cli
 
     try:
-        return parse_label_cuts(v.get("label_cut"))
+        cuts = parse_label_cuts(v.get("label_cut"))
     except ValueError as e:
         raise cli.UserError(str(e)) from None
+    scored = {r.canonical for r in refs or []}
+    for name in cuts:
+        if refs is not None and name not in scored:
+            raise cli.UserError(
+                f"--label-cut names {name}, which this run does not score (it scores {', '.join(sorted(scored))})"
+            )
+    return cuts
 
 
 def _crosscheck(

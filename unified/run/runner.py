@@ -1032,7 +1032,9 @@ def _sigterm_cancels(run: _Run) -> Iterator[None]:
     task = asyncio.current_task()
 
     def on_term(signum: int, frame: Any) -> None:
-        if run.finishing:  # every task of the run is decided: its files end as a complete run's
+        # every task of the run is decided: its files end as a complete run's (a run without
+        # --out keeps nothing, so it ends interrupted as before)
+        if run.finishing and not run.temp_out:
             run.late_signal = run.late_signal or "SIGTERM"
             return
         run.interrupted = "SIGTERM"
@@ -1057,6 +1059,7 @@ async def _run_once(run: _Run) -> "Report":
     run.setup()
     run.prepare_folder()
     if run.unchanged:
+        run.finishing = True  # the folder is complete already: a SIGTERM now interrupts nothing
         return run.finish_unchanged()
     if not run.interrupted:
         run.streaming = True

@@ -11,8 +11,9 @@ trace reader shares.
   order (ties: source order), documents in their index order within a span — retrieval
   order. A retriever span inside another (a hybrid or ensemble retriever's parts, whose
   results the enclosing span returns merged) adds nothing: its documents are already
-  there, and counting them too doubled contexts. ``metadata["nested_retriever_spans"]``
-  counts such spans. This is MLflow's rule (its top-level RETRIEVER spans), which our
+  there, and counting them too doubled contexts. A retriever span that returned nothing
+  around retriever spans that did (a wrapper typed RETRIEVER) gives way to them.
+  ``metadata["nested_retriever_spans"]`` counts the spans not read. This is MLflow's rule (its top-level RETRIEVER spans), which our
   MLflow scorer reads, so one trace gives the same contexts through either path.
   ``retrieved_ids`` when every document has an id; the retriever's scores, aligned with
   the contexts, in ``metadata["retrieval_scores"]`` (None where a document has none). A
@@ -39,7 +40,8 @@ from unified.data.traces.values import decode, text_of
 
 #: ``metadata`` key: the number of the trace's retriever spans that returned no document
 EMPTY_RETRIEVERS = "empty_retriever_spans"
-#: ``metadata`` key: the number of retriever spans inside another retriever span (not read)
+#: ``metadata`` key: the retriever spans not read — inside one that returned documents, or a
+#: wrapper that returned none around the ones read
 NESTED_RETRIEVERS = "nested_retriever_spans"
 
 
@@ -167,22 +169,42 @@ def _text(span: Span, side: str, role: str, *, optional: bool = False) -> tuple[
 
 
 def _retrievers(trace: Trace) -> tuple[list[Span], int]:
-    """(the outermost retriever spans, in start order — ties: source order; how many
-    retriever spans lie inside another). Called after ``root_of``: every parent chain
-    reaches the root."""
-    by_id = {s.span_id: s for s in trace.spans}
+    """(the retriever spans whose documents are read, in start order — ties: source
+    order; how many retriever spans are left out). A retriever span inside another adds
+    nothing when the enclosing one returned documents (they are its merged result); when
+    the enclosing one returned none (a wrapper typed RETRIEVER), its nearest retrievers
+    inside are read instead, as the outermost ones that did return documents. Called
+    after ``root_of``: every parent chain reaches the root."""
+    children: dict[str | None, list[Span]] = {}
+    for s in trace.spans:
+        children.setdefault(s.parent_id, []).append(s)
 
-    def nested(span: Span) -> bool:
-        parent = by_id.get(span.parent_id or "")
-        while parent is not None:
-            if parent.kind == RETRIEVER:
-                return True
-            parent = by_id.get(parent.parent_id or "")
-        return False
+    def below(span: Span) -> list[Span]:
+        """The nearest retriever spans under ``span`` (not itself), walked iteratively
+        as ``_check_tree`` walks: a deep trace cannot overflow the stack."""
+        found, todo = [], list(children.get(span.span_id, []))
+        while todo:
+            s = todo.pop()
+            if s.kind == RETRIEVER:
+                found.append(s)
+            else:
+                todo.extend(children.get(s.span_id, []))
+        return found
 
-    every = [s for s in trace.spans if s.kind == RETRIEVER]
-    outer = [s for s in every if not nested(s)]
-    return sorted(outer, key=lambda s: (s.start, s.order)), len(every) - len(outer)
+    chosen: list[Span] = []
+    todo = [s for s in trace.spans if not s.parent_id]
+    while todo:  # from the root down: a retriever with documents ends its branch
+        s = todo.pop()
+        if s.kind != RETRIEVER:
+            todo.extend(children.get(s.span_id, []))
+            continue
+        inner = below(s)
+        if s.documents or not inner:
+            chosen.append(s)
+        else:  # a wrapper that returned nothing of its own: its parts are the retrieval
+            todo.extend(inner)
+    every = sum(1 for s in trace.spans if s.kind == RETRIEVER)
+    return sorted(chosen, key=lambda s: (s.start, s.order)), every - len(chosen)
 
 
 def _documents(trace: Trace) -> list[tuple[Span, Doc]]:
