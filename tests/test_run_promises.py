@@ -750,6 +750,19 @@ def test_a_base_url_without_a_scheme_is_refused_without_echoing_it(tmp_path):
     assert "SECRETKEY9" not in r.output and not (tmp_path / "o").exists()
 
 
+# a compare of two backends that needs no judge, on four rows
+SMALL_COMPARE = (
+    "compare",
+    DATA,
+    "--metrics",
+    "semantic_similarity",
+    "--backends",
+    "native,embedding",
+    "--max-samples",
+    "4",
+)
+
+
 def test_sigterm_while_the_comparison_is_written_exits_143_after_the_files_are_whole(tmp_path, monkeypatch):
     """A SIGTERM that lands after the scores, while compare writes crosscheck.json and the
     report, must not kill the process half-way (the default action): the files end whole,
@@ -765,19 +778,7 @@ def test_sigterm_while_the_comparison_is_written_exits_143_after_the_files_are_w
     monkeypatch.setattr(cli_run, "_crosscheck", crosscheck_under_sigterm)
     before = signal.getsignal(signal.SIGTERM)
     out = tmp_path / "o"
-    r = invoke(
-        "compare",
-        DATA,
-        "--metrics",
-        "semantic_similarity",
-        "--backends",
-        "native,embedding",
-        "--max-samples",
-        "4",
-        "--out",
-        out,
-        "--quiet",
-    )
+    r = invoke(*SMALL_COMPARE, "--out", out, "--quiet")
     assert r.exit_code == 143, r.output
     assert json.loads((out / "crosscheck.json").read_text())["metrics"]
     assert "</html>" in (out / "report.html").read_text()
@@ -798,19 +799,7 @@ def test_sigterm_while_compare_finishes_its_run_still_writes_the_comparison(tmp_
 
     monkeypatch.setattr(runner._Run, "_write_index", index_under_sigterm)
     out = tmp_path / "o"
-    r = invoke(
-        "compare",
-        DATA,
-        "--metrics",
-        "semantic_similarity",
-        "--backends",
-        "native,embedding",
-        "--max-samples",
-        "4",
-        "--out",
-        out,
-        "--quiet",
-    )
+    r = invoke(*SMALL_COMPARE, "--out", out, "--quiet")
     assert r.exit_code == 143, r.output
     assert "its folder is complete" in r.output and "resume" not in r.output
     assert json.loads((out / "crosscheck.json").read_text())["metrics"]
