@@ -73,7 +73,8 @@ def _record(trace: Trace) -> dict[str, Any]:
             "span unless OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT is raised): its question may be among them",
             root,
         )
-    docs = _documents(trace)
+    retrievers, not_read = _retrievers(trace)
+    docs = _documents(trace, retrievers)
     record: dict[str, Any] = {"id": trace.trace_id, "retrieved_contexts": [d.content for _, d in docs]}
     if question is not None:
         record["user_input"] = question
@@ -89,12 +90,12 @@ def _record(trace: Trace) -> dict[str, Any]:
     if answer is not None:
         record["response"], provenance["response"] = _text(answer, "output", "answer")
     meta: dict[str, Any] = {**trace.metadata, "trace_name": root.name, "provenance": provenance}
-    empty = _empty_retrievers(trace)
+    # how many read retriever spans returned no document (after a repeated copy was dropped)
+    empty = sum(1 for s in retrievers if not s.documents)
     if empty:  # legitimate (the retriever found nothing), but a score over nothing must not surprise
         meta[EMPTY_RETRIEVERS] = empty
-    inner = _retrievers(trace)[1]
-    if inner:  # their documents are the enclosing retriever's, already read
-        meta[NESTED_RETRIEVERS] = inner
+    if not_read:  # their documents are an enclosing retriever's, already read (or a wrapper's parts were)
+        meta[NESTED_RETRIEVERS] = not_read
     if any(d.score is not None for _, d in docs):
         meta["retrieval_scores"] = [_score(d.score) for _, d in docs]
     record["metadata"] = meta
@@ -207,8 +208,8 @@ def _retrievers(trace: Trace) -> tuple[list[Span], int]:
     return sorted(chosen, key=lambda s: (s.start, s.order)), every - len(chosen)
 
 
-def _documents(trace: Trace) -> list[tuple[Span, Doc]]:
-    retrievers, _ = _retrievers(trace)
+def _documents(trace: Trace, retrievers: list[Span]) -> list[tuple[Span, Doc]]:
+    """The documents of ``retrievers`` (``_retrievers``' choice), in retrieval order."""
     if not retrievers:
         kinds = sorted({s.kind or "?" for s in trace.spans})
         raise TraceProblem(
@@ -227,11 +228,6 @@ def _documents(trace: Trace) -> list[tuple[Span, Doc]]:
                 )
             out.append((span, doc))
     return out
-
-
-def _empty_retrievers(trace: Trace) -> int:
-    """How many outermost retriever spans returned no document (after a repeated copy was dropped)."""
-    return sum(1 for s in _retrievers(trace)[0] if not s.documents)
 
 
 def _answer_span(trace: Trace, root: Span) -> Span | None:
