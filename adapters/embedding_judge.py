@@ -100,25 +100,27 @@ class FittedModel:
 
 
 @lru_cache(maxsize=None)
+def models() -> dict[str, Any]:
+    """The fitted models of ``offline_judge.json`` by metric, as written (read once)."""
+    return dict(json.loads(COEFFICIENTS.read_text(encoding="utf-8")).get("models", {}))
+
+
 def fitted_models() -> frozenset[str]:
     """The metrics ``offline_judge.json`` holds a fitted model for."""
-    return frozenset(json.loads(COEFFICIENTS.read_text(encoding="utf-8")).get("models", {}))
+    return frozenset(models())
 
 
-@lru_cache(maxsize=None)
 def model_digest(name: str) -> str:
     """sha256 (16 hex digits) of the canonical JSON of model ``name``'s entry in
     ``offline_judge.json``: its features, scaling, coefficients and bound decide every
     value, so a refit is another configuration (a run folder refuses to mix the two)."""
-    spec = json.loads(COEFFICIENTS.read_text(encoding="utf-8")).get("models", {}).get(name)
-    blob = json.dumps(spec, sort_keys=True, separators=(",", ":"))
+    blob = json.dumps(models().get(name), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()[:16]
 
 
 @lru_cache(maxsize=None)
 def load(name: str) -> FittedModel:
     """The shipped model ``name`` (``faithfulness``, …) from ``offline_judge.json``."""
-    spec = json.loads(COEFFICIENTS.read_text(encoding="utf-8"))
-    if name not in spec.get("models", {}):
+    if name not in models():
         raise KeyError(f"{COEFFICIENTS.name} has no model '{name}'")
-    return FittedModel.from_json(name, spec["models"][name])
+    return FittedModel.from_json(name, models()[name])

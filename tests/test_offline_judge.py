@@ -211,14 +211,14 @@ def _refit(tmp_path, monkeypatch, intercept_delta: float) -> None:
     copy = tmp_path / f"offline_judge_{intercept_delta}.json"
     copy.write_text(json.dumps(spec), encoding="utf-8")
     monkeypatch.setattr(J, "COEFFICIENTS", copy)
-    for cached in (J.load, J.fitted_models, J.model_digest):
+    for cached in (J.load, J.models):
         cached.cache_clear()
 
 
 @pytest.fixture
 def fresh_model_caches():
     yield
-    for cached in (J.load, J.fitted_models, J.model_digest):  # the shipped model again, for the next test
+    for cached in (J.load, J.models):  # the shipped model again, for the next test
         cached.cache_clear()
 
 
