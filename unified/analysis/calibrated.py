@@ -77,7 +77,7 @@ def fit_entry(
     config: Mapping[str, Any] | None,
 ) -> dict[str, Any] | str:
     """One (metric, backend) entry of the file, or why it cannot be fitted."""
-    ids = sorted(sid for sid, s in scores.items() if s.ok and sid in passed)
+    ids = _labelled(scores, passed)
     hashes = {s.config_hash for sid, s in scores.items() if sid in ids}
     if len(ids) < MIN_N:
         return f"{len(ids)} labelled sample(s) scored < {MIN_N}"
@@ -97,7 +97,7 @@ def fit_entry(
         "config": dict(config or {}),
         "labelled": len(ids),
         "positives": int(y.sum()),
-        "labels_fingerprint": _fingerprint((str(scores[sid].sample_hash), passed[sid]) for sid in ids),
+        "labels_fingerprint": _labels_fingerprint(scores, passed, ids),
         "map": {"x": rounded(xs, 6), "y": rounded(ys, 6)},
         "cv": {k: rounded(v) for k, v in cross_validated(x, y).items()},
     }
@@ -112,12 +112,8 @@ def fit_run(run_dir: str | Path, label_cuts: Mapping[str, float] | None = None) 
     samples = report.sample_objects()
     manifest = _read(Path(run_dir) / "run.json")
     configs = manifest.get("configs") or {}
-    table: dict[tuple[str, str], dict[str, Score]] = {}
-    for s in report.iter_scores():
-        if not s.row_error and s.backend != JURY:
-            table.setdefault((s.metric, s.backend), {})[s.sample_id] = s
     entries, notes = [], []
-    for (metric, backend), scores in table.items():
+    for (metric, backend), scores in _scores_by_pair(report).items():
         key, passed, cut = _passed(metric, samples, cut_for(metric, label_cuts))
         if not passed:
             # a cut that cannot be told says why
@@ -147,24 +143,39 @@ def in_sample_notes(path: str | Path, report: Any, label_cuts: Mapping[str, floa
     those labels shows an ECE near 0 on them), not evidence of calibration."""
     cal = Calibration.load(path)
     samples = report.sample_objects()
-    table: dict[str, dict[str, Score]] = {}
-    for sc in report.iter_scores():
-        if not sc.row_error and sc.backend != JURY:
-            table.setdefault(f"{sc.metric}|{sc.backend}", {})[sc.sample_id] = sc
+    table = _scores_by_pair(report)
     notes = []
     for key, e in cal.entries.items():
-        metric = key.split("|", 1)[0]
-        scores = table.get(key, {})
+        metric, backend = key.split("|", 1)
+        scores = table.get((metric, backend), {})
         _, passed, _ = _passed(metric, samples, cut_for(metric, label_cuts))
-        ids = sorted(sid for sid, sc in scores.items() if sc.ok and sid in passed)
-        if ids and _fingerprint((str(scores[sid].sample_hash), passed[sid]) for sid in ids) == e.get(
-            "labels_fingerprint"
-        ):
+        ids = _labelled(scores, passed)
+        if ids and _labels_fingerprint(scores, passed, ids) == e.get("labels_fingerprint"):
             notes.append(
                 f"{_names([key])[0]}: its calibration map was fitted on these very labels: the agreement on "
                 "calibrated values is in-sample; measure it on other labelled rows"
             )
     return notes
+
+
+def _scores_by_pair(report: Any) -> dict[tuple[str, str], dict[str, Score]]:
+    """(metric, backend) -> sample id -> Score, of the report's sample tasks; no jury
+    lines (the jury is never fitted: its configuration is its members' lines)."""
+    table: dict[tuple[str, str], dict[str, Score]] = {}
+    for s in report.iter_scores():
+        if not s.row_error and s.backend != JURY:
+            table.setdefault((s.metric, s.backend), {})[s.sample_id] = s
+    return table
+
+
+def _labelled(scores: Mapping[str, Score], passed: Mapping[str, float]) -> list[str]:
+    """The samples a map is fitted on: scored without error and labelled, sorted."""
+    return sorted(sid for sid, s in scores.items() if s.ok and sid in passed)
+
+
+def _labels_fingerprint(scores: Mapping[str, Score], passed: Mapping[str, float], ids: list[str]) -> str:
+    """``labels_fingerprint``: which labelled set (sample hash, verdict) a map saw."""
+    return _fingerprint((str(scores[sid].sample_hash), passed[sid]) for sid in ids)
 
 
 def _read(path: Path) -> dict[str, Any]:
