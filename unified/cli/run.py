@@ -510,6 +510,7 @@ class _Setup:
     out: Path
     judges: Any
     judge_desc: dict[str, Any]
+    label_cuts: dict[str, float]  # --label-cut, by canonical metric (compare)
 
 
 def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
@@ -526,7 +527,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     backends = _backends(command, v)
     gates = parse_gates(v.get("fail_under"))
     _check_gates_name_metrics(gates, refs)
-    _label_cuts(v, refs)  # a bad --label-cut is said before any judge is paid
+    cuts = _label_cuts(v, refs)  # a bad --label-cut is said before any judge is paid
     if (
         v.get("mlflow") is not None
     ):  # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
@@ -548,7 +549,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
     objs = [get_backend(b, judges, run_dir=out) for b in backends]
     _check_parameters(refs, objs)
-    return _Setup(file, refs, backends, objs, gates, out, judges, desc)
+    return _Setup(file, refs, backends, objs, gates, out, judges, desc, cuts)
 
 
 def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any]) -> None:
@@ -833,7 +834,7 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
             s,
             quiet=bool(v.get("quiet")),
             verbose=bool(v.get("verbose")),
-            cuts=_label_cuts(v),
+            cuts=s.label_cuts,
             calibration=v.get("calibration"),
         )
     flips_ok = _migration(report, s, v) if command == "migrate" else True
@@ -905,9 +906,9 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
     return not flips_exceed(m, *limits)
 
 
-def _label_cuts(v: dict[str, Any], refs: Any = None) -> dict[str, float]:
-    """``--label-cut`` as {canonical metric: cut}; with ``refs``, a cut for a metric the run
-    does not score is refused (it would apply to nothing, the default cut to the rest)."""
+def _label_cuts(v: dict[str, Any], refs: Any) -> dict[str, float]:
+    """``--label-cut`` as {canonical metric: cut}; a cut for a metric the run does not
+    score (``refs``) is refused (it would apply to nothing, the default cut to the rest)."""
     from unified.analysis.verdict import parse_label_cuts
     from unified.cli import common as cli
 
@@ -915,9 +916,9 @@ def _label_cuts(v: dict[str, Any], refs: Any = None) -> dict[str, float]:
         cuts = parse_label_cuts(v.get("label_cut"))
     except ValueError as e:
         raise cli.UserError(str(e)) from None
-    scored = {r.canonical for r in refs or []}
+    scored = {r.canonical for r in refs}
     for name in cuts:
-        if refs is not None and name not in scored:
+        if name not in scored:
             raise cli.UserError(
                 f"--label-cut names {name}, which this run does not score (it scores {', '.join(sorted(scored))})"
             )
