@@ -602,12 +602,12 @@ class _Run:
             for backend, n in finished.items():  # one update per backend, not per task
                 self.progress.advance(backend, n)
         assert self.sample_log is not None
+        restore = not todo and self.listed is not None and sample.id not in self.listed
+        if todo or restore:
+            self.sample_log.write(sample.model_dump_json(exclude_none=True), flush=False)
         if not todo:
-            if self.listed is not None and sample.id not in self.listed:
-                self.sample_log.write(sample.model_dump_json(exclude_none=True), flush=False)
-                self.restored += 1
+            self.restored += restore
             return
-        self.sample_log.write(sample.model_dump_json(exclude_none=True), flush=False)
         runnable: dict[tuple[str, bool], list[Pair]] = {}
         for p in todo:
             missing = missing_field_error(sample, p.metric, p.backend)
@@ -1115,31 +1115,19 @@ async def aevaluate(
     try:
         with _sigterm_cancels(run):
             report = await _run_once(run)
-        if run.interrupted:
-            done = run.scan.lines + run.counts.tasks_run
-            total = run.total_tasks
-            by = " by SIGTERM" if run.interrupted == "SIGTERM" else ""
-            hint = run.hint()
+        stop = run.interrupted or run.late_signal
+        if stop:  # late_signal alone: every task was scored, the folder finished whole
+            done, total, hint = run.scan.lines + run.counts.tasks_run, run.total_tasks, run.hint()
+            why = RunInterrupted(done, total, run.out, hint, stop, complete=not run.interrupted)
+            by = " by SIGTERM" if stop == "SIGTERM" else ""
+            of = f" of {total}" if total is not None else ""
             print(
-                f"interrupted{by}: {done}{f' of {total}' if total is not None else ''} scored; resume with: {hint}",
+                why if why.complete else f"interrupted{by}: {done}{of} scored; resume with: {hint}",
                 file=sys.stderr,
                 flush=True,
             )
             if opts.on_interrupt is not None:
-                opts.on_interrupt(RunInterrupted(done, total, run.out, hint, run.interrupted))
-            raise asyncio.CancelledError()
-        if run.late_signal:
-            late = RunInterrupted(
-                run.scan.lines + run.counts.tasks_run,
-                run.total_tasks,
-                run.out,
-                run.hint(),
-                run.late_signal,
-                complete=True,
-            )
-            print(late, file=sys.stderr, flush=True)
-            if opts.on_interrupt is not None:
-                opts.on_interrupt(late)
+                opts.on_interrupt(why)
             raise asyncio.CancelledError()
         if run.temp_out:
             from unified.report import Report
