@@ -121,6 +121,9 @@ _TEXT_KEYS = ("text", "content", "page_content")
 _ID_KEYS = ("doc_id", "id")
 _META_ID_KEYS = ("id", "doc_id", "source")
 _warned_unknown: set[str] = set()
+#: keys of a row that go to ``metadata`` as they are and are read there, so no "unknown
+#: field": ``labels`` (the human labels the cross-check and ``calibrate`` read)
+METADATA_KEYS = frozenset({"labels"})
 
 #: deepest nesting of lists/objects inside one field (pydantic's JSON writer stops near
 #: 250 levels and Python's JSON parser near 1,000; real metadata needs a handful)
@@ -476,7 +479,7 @@ def canonicalize(
         target = target_of(key, record, mapping)
         if target is None:
             metadata[key] = value
-            if warn_unknown and key not in _warned_unknown and key != "labels":  # labels: read as human labels
+            if warn_unknown and key not in _warned_unknown and key not in METADATA_KEYS:
                 _warned_unknown.add(key)
                 warnings.warn(f"unknown field '{key}' kept in metadata", UserWarning, stacklevel=3)
             continue

@@ -69,6 +69,7 @@ from unified.sample import (
     ALIAS_TO_CANONICAL,
     ALIASES,
     LIST_FIELDS,
+    METADATA_KEYS,
     Sample,
     SampleError,
     plain_fields,
@@ -661,7 +662,7 @@ class SampleReader(Iterator[Any]):
         if target is None and key != "metadata" and key not in self._unknown:
             if lay is not None and key == lay.id_field:
                 return  # a row's name beside a real id: kept in metadata, not unknown
-            if key == "labels":  # metadata.labels: the human labels the cross-check reads, not unknown
+            if key in METADATA_KEYS:  # read from metadata (the human labels), not unknown
                 return
             self._unknown.add(key)
             self._notes[f"unknown field '{key}' kept in metadata (first at {self.source}:{row})"] = None
