@@ -325,7 +325,7 @@ def retest_lines(rt: Mapping[str, Any] | None, show: int = 5) -> list[str]:
                 + ", ".join(f"{v:.1f}" for v in u["values"])
                 + f" (P(flip) {u['flip_probability']:.2f})"
             )
-        out.extend(f"  note: {n}" for n in p.get("notes", []) if not n.startswith("icc undefined"))
+        out.extend(f"  note: {note}" for note in p.get("notes", []) if not note.startswith("icc undefined"))
     return out
 
 
