@@ -21,7 +21,11 @@ this process unless --base-url names one). --n-llm 0 skips it.
 
 --against TREE runs parts 1 and 2 with the code of another checkout as well (e.g.
 ``--against /work/main``: today's main), on the same data, in the same session, and
-prints both side by side. The load average and whether the local model is running
+prints both side by side; --rounds N repeats part 1 with the trees taking turns, and the
+speedup line gives, per round, cpu(other) / cpu(this): the machine's speed drifts by a
+third within minutes, and a ratio of two runs a minute apart is the figure it disturbs
+least (a target set in seconds on another day is read through --reference-s, the
+other tree's seconds that day). The load average and whether the local model is running
 (``pgrep -f local_judge``) are printed with the figures: timings on a loaded machine are
 not calm-machine timings.
 
@@ -29,7 +33,7 @@ Exits 1 if a part-1 run's peak RSS is at or above --max-rss-mb (500 by default; 
 is printed, not gated). No embedding
 metric is used: loading the local embedding model alone takes about 600 MB.
 
-    python benchmarks/scale.py [--n-det 100000] [--big 500000] [--n-llm 0] [--against /work/main] [--out DIR]
+    python benchmarks/scale.py [--n-det 100000] [--big 500000] [--n-llm 0] [--against /work/main [--rounds 3] [--reference-s 40]] [--out DIR]
 """
 
 from __future__ import annotations
@@ -216,23 +220,48 @@ def machine() -> str:
     return f"load average {load}; local model {'RUNNING (pids ' + ' '.join(busy) + ')' if busy else 'not running'}"
 
 
-def det_part(trees: dict[str, Path], data: Path, work: Path, n: int, tag: str) -> dict:
-    """A fresh run and the no-op rerun of ``data`` with each tree's code."""
-    out: dict = {}
-    for name, tree in trees.items():
-        folder = work / f"run_{tag}_{name}"
-        first = run_worker(tree, data, folder, resume=False)
-        again = run_worker(tree, data, folder, resume=True)
-        assert again["means"] == first["means"], f"{name}: the rerun changed the means"
-        out[name] = {"first": first, "rerun": again, **folder_figures(folder)}
-        print(
-            f"[{tag} {name}] {n} samples × 2 metrics: first run {first['wall']:.1f}s wall, "
-            f"{first['cpu']:.1f}s CPU, peak RSS {first['rss_mb']:.0f} MB ({n / first['wall']:.0f} samples/s); "
-            f"no-op rerun {again['wall']:.2f}s wall, {again['cpu']:.2f}s CPU; "
-            f"{out[name]['bytes_per_line']} B/score line; report.html {out[name]['report_kb']} kB  ({machine()})",
-            flush=True,
-        )
+def det_part(trees: dict[str, Path], data: Path, work: Path, n: int, tag: str, rounds: int = 1) -> dict:
+    """A fresh run and the no-op rerun of ``data`` with each tree's code, ``rounds`` times;
+    the trees take turns going first, so neither always meets the machine's same spell."""
+    out: dict = {name: {"rounds": []} for name in trees}
+    for r in range(rounds):
+        order = list(trees.items()) if r % 2 == 0 else list(reversed(trees.items()))
+        for name, tree in order:
+            folder = work / f"run_{tag}_{name}"
+            first = run_worker(tree, data, folder, resume=False)
+            again = run_worker(tree, data, folder, resume=True)
+            assert again["means"] == first["means"], f"{name}: the rerun changed the means"
+            out[name]["rounds"].append({"first": first, "rerun": again})
+            out[name].update(first=first, rerun=again, **folder_figures(folder))
+            print(
+                f"[{tag} {name}] {n} samples × 2 metrics: first run {first['wall']:.1f}s wall, "
+                f"{first['cpu']:.1f}s CPU, peak RSS {first['rss_mb']:.0f} MB ({n / first['wall']:.0f} samples/s); "
+                f"no-op rerun {again['wall']:.2f}s wall, {again['cpu']:.2f}s CPU; "
+                f"{out[name]['bytes_per_line']} B/score line; report.html {out[name]['report_kb']} kB  ({machine()})",
+                flush=True,
+            )
     return out
+
+
+def speedups(det: dict, reference_s: float | None) -> dict | None:
+    """Per round, how many times less CPU this tree's first run took than the other
+    tree's: ``ratio = cpu(against) / cpu(this)``. Both ran within a minute of each other,
+    so the machine's drift (a third within minutes here) cancels. With ``reference_s``
+    (the other tree's first run on the day a target was set), ``reference_s / ratio`` is
+    this tree's figure at that day's machine speed."""
+    if "against" not in det:
+        return None
+    pairs = zip(det["against"]["rounds"], det["this"]["rounds"])
+    ratios = sorted(a["first"]["cpu"] / t["first"]["cpu"] for a, t in pairs)
+    res: dict = {"ratios": [round(x, 2) for x in ratios], "median": round(ratios[len(ratios) // 2], 2)}
+    line = (
+        f"[speedup] this tree's first run used {res['median']}× less CPU than the other's (per round: {res['ratios']})"
+    )
+    if reference_s:
+        res["at_reference_s"] = [round(reference_s / x, 1) for x in ratios]
+        line += f"; at the reference speed (the other tree's run = {reference_s:g} s): {res['at_reference_s']} s"
+    print(line, flush=True)
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -241,6 +270,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--big", type=int, default=0, help="samples of the million-task folder (0: skip)")
     ap.add_argument("--n-llm", type=int, default=2_000)
     ap.add_argument("--against", type=Path, default=None, help="another checkout to measure the same way")
+    ap.add_argument("--rounds", type=int, default=1, help="fresh runs per tree, taking turns (part 1)")
+    ap.add_argument(
+        "--reference-s",
+        type=float,
+        default=None,
+        help="--against's first-run seconds on the day a target was set (issue 25: 40 for 5be1cc3)",
+    )
     ap.add_argument("--out", type=Path, default=None, help="folder for the data and runs (default: a temp dir)")
     ap.add_argument("--base-url", default=None, help="an already running judge server (default: loopback)")
     ap.add_argument("--concurrency", type=int, default=32)
@@ -257,7 +293,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.n_det:
         data = work / "det.jsonl"
         write_synthetic(data, args.n_det, seed=1)
-        results["deterministic"] = det_part(trees, data, work, args.n_det, "det")
+        results["deterministic"] = det_part(trees, data, work, args.n_det, "det", args.rounds)
+        results["speedup"] = speedups(results["deterministic"], args.reference_s)
         if (work / "run_det_this" / "scores.parquet").exists():
             results["reads"] = read_part(work / "run_det_this", work)
     if args.big:
@@ -267,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.n_llm:
         results["llm"] = llm_part(args, work)
     # the limit is the 100k run's (issue 25: ≤ 300 MB); the million-task folder's is reported, not gated
-    peaks = [r["first"]["rss_mb"] for r in results.get("deterministic", {}).values()]
+    peaks = [r["first"]["rss_mb"] for t in results.get("deterministic", {}).values() for r in t["rounds"]]
     peak = max(peaks + [peak_rss_mb()])
     (work / "scale_results.json").write_text(json.dumps(results, indent=2))
     verdict = "OK" if peak < args.max_rss_mb else "FAIL"
