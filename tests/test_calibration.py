@@ -271,6 +271,7 @@ def _entry(**over):
         ({"map": None}, "two lists of one length"),
         ({"metric": None}, "'metric' must be a non-empty string"),
         ({"config_hash": 7}, "'config_hash' must be a non-empty string"),
+        ({"fitted_on": "abc"}, "'fitted_on' must be a list of sample hashes"),
     ],
 )
 def test_a_calibration_map_that_fit_entry_cannot_have_written_is_refused(change, says):
@@ -349,11 +350,26 @@ def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_label
     cal.write_text(_json.dumps(fit_run(tmp_path / "fit")))
     evaluate(data, "mrr", ["native"], out=tmp_path / "same", calibration=cal, **opts)
     (note,) = in_sample_notes(cal, Report(tmp_path / "same"))
-    assert "mrr (native): its calibration map was fitted on these very labels" in note
+    assert "mrr (native): 8 of the 8 labelled samples here were in the fit" in note and "is in-sample" in note
+    # a part of the fitting set with new rows beside it (the reviewer's case: only the whole
+    # set was recognised, so a subset or superset showed in-sample agreement without a word)
+    fresh = [{**r, "id": f"n{i}", "user_input": f"another question {i}?"} for i, r in enumerate(rows)]
     other = tmp_path / "other.jsonl"
-    other.write_text("".join(_json.dumps(r) + "\n" for r in rows[:6]))  # another labelled set
-    evaluate(other, "mrr", ["native"], out=tmp_path / "held", calibration=cal, **opts)
+    other.write_text("".join(_json.dumps(r) + "\n" for r in rows[:3] + fresh))
+    evaluate(other, "mrr", ["native"], out=tmp_path / "mixed", calibration=cal, **opts)
+    (note,) = in_sample_notes(cal, Report(tmp_path / "mixed"))
+    assert "3 of the 11 labelled samples here were in the fit" in note and "partly in-sample" in note
+    held = tmp_path / "held.jsonl"
+    held.write_text("".join(_json.dumps(r) + "\n" for r in fresh))  # none of the fitting rows
+    evaluate(held, "mrr", ["native"], out=tmp_path / "held", calibration=cal, **opts)
     assert in_sample_notes(cal, Report(tmp_path / "held")) == []
+    # a file written before ``fitted_on``: the whole set is still recognised by its fingerprint
+    old_file = _json.loads(cal.read_text())
+    for e in old_file["entries"]:
+        del e["fitted_on"]
+    cal.write_text(_json.dumps(old_file))
+    assert len(in_sample_notes(cal, Report(tmp_path / "same"))) == 1
+    assert in_sample_notes(cal, Report(tmp_path / "mixed")) == []
 
 
 def test_one_class_rates_have_no_interval_of_zero_width():

@@ -12,7 +12,9 @@ The file records, per entry: ``metric``, ``backend``, ``config_hash`` and the re
 ``config`` (from the run's manifest: backend, metric, judge endpoint, model, sampling,
 framework version, repeats), ``labelled`` (n), ``positives``, ``labels_fingerprint``
 (sha256 of the sorted (sample hash, label) pairs: which labelled set it was fitted on),
-``label``, ``binarised_at`` (graded labels), ``map`` ({"x", "y"}) and ``cv``.
+``fitted_on`` (the sorted sample hashes of that set: a later run's labelled rows among
+them are in-sample, ``in_sample_notes``), ``label``, ``binarised_at`` (graded labels),
+``map`` ({"x", "y"}) and ``cv``.
 
 Use (``Calibration.check`` then ``apply``): a map belongs to the configuration that
 produced the values it was fitted on. A run whose (metric, backend) is in the file under
@@ -98,6 +100,7 @@ def fit_entry(
         "labelled": len(ids),
         "positives": int(y.sum()),
         "labels_fingerprint": _labels_fingerprint(scores, passed, ids),
+        "fitted_on": sorted({str(scores[sid].sample_hash) for sid in ids}),
         "map": {"x": rounded(xs, 6), "y": rounded(ys, 6)},
         "cv": {k: rounded(v) for k, v in cross_validated(x, y).items()},
     }
@@ -137,10 +140,11 @@ def fit_run(run_dir: str | Path, label_cuts: Mapping[str, float] | None = None) 
 
 
 def in_sample_notes(path: str | Path, report: Any, label_cuts: Mapping[str, float] | None = None) -> list[str]:
-    """One note per pair of ``report`` whose labelled, scored samples are exactly the set
-    its map in ``path`` was fitted on (the entry's ``labels_fingerprint``): the agreement
-    with people on its calibrated values is then in-sample (an isotonic map fitted on
-    those labels shows an ECE near 0 on them), not evidence of calibration."""
+    """One note per pair of ``report`` some of whose labelled, scored samples were in the
+    set its map in ``path`` was fitted on (the entry's ``fitted_on`` sample hashes; a file
+    written before them: its ``labels_fingerprint``, the whole set alone): the agreement
+    with people on those calibrated values is in-sample (an isotonic map fitted on these
+    labels shows an ECE near 0 on them), not evidence of calibration."""
     cal = Calibration.load(path)
     samples = report.sample_objects()
     table = _scores_by_pair(report)
@@ -150,12 +154,24 @@ def in_sample_notes(path: str | Path, report: Any, label_cuts: Mapping[str, floa
         scores = table.get((metric, backend), {})
         _, passed, _ = _passed(metric, samples, cut_for(metric, label_cuts))
         ids = _labelled(scores, passed)
-        if ids and _labels_fingerprint(scores, passed, ids) == e.get("labels_fingerprint"):
+        seen = _in_fit(e, scores, passed, ids)
+        if seen:
+            share = "in-sample" if seen == len(ids) else "partly in-sample"
             notes.append(
-                f"{_names([key])[0]}: its calibration map was fitted on these very labels: the agreement on "
-                "calibrated values is in-sample; measure it on other labelled rows"
+                f"{_names([key])[0]}: {seen} of the {len(ids)} labelled samples here were in the fit of its "
+                f"calibration map: the agreement on calibrated values is {share}; measure it on other labelled rows"
             )
     return notes
+
+
+def _in_fit(e: Mapping[str, Any], scores: Mapping[str, Score], passed: Mapping[str, float], ids: list[str]) -> int:
+    """How many of ``ids`` (labelled, scored samples) entry ``e``'s map was fitted on."""
+    fitted = e.get("fitted_on")
+    if isinstance(fitted, list):
+        known = set(map(str, fitted))
+        return sum(str(scores[sid].sample_hash) in known for sid in ids)
+    same = bool(ids) and _labels_fingerprint(scores, passed, ids) == e.get("labels_fingerprint")
+    return len(ids) if same else 0
 
 
 def _scores_by_pair(report: Any) -> dict[tuple[str, str], dict[str, Score]]:
@@ -270,6 +286,9 @@ def entry_problem(e: Any) -> str | None:
         return "'map.x' must increase strictly within 0–10 (the values it maps)"
     if any(b < a for a, b in zip(y, y[1:])) or y[0] < 0 or y[-1] > 1:
         return "'map.y' must not decrease and must lie within 0–1 (shares of people who pass)"
+    fitted = e.get("fitted_on", [])
+    if not isinstance(fitted, list) or not all(isinstance(h, str) for h in fitted):
+        return "'fitted_on' must be a list of sample hashes (strings)"
     return None
 
 
