@@ -4,13 +4,16 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 PIP    := $(BIN)/python -m pip
+# where the CPU build of torch comes from when the configured indexes have none (PyPI's torch
+# for Linux is the multi-GB CUDA build, and it has no +cpu versions: the first try fails fast)
+TORCH_CPU_INDEX ?= https://download.pytorch.org/whl/cpu
 
 .PHONY: install install-test demo test clean
 
 $(VENV)/.installed: pyproject.toml constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
-	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q 'torch==2.13.0+cpu' || $(PIP) install -q --index-url $(TORCH_CPU_INDEX) 'torch==2.13.0+cpu'
 	$(PIP) install -q -c constraints.txt -e '.[all,dev,docs]'
 	touch $@
 
