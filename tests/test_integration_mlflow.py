@@ -133,6 +133,15 @@ def test_traces_as_mlflow_passes_them(judge, store):
     assert record["id"] == trace.info.trace_id
     assert record["metadata"]["provenance"]["retrieved_contexts"].startswith("trace RETRIEVER span ")
     assert record["retrieved_ids"][0].endswith("-0")  # documents in retrieval order, with their ids
+    # the trace alone, as MLflow's own scorers are called: question and answer from its root span
+    alone = to_record(None, None, None, trace)
+    asked = trace.data.spans[0].inputs["question"]
+    answer = "Paris is the capital of France." if "France" in asked else "The moon is made of cheese."
+    assert alone["user_input"] == asked and alone["response"] == answer
+    assert alone["metadata"]["provenance"]["user_input"] == "trace root span inputs.question"
+    assert alone["metadata"]["provenance"]["response"] == "trace root span outputs"
+    fb = UnifiedScorer("faithfulness", cache=False)(trace=trace)
+    assert fb.value == (1.0 if "France" in asked else 0.0)
 
 
 def test_a_failed_task_is_the_feedbacks_error(judge, store):

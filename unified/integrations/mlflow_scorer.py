@@ -15,10 +15,11 @@ builds one ``Sample`` from it (``to_record``):
 Sample field        taken from (first that is there)
 ==================  ===========================================================================
 user_input          ``inputs`` when a string; else its ``user_input``, ``question``, ``query``,
-                    ``input``, ``request`` or ``prompt``; else the last chat message's content
+                    ``input``, ``request`` or ``prompt``; else the last chat message's content;
+                    no ``inputs`` and a trace: the same of its root span's inputs
 response            ``outputs`` when a string; else its ``response``, ``answer``, ``output``,
                     ``content``, ``text``; else chat-completion / messages shapes (MLflow's own
-                    parser, ``parse_outputs_to_str``)
+                    parser, ``parse_outputs_to_str``); no ``outputs`` and a trace: its root's
 retrieved_contexts  a ``retrieved_contexts``/``contexts``/``context``/``documents`` entry of
                     ``inputs`` or ``outputs``; else the trace's top-level RETRIEVER spans, in
                     span order (MLflow's ``extract_retrieval_context_from_trace``: documents'
@@ -186,8 +187,8 @@ def to_record(inputs: Any, outputs: Any, expectations: dict[str, Any] | None, tr
     docstring); ``metadata["provenance"]`` names where each field came from."""
     record: dict[str, Any] = {}
     where: dict[str, str] = {}
-    _put(record, where, "user_input", *_question(inputs))
-    _put(record, where, "response", *_response(outputs))
+    _put(record, where, "user_input", *_from_root(_question, inputs, trace, "inputs"))
+    _put(record, where, "response", *_from_root(_response, outputs, trace, "outputs"))
     docs, origin = _contexts(inputs, outputs, trace)
     if docs is not None:
         _put(record, where, "retrieved_contexts", [d["text"] for d in docs], origin)
@@ -205,6 +206,20 @@ def to_record(inputs: Any, outputs: Any, expectations: dict[str, Any] | None, tr
 def _put(record: dict[str, Any], where: dict[str, str], key: str, value: Any, origin: str | None) -> None:
     if value is not None and origin is not None:
         record[key], where[key] = value, origin
+
+
+def _from_root(read: Any, given: Any, trace: Any, side: str) -> tuple[str | None, str | None]:
+    """``read(given)``; when nothing was given and there is a trace, ``read`` of its root
+    span's ``side`` ("inputs" or "outputs"), as MLflow's own scorers resolve them
+    (``resolve_inputs_from_trace``): a scorer called as ``scorer(trace=t)`` finds its
+    question and answer where the trace keeps them."""
+    if given is not None or trace is None:
+        return read(given)
+    from mlflow.genai.utils.trace_utils import resolve_inputs_from_trace, resolve_outputs_from_trace
+
+    resolve = resolve_inputs_from_trace if side == "inputs" else resolve_outputs_from_trace
+    value, origin = read(resolve(None, trace))
+    return value, None if origin is None else f"trace root span {origin}"
 
 
 def _question(inputs: Any) -> tuple[str | None, str | None]:
