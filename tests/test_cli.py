@@ -463,6 +463,25 @@ def test_judge_outage_fails_the_run_and_retry_errors_rescores_only_the_failures(
     assert all(r["error"] is None for r in rows)
 
 
+def test_failures_of_pairs_the_run_did_not_ask_for_are_said_with_how_to_retry_them(tmp_path):
+    """An earlier run's failed pair in the folder kept the exit at 3, but the hint named
+    only this run's --metrics: its --retry-errors could never redo those tasks."""
+    rows = [{"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b"]} for i in range(4)]
+    rows[1]["relevant_ids"] = rows[3]["relevant_ids"] = ["a"]
+    data = tmp_path / "in.jsonl"
+    data.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "o"
+    assert invoke("run", data, "--metrics", "mrr", "--backends", "native", "--out", out, "-q").exit_code == 3
+    r = invoke("run", data, "--metrics", "precision@2", "--backends", "native", "--out", out, "-q")
+    assert r.exit_code == 3
+    assert (
+        "note: failed tasks of pairs this run did not ask for: 2 of mrr (native); --retry-errors scores a pair "
+        "again only when --metrics and --backends name it" in " ".join(r.output.split())
+    )
+    both = invoke("run", data, "--metrics", "mrr,precision@2", "--backends", "native", "--out", out, "-q")
+    assert "did not ask for" not in both.output
+
+
 def test_an_empty_input_is_a_failed_run_not_a_pass(tmp_path):
     """A 0-byte export (a broken pipeline upstream) exited 0 with "rows read 0": a CI gate
     without --fail-under passed on nothing. It is exit 3 with one line now; an input

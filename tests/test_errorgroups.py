@@ -171,6 +171,16 @@ def test_cause_masks_only_task_specific_parts(a, b, same):
     assert (cause_of(*a) == cause_of(*b)) is same
 
 
+def test_a_named_fields_alternative_stays_a_name_and_values_stay_masked():
+    """``missing field 'relevant_ids' (or 'graded_relevance')`` was grouped as ``(or '…')``,
+    hiding the other field that would do."""
+    assert cause_of("missing field 'relevant_ids' (or 'graded_relevance')", "s1") == (
+        "missing field 'relevant_ids' (or 'graded_relevance')"
+    )
+    assert cause_of("got 'abc' (or 'def')", "s1") == "got '…' (or '…')"
+    assert cause_of("field 'x' (or 'two words')", "s1") == "field 'x' (or '…')"
+
+
 def test_urls_keep_their_digits_and_apostrophes_are_not_quotes():
     assert (
         cause_of("chat model=m at http://10.0.0.1:8000/v1: HTTP 503 (busy for 2.5s)", "x")

@@ -9,7 +9,8 @@ for the same reason gets the same cause:
   ``char 29``, list indices ``[2]``;
 - quoted values (``got 'abc'``, ``"the short answer"``); quoted *names* right after the
   word field / metric / backend / parameter / column / option / key / model stay, since a
-  missing ``'reference'`` and a missing ``'response'`` are different causes;
+  missing ``'reference'`` and a missing ``'response'`` are different causes (and so does
+  such a name's alternative: ``field 'relevant_ids' (or 'graded_relevance')``);
 - measured numbers after ``raw=``, ``returned``, ``got``.
 
 A judge failure is its own cause wherever it surfaced: when the text holds the judge
@@ -62,6 +63,8 @@ _NAME_WORDS = (
     "file",
 )
 _IDENT = re.compile(r"^[A-Za-z_][\w.@\-]*(\[[^\]]*\])?$")
+# "field 'relevant_ids' (or 'graded_relevance')": the alternative is a name too
+_ALTERNATIVE = re.compile(r"\b(?:%s) (['\"])[A-Za-z_][\w.@\-]*\1 \(or $" % "|".join(_NAME_WORDS), re.I)
 
 
 # an unreachable judge, as the breaker says it and as a single failed call says it
@@ -146,7 +149,8 @@ def _mask_quoted(m: re.Match[str], text: str, sample_id: str | None) -> str:
     if sample_id is not None and body == sample_id:
         return f"{open_q}{SAMPLE}{close_q}"
     before = text[max(0, m.start() - 16) : m.start()].split()
-    if before and before[-1].lower().rstrip(":") in _NAME_WORDS and _IDENT.match(body):
+    named = bool(before) and before[-1].lower().rstrip(":") in _NAME_WORDS
+    if (named or _ALTERNATIVE.search(text[max(0, m.start() - 80) : m.start()])) and _IDENT.match(body):
         return f"{open_q}{_INDEX.sub(f'[{NUM}]', body)}{close_q}"
     return f"{open_q}{VALUE}{close_q}"
 

@@ -944,6 +944,25 @@ class _Run:
                 self.say(line)
         failed, n_degraded = summary.get("n_errors", 0), summary.get("n_degraded", 0)
         print_failures(groups, failed, self.hint(retry=True) if failed or n_degraded else None, degraded=degraded)
+        if unasked := self._unasked_failures(summary):
+            self.say(
+                "note: failed tasks of pairs this run did not ask for: "
+                + ", ".join(f"{n} of {k.replace('|', ' (', 1)})" for k, n in unasked.items())
+                + "; --retry-errors scores a pair again only when --metrics and --backends name it"
+            )
+
+    def _unasked_failures(self, summary: dict[str, Any]) -> dict[str, int]:
+        """Failed tasks per "metric|backend" of the folder that this run's plan does not
+        hold (an earlier run's pairs; the jury follows its members)."""
+        from unified.analysis.jury import JURY
+
+        asked = set(self.plan.hashes)
+        out: dict[str, int] = {}
+        for a in summary.get("aggregates") or []:
+            key, n = f"{a['metric']}|{a['backend']}", a.get("errors") or 0
+            if n and key not in asked and a["backend"] != JURY:
+                out[key] = n
+        return out
 
     def _rows_line(self, most_per_pair: int) -> str:
         """``rows read = scored + rejected``, and what else the table counts: rows an
