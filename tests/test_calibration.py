@@ -328,6 +328,20 @@ def test_labels_written_as_words_in_the_row_are_read_as_with_label():
     assert h["labelled"] == 6 and h["kind"] == "binary" and h["backends"]["native"]["auc"] == 1.0
 
 
+def test_labels_spelled_differently_across_rows_are_all_read():
+    """The label key was taken from the first labelled sample: rows spelling the metric
+    ``FaithfulnessMetric`` or ``Faithfulness`` beside one ``faithfulness`` were unlabelled."""
+    from unified.analysis.calibration import human_labels
+
+    samples = {
+        f"s{i}": Sample(user_input="q", id=f"s{i}", metadata={"labels": {key: i % 2}})
+        for i, key in enumerate(["faithfulness", "FaithfulnessMetric", "Faithfulness", "faithfulness"])
+    }
+    samples["s4"] = Sample(user_input="q", id="s4", metadata={"labels": {"context_relevancy": 1}})
+    assert human_labels("faithfulness", samples) == ("faithfulness", {"s0": 0.0, "s1": 1.0, "s2": 0.0, "s3": 1.0})
+    assert human_labels("answer_relevancy", samples) == (None, {})
+
+
 def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_labels(tmp_path):
     """``compare --calibration`` measured the agreement of calibrated values on the very
     labels the map was fitted on (ECE 0.0) without a word; ``labels_fingerprint`` was

@@ -501,6 +501,23 @@ def test_row_errors_pass_through_and_are_counted():
     assert (reader.counts.rows, reader.counts.samples, reader.counts.rejected) == (3, 1, 2)
 
 
+def test_a_mapped_column_in_a_table_is_split_only_on_an_explicit_separator(tmp_path):
+    """ARES's TSV mapped with ``--map Document=retrieved_contexts``: a passage holding a
+    markdown table was cut at every ``|`` into up to 238 "contexts", without a word, though
+    the docs promise a mapped column stays one element unless ``--list-sep`` is given."""
+    path = tmp_path / "ares.tsv"
+    path.write_text("Q\tDocument\tA\nq?\tCol | Val | X\ta\n", encoding="utf-8")
+    mapping = "Q=user_input,Document=retrieved_contexts,A=response"
+    (s,), _ = load_samples(path, mapping)
+    assert s.retrieved_contexts == ["Col | Val | X"]
+    (s,), _ = load_samples(path, mapping, list_sep="|")
+    assert s.retrieved_contexts == ["Col", "Val", "X"]
+    ares = INTEROP.parent / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.tsv"
+    if ares.exists():  # the real file: one passage per row, as its .jsonl twin reads
+        good, bad = load_samples(ares, "Question=user_input,Document=retrieved_contexts,Answer=response")
+        assert not bad and len(good) == 111 and all(len(g.retrieved_contexts or []) == 1 for g in good)
+
+
 def test_mapped_string_column_is_one_context_in_json_sources():
     rows = [{"q": "q?", "passage": "a | b"}]
     (s,), _ = load_samples(rows, "q=user_input,passage=retrieved_contexts")

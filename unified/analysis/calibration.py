@@ -202,20 +202,26 @@ def _labels_of(sample: Sample) -> Mapping[str, Any]:
 
 def human_labels(metric: str, samples: Mapping[str, Sample]) -> tuple[str | None, dict[str, float]]:
     """(the label key that judges ``metric``, {sample_id: label as a number}) over the
-    samples that carry a usable one; (None, {}) when no sample has a label for it."""
-    key = None
-    for s in samples.values():
-        key = label_for(metric, _labels_of(s))
-        if key:
-            break
-    if key is None:
-        return None, {}
-    out = {}
+    samples that carry a usable one; (None, {}) when no sample has a label for it. Each
+    sample's key is found in its own labels (``label_for``): rows may spell the metric
+    differently (``faithfulness``, ``FaithfulnessMetric``); the key returned is the first
+    spelling seen. Taking the first sample's key for all dropped the others' labels."""
+    first, out, found = None, {}, {}
     for sid, s in samples.items():
-        v = label_value(_labels_of(s).get(key))
+        labels = _labels_of(s)
+        if not labels:
+            continue
+        spelled = tuple(labels)
+        if spelled not in found:  # rows share a handful of key sets
+            found[spelled] = label_for(metric, labels)
+        key = found[spelled]
+        if key is None:
+            continue
+        first = first or key
+        v = label_value(labels.get(key))
         if v is not None:
             out[sid] = v
-    return key, out
+    return first, out
 
 
 def human_calibration(

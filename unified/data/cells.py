@@ -157,7 +157,9 @@ def clean_value(
     if not isinstance(value, str) or field is None:
         return value
     if field in LIST_FIELDS:
-        return list_value(value, key, field, split=tabular or mapped, sep=sep, auto_seps=auto_seps if tabular else ())
+        # a column the user mapped is split only on an explicit separator (module docstring)
+        seps = auto_seps if tabular and not mapped else ()
+        return list_value(value, key, field, split=tabular or mapped, sep=sep, auto_seps=seps)
     if field in OBJECT_FIELDS and tabular:
         return object_value(value, key, field)
     return value
