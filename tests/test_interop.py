@@ -252,6 +252,43 @@ def test_bad_label_is_a_row_error_naming_row_column_and_value():
         load_samples(rows, labels="faithfulnes=ok")
 
 
+def test_a_rows_own_labels_are_read_by_the_label_rule_and_merged_not_overwritten():
+    """A row's ``labels`` object was never checked ("maybe", ``[1]`` and a misspelt key all
+    read as "ok", the rows then silently unlabelled), and beside ``--label`` or
+    ``metadata.labels`` one overwrote the other: a label vanished without a word."""
+    rows = [
+        {"question": "a?", "labels": {"faithfulness": "maybe"}},
+        {"question": "b?", "labels": {"faithfulness": "yes", "fathfulness": "no"}},
+        {"question": "c?", "labels": {"faithfulness": [1]}},
+        {"question": "d?", "labels": "yes"},
+        {"question": "e?", "labels": {"faithfulness": 1}, "cr": 0},
+        {"question": "f?", "labels": {"context_relevancy": 1}, "cr": 0},
+        {"question": "g?", "metadata": {"labels": {"faithfulness": 0}}, "labels": {"context_relevancy": 1}},
+        {"question": "h?", "metadata": {"labels": {"faithfulness": 0}}, "labels": {"faithfulness": 1}},
+        {"question": "i?", "metadata": {"source": "wiki"}, "source": "web"},
+    ]
+    reader = read_samples(rows, labels={"context_relevancy": "cr"})
+    items = list(reader)
+    errors = {e.row: (e.field, e.reason) for e in items if isinstance(e, RowError)}
+    assert errors[1] == ("labels.faithfulness", errors[1][1]) and "cannot read label 'maybe'" in errors[1][1]
+    assert errors[3][0] == "labels.faithfulness" and "a list is not a label" in errors[3][1]
+    assert errors[4][0] == "labels" and "expected an object" in errors[4][1]
+    assert errors[6] == ("labels.context_relevancy", "given twice, 1 in labels and 0 in its --label column")
+    assert (
+        errors[8][0] == "labels.faithfulness" and "given twice, 0 in metadata.labels and 1 in 'labels'" in errors[8][1]
+    )
+    assert errors[9][0] == "source" and "given twice, 'wiki' in metadata and 'web'" in errors[9][1]
+    good = {s.user_input: s.metadata["labels"] for s in items if isinstance(s, Sample)}
+    assert good == {
+        "b?": {"faithfulness": "yes", "fathfulness": "no"},
+        "e?": {"faithfulness": 1, "context_relevancy": 0},
+        "g?": {"faithfulness": 0, "context_relevancy": 1},
+    }
+    assert "labels: 'fathfulness' names no metric, so no comparison reads it (first at <rows>:2)" in " ".join(
+        reader.notes
+    ).replace(reader.source, "<rows>")
+
+
 def test_label_column_never_seen_is_noted():
     reader = read_samples([{"question": "a?"}], labels="faithfulness=Answer_Faithfulness_Label")
     list(reader)

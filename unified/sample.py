@@ -478,7 +478,7 @@ def canonicalize(
             continue
         target = target_of(key, record, mapping)
         if target is None:
-            metadata[key] = value
+            _into_metadata(metadata, key, value)
             if warn_unknown and key not in _warned_unknown and key not in METADATA_KEYS:
                 _warned_unknown.add(key)
                 warnings.warn(f"unknown field '{key}' kept in metadata", UserWarning, stacklevel=3)
@@ -495,6 +495,30 @@ def canonicalize(
     if metadata:
         out["metadata"] = metadata
     return out
+
+
+def _into_metadata(metadata: dict[str, Any], key: str, value: Any) -> None:
+    """A row's field kept in ``metadata`` under its name. The same name already in the
+    row's ``metadata`` with another value is given twice: a row error, or, for two
+    objects (``labels`` at the top and in ``metadata``), their keys merged, a key of two
+    values an error. Overwriting dropped one of them without a word."""
+    have = metadata.get(key, value)
+    if have == value:
+        metadata[key] = value
+    elif isinstance(have, Mapping) and isinstance(value, Mapping):
+        for k, v in value.items():
+            if k in have and have[k] != v:
+                raise SampleError(
+                    f"{key}.{k}", f"given twice, {_short(have[k])} in metadata.{key} and {_short(v)} in '{key}'"
+                )
+        metadata[key] = {**have, **value}
+    else:
+        raise SampleError(key, f"given twice, {_short(have)} in metadata and {_short(value)} as '{key}'; keep one")
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _metadata_of(record: Mapping[str, Any]) -> dict[str, Any]:

@@ -44,7 +44,7 @@ from unified.analysis.stats import (  # noqa: F401 - re-exported: the statistics
     undefined_reason,
 )
 from unified.analysis.translate import threshold_translation
-from unified.analysis.verdict import LABEL_TO_METRIC, backend_threshold, canonical, cut_for, label_for  # noqa: F401
+from unified.analysis.verdict import backend_threshold, canonical, cut_for, label_for  # noqa: F401
 from unified.sample import Sample
 from unified.scores import Score, aggregate
 from unified.text import cut_at_word

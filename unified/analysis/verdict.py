@@ -28,13 +28,6 @@ from unified.scores import Score
 
 FALLBACK_THRESHOLD = 5.0
 
-# Human label names as datasets write them -> canonical metric (ARES uses these three).
-LABEL_TO_METRIC: dict[str, str] = {
-    "context_relevance": "context_relevancy",
-    "answer_relevance": "answer_relevancy",
-    "faithfulness": "faithfulness",
-}
-
 
 def canonical(metric: str) -> str:
     """The registry's canonical name of ``metric`` (``FaithfulnessMetric`` ->
@@ -76,11 +69,11 @@ def score_passed(score: Score, threshold: float | None = None) -> bool | None:
 
 def label_for(metric: str, labels: Mapping[str, Any]) -> str | None:
     """The key of ``labels`` that judges ``metric`` (ARES names or canonical names)."""
+    from unified.data.labels import label_metric
+
     name = canonical(metric)
     for key in labels:
-        if key == metric or key == name or LABEL_TO_METRIC.get(key) == name:
-            return key
-        if canonical(key) == name:
+        if key == metric or key == name or label_metric(key) == name:
             return key
     return None
 

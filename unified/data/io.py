@@ -52,7 +52,7 @@ from typing import Any
 
 from unified.data.cells import clean_value, is_missing, neutralise_formula
 from unified.data.files import atomic_path, write_text
-from unified.data.labels import label_value, parse_labels
+from unified.data.labels import label_metric, label_value, parse_labels, row_labels_problem
 from unified.data.layouts import EXTRA_KEY, Layout, apply_layout, detect_layout, get_layout, renames_for
 from unified.data.readers import FORMATS, TABULAR, check_columns, format_of, read_file
 from unified.data.rowerror import RowError
@@ -448,6 +448,7 @@ class SampleReader(Iterator[Any]):
         self._label_seen: set[str] = set()
         self._empty: list[tuple[int, str, bool]] = []  # traces with an empty retriever: row, id, no context
         self._mapped_seen: set[str] = set()
+        self._label_keys: set[str] = set()  # keys of rows' labels already checked against the metrics
         # key tuple -> each key's field, or None: the row takes the full path (``_plain``)
         self._targets: dict[tuple[Any, ...], dict[str, str] | None] = {}
         if self._src.columns is not None and self._detect:
@@ -515,7 +516,7 @@ class SampleReader(Iterator[Any]):
         if isinstance(item, RowError):
             return item
         if isinstance(item, Sample):
-            problem = sample_problem(item)  # a Sample changed after it was built
+            problem = sample_problem(item) or self._labels_problem(item, row)  # changed after it was built
             if problem:
                 return RowError(self.source, row, problem[0], problem[1])
             return self._final_id(item, row, None, fresh=False)
@@ -554,6 +555,7 @@ class SampleReader(Iterator[Any]):
     def _record(self, raw: Mapping[str, Any], row: int, layout: Layout | None) -> Sample | RowError:
         try:
             sample, soft_key = self._sample_of(raw, row, layout)
+            self._check_labels(sample, row)
         except SampleError as e:
             # a trace's record carries the trace id, as its other row errors do (assemble)
             sid = raw.get("id") if self.trace is not None else None
@@ -561,6 +563,28 @@ class SampleReader(Iterator[Any]):
         except (TypeError, ValueError) as e:  # odd cell types a framework may hand us
             return RowError(self.source, row, None, f"{type(e).__name__}: {e}")
         return self._final_id(sample, row, soft_key)
+
+    def _check_labels(self, sample: Sample, row: int) -> None:
+        problem = self._labels_problem(sample, row)
+        if problem is not None:
+            raise SampleError(*problem)
+
+    def _labels_problem(self, sample: Sample, row: int) -> tuple[str, str] | None:
+        """The sample's human labels read by ``--label``'s rule (``row_labels_problem``):
+        (field, reason) for an unreadable one; a key that names no metric, which no
+        comparison would read, is noted once (a misspelt ``fathfulness``)."""
+        labels = sample.metadata.get("labels") if sample.metadata else None
+        if labels is None:
+            return None
+        problem = row_labels_problem(labels)
+        for key in labels if problem is None else ():
+            if key not in self._label_keys:
+                self._label_keys.add(key)
+                if label_metric(str(key)) is None:
+                    self._notes[
+                        f"labels: '{key}' names no metric, so no comparison reads it (first at {self.source}:{row})"
+                    ] = None
+        return problem
 
     def _sample_of(self, raw: Mapping[str, Any], row: int, layout: Layout | None) -> tuple[Sample, str | None]:
         """(the row's Sample, its soft id's key or None); raises ``SampleError``. A plain
@@ -639,7 +663,9 @@ class SampleReader(Iterator[Any]):
                 auto_seps=seps,
             )
         rec, soft = apply_layout(cleaned, lay, renames)
-        if labels:
+        if labels and isinstance(rec.get("labels"), Mapping):  # the row's own labels object
+            rec["labels"] = _merged_labels(rec["labels"], labels, "labels")
+        elif labels:
             rec["metadata"] = _with_labels(rec.get("metadata"), labels)
         return rec, soft, renames
 
@@ -678,16 +704,21 @@ def _with_labels(meta: Any, labels: Mapping[str, Any]) -> dict[str, Any]:
     have = meta.get("labels")
     if have is not None and not isinstance(have, Mapping):
         raise SampleError("metadata.labels", f"expected an object, got {type(have).__name__}")
-    merged = dict(have or {})
+    meta["labels"] = _merged_labels(have or {}, labels, "metadata.labels")
+    return meta
+
+
+def _merged_labels(have: Mapping[str, Any], labels: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """The row's labels (at ``where``) with its ``--label`` columns' values; one metric
+    given both ways with two values is a row error."""
+    merged = dict(have)
     for metric, value in labels.items():
         if metric in merged and merged[metric] != value:
             raise SampleError(
-                f"labels.{metric}",
-                f"given twice, {merged[metric]!r} in metadata.labels and {value!r} in its --label column",
+                f"labels.{metric}", f"given twice, {merged[metric]!r} in {where} and {value!r} in its --label column"
             )
         merged[metric] = value
-    meta["labels"] = merged
-    return meta
+    return merged
 
 
 def read_samples(

@@ -26,6 +26,12 @@ _TRUE = frozenset({"1", "true", "yes", "y", "pass", "passed", "positive", "corre
 _FALSE = frozenset({"0", "false", "no", "n", "fail", "failed", "negative", "incorrect"})
 # what spreadsheets and pandas write for "no value": an unlabelled row, never a row error
 _MISSING = frozenset({"n/a", "na", "nan", "null", "none", "-", "#n/a"})
+#: human label names as datasets write them -> canonical metric (ARES uses these three)
+LABEL_TO_METRIC: dict[str, str] = {
+    "context_relevance": "context_relevancy",
+    "answer_relevance": "answer_relevancy",
+    "faithfulness": "faithfulness",
+}
 _BRACKETS = re.compile(r"^\[\[\s*(.*?)\s*\]\]$")
 _NUMBER = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 
@@ -92,3 +98,30 @@ def label_value(value: Any) -> int | float | None:
             raise ValueError(f"{shown} is not a finite number")
         return int(number) if number.is_integer() and "." not in text and "e" not in word else number
     raise ValueError("expected 1/0, true/false, yes/no, pass/fail, [[Yes]]/[[No]] or a number")
+
+
+def label_metric(key: str) -> str | None:
+    """The canonical metric a labels key names (a dataset's name such as ARES's
+    ``context_relevance``, or any spelling the registry knows), or None."""
+    from unified.metrics import UnknownMetricError, parse_metric
+
+    if key in LABEL_TO_METRIC:
+        return LABEL_TO_METRIC[key]
+    try:
+        return parse_metric(key).canonical
+    except UnknownMetricError:
+        return None
+
+
+def row_labels_problem(labels: Any) -> tuple[str, str] | None:
+    """(field, reason) when a row's own ``labels`` object cannot be read by ``label_value``'s
+    rule (the rule ``--label`` applies to a column), else None. Read later without a word,
+    an unreadable label ("maybe", ``[1]``) left its row unlabelled."""
+    if not isinstance(labels, Mapping):
+        return "labels", f"expected an object of metric: label, got {type(labels).__name__}"
+    for key, value in labels.items():
+        try:
+            label_value(value)
+        except ValueError as e:
+            return f"labels.{key}", f"cannot read label '{str(value)[:80]}': {e}"
+    return None
