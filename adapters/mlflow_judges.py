@@ -57,6 +57,9 @@ BACKEND = "mlflow"
 #: the model URI every scorer gets: MLflow's gateway provider, answered by the bridge
 MODEL_URI = "gateway:/unified-judge"
 _LABELS = {"yes": 1.0, "no": 0.0}
+#: verdicts that say nothing, which MLflow's scorers read as "no" (``_NEGATIVE_VALUES``):
+#: a chunk the judge did not rate would lower the precision without a word
+NON_ANSWERS = frozenset({"", "none", "null", "nil", "n/a", "na", "unknown"})
 
 
 # ---------------------------------------------------------------- Sample -> Trace
@@ -166,6 +169,20 @@ def chunk_problem(result: Any, m: MlflowJudge) -> str | None:
     return None
 
 
+def non_answer(answers: tuple[str, ...] | list[str]) -> str | None:
+    """Why the judge's own answers (as the bridge sent them back, before MLflow maps a
+    verdict) cannot be trusted: one whose ``result`` is a non-answer ("null", "none", an
+    empty string), which MLflow turns into "no". None when every verdict said something."""
+    for text in answers:
+        try:
+            result = json.loads(text).get("result")
+        except (ValueError, AttributeError):
+            continue  # free text: MLflow parses it, and refuses what it cannot read
+        if isinstance(result, str) and result.strip().lower() in NON_ANSWERS:
+            return f"the judge answered {result!r}, which MLflow reads as 'no'; no score"
+    return None
+
+
 def chunk_reason(result: Any, m: MlflowJudge) -> str | None:
     """The per-chunk labels and rationales as one reason text."""
     chunks = [f for f in (result if isinstance(result, list) else []) if getattr(f, "name", None) != m.feedback]
@@ -249,7 +266,8 @@ class MlflowBackend(FrameworkBackend):
         details: dict[str, Any] = {"framework": "mlflow", "mlflow_version": mlflow.__version__, "mlflow_scorer": m.cls}
         async with self._limit():
             with task_scope(BACKEND, ref.name, sample.id) as meter:
-                with self._ensure_bridge().route(self.judges) as headers:
+                answers: list[str] = []
+                with self._ensure_bridge().route(self.judges, answers) as headers:
                     try:
                         scorer = self.new_scorer(ref.canonical, headers, ref.params)
                         call = functools.partial(scorer, **scorer_kwargs(m, sample))
@@ -264,7 +282,7 @@ class MlflowBackend(FrameworkBackend):
                             cost=meter.cost(),
                             **common,
                         )
-                return self._feedback_score(sample, ref, m, result, details, meter.cost(), common)
+                return self._feedback_score(sample, ref, m, result, details, meter.cost(), common, answers)
 
     def _feedback_score(
         self,
@@ -275,6 +293,7 @@ class MlflowBackend(FrameworkBackend):
         details: dict[str, Any],
         cost: Any,
         common: dict[str, Any],
+        answers: tuple[str, ...] | list[str] = (),
     ) -> Score:
         feedback = pick_feedback(m, result)
         error = getattr(feedback, "error", None)
@@ -293,6 +312,8 @@ class MlflowBackend(FrameworkBackend):
             reason = chunk_reason(result, m)
             if (problem := chunk_problem(result, m)) is not None:
                 raw, why = None, problem
+        if raw is not None and (problem := non_answer(answers)) is not None:
+            raw, why = None, problem
         return self._to_score(sample, ref, m.cls, raw, why, details=details, reason=reason, cost=cost, **common)
 
     async def aclose(self) -> None:

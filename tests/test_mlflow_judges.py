@@ -167,6 +167,28 @@ async def test_a_label_other_than_yes_no_is_refused(metric):
     assert "'maybe'" in s.error or "'unknown'" in s.error
 
 
+@pytest.mark.parametrize("said", ["null", "None", " nil "])
+async def test_a_chunk_the_judge_did_not_rate_is_refused_not_counted_as_no(said):
+    """MLflow reads "null"/"none"/"nil" as "no" (its ``_NEGATIVE_VALUES``), so a chunk
+    the judge did not rate lowered context_relevancy to 6.67 without a word, though every
+    other label is refused. The bridge keeps the judge's own answers; such a verdict fails
+    the task. A real "no" still counts."""
+    import json as _json
+
+    def answer(body: dict):
+        if not judge_answers_mlflow._is_mlflow(body):
+            return None
+        return {"result": said if "Lyon" in _json.dumps(body) else "yes", "rationale": "r"}
+
+    with JudgeServer(answer_fn=answer) as srv:
+        backend = get_backend("mlflow", _judges(srv))
+        [s] = await backend.score(S, [parse_metric("context_relevancy")])
+        await backend.aclose()
+    assert s.value is None and s.error == (
+        f"mlflow RetrievalRelevance: the judge answered {said!r}, which MLflow reads as 'no'; no score"
+    )
+
+
 async def test_judge_failure_is_one_scrubbed_line():
     secret = "sk-live-THISMUSTNOTLEAK0123456789abcdef"
     with JudgeServer(fault_message=f"bad key {secret}") as srv:

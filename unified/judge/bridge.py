@@ -58,6 +58,7 @@ class _Route:
     judges: Judges
     loop: asyncio.AbstractEventLoop
     context: contextvars.Context
+    answers: list[str] | None = None  # the texts sent back, when the caller asked to see them
 
 
 def schema_model(schema: dict[str, Any]) -> type[BaseModel] | None:
@@ -133,12 +134,14 @@ class JudgeBridge:
         return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     @contextlib.contextmanager
-    def route(self, judges: Judges) -> Iterator[dict[str, str]]:
+    def route(self, judges: Judges, answers: list[str] | None = None) -> Iterator[dict[str, str]]:
         """Route the requests that carry the yielded headers to ``judges``, on the calling
-        event loop, in the calling context (call it inside the task that owns them)."""
+        event loop, in the calling context (call it inside the task that owns them).
+        ``answers``: a list the judge's answer texts are appended to, as sent back (a
+        framework may rewrite a verdict before the caller sees it)."""
         rid = secrets.token_urlsafe(24)
         with self._lock:
-            self._routes[rid] = _Route(judges, asyncio.get_running_loop(), contextvars.copy_context())
+            self._routes[rid] = _Route(judges, asyncio.get_running_loop(), contextvars.copy_context(), answers)
         try:
             yield {ROUTE_HEADER: rid}
         finally:
@@ -158,7 +161,11 @@ class JudgeBridge:
         async def in_context() -> str:
             return await asyncio.get_running_loop().create_task(_answer(route.judges, body), context=ctx)
 
-        return asyncio.run_coroutine_threadsafe(in_context(), route.loop).result()
+        text = asyncio.run_coroutine_threadsafe(in_context(), route.loop).result()
+        if route.answers is not None:
+            with self._lock:
+                route.answers.append(text)
+        return text
 
     def close(self) -> None:
         self._server.shutdown()
