@@ -60,6 +60,7 @@ from unified.judge.base import Judges, task_scope  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
 from unified.scores import Score  # noqa: E402
+from unified.text import cut_at_word, words  # noqa: E402
 
 BACKEND = "trulens"
 VERSION = version("trulens-feedback")
@@ -140,6 +141,34 @@ def _groundedness(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     ]
 
 
+#: share of a statement's words that must be the response's, and of the response's words
+#: the statements must hold: a judge's split may drop a comma or re-case a word, never
+#: add a preamble or leave a sentence out
+SPLIT_MATCH = 0.8
+
+
+def split_problem(s: Sample, results: list[Any]) -> str | None:
+    """Why TruLens's grades do not grade the response: with ``use_sent_tokenize=False`` the
+    judge splits it into statements, and TruLens grades whatever lines come back. An empty
+    split, a line that is not the response ("Sure! Here are the sentences:") or a split
+    that leaves part of the response out gave a valid-looking value. None when the
+    statements are the response's (``SPLIT_MATCH`` of the words both ways)."""
+    meta = _split(results[0])[1] if len(results) == 1 else {}
+    items = meta.get("reasons")
+    statements = [str(r.get("criteria") or "") for r in items if isinstance(r, dict)] if isinstance(items, list) else []
+    said = set(words(s.response))
+    if not any(words(st) for st in statements):
+        return "the judge's sentence split of the response returned no statement; no score"
+    for st in statements:
+        w = words(st)
+        if sum(x in said for x in w) < SPLIT_MATCH * len(w) or not w:
+            return f"the judge's sentence split returned {cut_at_word(st, 60)!r}, which is not the response's; no score"
+    covered = {x for st in statements for x in words(st)}
+    if sum(x in covered for x in said) < SPLIT_MATCH * len(said):
+        return "the judge's sentence split left part of the response out; no score"
+    return None
+
+
 def _answer_relevance(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     return [p.relevance_with_cot_reasons(prompt=s.user_input or "", response=s.response or "")]
 
@@ -170,12 +199,17 @@ class TruLensMetric:
     run: Run
     scale: str
     note: str | None = None
+    check: Callable[[Sample, list[Any]], str | None] | None = None  # why the results grade something else
 
 
 #: canonical metric -> TruLens feedback function. The one table the backend obeys.
 TRULENS_METRICS: dict[str, TruLensMetric] = {
     "faithfulness": TruLensMetric(
-        "groundedness_measure_with_cot_reasons", _groundedness, "0–3 per statement, mean", GROUNDEDNESS_NOTE
+        "groundedness_measure_with_cot_reasons",
+        _groundedness,
+        "0–3 per statement, mean",
+        GROUNDEDNESS_NOTE,
+        check=split_problem,
     ),
     "answer_relevancy": TruLensMetric("relevance_with_cot_reasons", _answer_relevance, "0–3"),
     "context_relevancy": TruLensMetric(
@@ -287,12 +321,15 @@ class TruLensBackend(FrameworkBackend):
                         **common,
                     )
                 raw, reason = combine(results)
+                why = f"returned {raw!r}"
+                if m.check is not None and (problem := m.check(sample, results)) is not None:
+                    raw, why = None, problem
                 return self._to_score(
                     sample,
                     ref,
                     m.function,
                     raw,
-                    f"returned {raw!r}",
+                    why,
                     details=details,
                     reason=reason,
                     cost=meter.cost(),

@@ -94,6 +94,38 @@ async def test_unparsable_sentinel_is_refused_not_scored(monkeypatch):
     assert "outside its own range [0, 1]" in s.error
 
 
+@pytest.mark.parametrize(
+    "split, says",
+    [
+        (lambda text: "", "returned no statement"),
+        (
+            lambda text: "Sure! Here are the sentences:\n" + "\n".join(sentences(text)),
+            "'Sure! Here are the sentences:'",
+        ),
+        (lambda text: sentences(text)[0], "left part of the response out"),
+        (lambda text: "\n".join(sentences(text)).replace(".", ""), None),  # a split that drops the stops is fine
+    ],
+)
+async def test_a_sentence_split_that_is_not_the_response_is_refused(split, says):
+    """With ``use_sent_tokenize=False`` TruLens grades whatever lines the judge's split
+    returns: an empty split scored 10.0 on the statement '', a chatty preamble was graded
+    as a claim, and a split that dropped a sentence left it ungraded, each as a valid value."""
+    from judge_answers_trulens import SPLITTER_MARK
+
+    def answer(body: dict):
+        msgs = body["messages"]
+        if SPLITTER_MARK in json.dumps(msgs):
+            return split(msgs[-1]["content"])
+        return {"criteria": "c", "supporting_evidence": "e", "score": 3}
+
+    with JudgeServer(answer_fn=answer) as srv:
+        (s,) = await _score(srv, "faithfulness")
+    if says is None:
+        assert s.ok and s.value == 10.0
+    else:
+        assert s.value is None and says in s.error and s.error.endswith("; no score")
+
+
 async def test_judge_failure_is_one_scrubbed_line_after_one_attempt():
     secret = "sk-proj-LEAKME0123456789abcdefABCDEF"
     with JudgeServer(fault_message=f"upstream said {secret}") as srv:
