@@ -695,6 +695,18 @@ def test_scores_from_fewer_judges_than_asked_are_loud_and_retried(tmp_path, judg
     assert "4 degraded</a>" in page and "<h3 id='degraded'>Degraded (4)</h3>" in page
     assert f"http://127.0.0.1:{port}/v1 (model b) refused the connection" in page.split("id='degraded'")[1]
     assert "errors=0, degraded=4;" in repr(Report(out))
+    # a gate on values from fewer judges than asked: FAIL, even with --allow-errors (it
+    # passed on the mean of judge A alone, exit 0)
+    from unified.testing import assert_gates
+
+    gated = invoke(*args, "--fail-under", "faithfulness=0", "--allow-errors")
+    assert gated.exit_code == 1, gated.output
+    assert (
+        "FAIL faithfulness (native): 0 of 4 tasks failed and 4 were scored by fewer judges than asked (degraded)"
+        in " ".join(gated.output.split())
+    )
+    with pytest.raises(AssertionError, match="4 were scored by fewer judges than asked"):
+        assert_gates(Report(out), {"faithfulness": 0})
     with JudgeServer(port=port):
         r = invoke(*args, "--retry-errors")
     assert r.exit_code == 0, r.output

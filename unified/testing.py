@@ -304,7 +304,7 @@ def assert_gates(
     if not parsed:
         raise ValueError("assert_gates: no gates given, e.g. {'faithfulness': 7}")
     aggregates = report.summary()
-    ok, lines = check_gates(aggregates, parsed, max_error_rate)
+    ok, lines = check_gates(aggregates, parsed, max_error_rate, report.degraded_counts())
     if not ok:
         failed = [x for x in lines if not x.startswith("PASS")]
         raise AssertionError(

@@ -2,7 +2,8 @@
 
 A run fails when, for a gated metric, ``mean < bound`` on any backend that ran it (a metric
 with no successful score fails too: an all-error run must not pass CI), or when the share of
-its failed tasks exceeds ``max_error_rate`` (the mean of the rest does not count then).
+its failed and degraded tasks exceeds ``max_error_rate`` (the mean of the rest does not
+count then).
 """
 
 from __future__ import annotations
@@ -64,14 +65,18 @@ def gate_matches(gate: str, metric: str) -> bool:
 
 
 def check_gates(
-    aggregates: Iterable[Aggregate], gates: Mapping[str, float], max_error_rate: float = 0.0
+    aggregates: Iterable[Aggregate],
+    gates: Mapping[str, float],
+    max_error_rate: float = 0.0,
+    degraded: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[bool, list[str]]:
     """(all passed, one line per gate and backend).
 
     A gate on (metric, backend) passes when its mean over the successful scores is at
-    least the bound **and** its error rate ``errors / tasks`` is at most
+    least the bound **and** its error rate ``(errors + degraded) / tasks`` is at most
     ``max_error_rate`` (default 0): a mean over the few tasks that scored never passes a
-    gate silently."""
+    gate silently, nor does one over values from fewer judges than asked. ``degraded``:
+    (metric, backend) -> its degraded tasks (``Report.degraded_counts``)."""
     aggs = list(aggregates)
     ok = True
     lines: list[str] = []
@@ -82,20 +87,27 @@ def check_gates(
             lines.append(f"FAIL {gate}: no score in this run (not in --metrics, or no backend could run it)")
             continue
         for a in hit:
-            line = _gate_line(a, bound, max_error_rate)
+            line = _gate_line(a, bound, max_error_rate, (degraded or {}).get((a.metric, a.backend), 0))
             ok = ok and line.startswith("PASS")
             lines.append(line)
     return ok, lines
 
 
-def _gate_line(a: Aggregate, bound: float, max_error_rate: float) -> str:
+def _gate_line(a: Aggregate, bound: float, max_error_rate: float, degraded: int = 0) -> str:
     where = f"{a.metric} ({a.backend})"
-    rate = a.errors / a.count if a.count else 0.0
+    rate = (a.errors + degraded) / a.count if a.count else 0.0
     if a.mean is None:
         return f"FAIL {where}: no successful score ({a.errors} errors)"
     if rate > max_error_rate:
+        what = (
+            f"{a.errors} of {a.count} tasks failed"
+            if not degraded
+            else (
+                f"{a.errors} of {a.count} tasks failed and {degraded} were scored by fewer judges than asked (degraded)"
+            )
+        )
         return (
-            f"FAIL {where}: {a.errors} of {a.count} tasks failed ({rate:.0%} > --max-error-rate "
+            f"FAIL {where}: {what} ({rate:.0%} > --max-error-rate "
             f"{max_error_rate:g}); the mean of the rest ({a.mean:.2f}) does not count"
         )
     if a.mean < bound:

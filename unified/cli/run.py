@@ -866,7 +866,8 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
         )
     gates_ok = True
     if s.gates:  # --fail-under gates the means on every command (migrate also translates them, above)
-        gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0))
+        degraded = report.degraded_counts() if written.get("n_degraded") else None  # a 1M no-op reads no lines
+        gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0), degraded)
         for line in lines:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
     code = exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))

@@ -374,6 +374,13 @@ class Report:
 
         return group_errors(self.model().degraded())
 
+    def degraded_counts(self) -> dict[tuple[str, str], int]:
+        """(metric, backend) -> its degraded tasks; gates count them with the failed ones."""
+        counts: dict[tuple[str, str], int] = {}
+        for d in self.model().degraded():
+            counts[(d["metric"], d["backend"])] = counts.get((d["metric"], d["backend"]), 0) + 1
+        return counts
+
     def to_jsonl(self, path: str | Path) -> Path:
         p = Path(path)
         with atomic_path(p) as tmp, open(tmp, "w", encoding="utf-8") as f:
