@@ -873,3 +873,16 @@ def test_diff_says_what_its_n_leaves_out(tmp_path):
         "precision@3 (native): 1 failed in either run, 1 only in A, 1 only in B: not compared; "
         "n, the means and Δ cover the 3 paired sample(s)" in " ".join(r.output.split())
     )
+
+
+def test_a_judge_url_whose_query_names_another_deployment_is_another_judge(tmp_path, judge_server):
+    """``?deployment=small`` and ``?deployment=large`` on one gateway are two judges: the
+    query was dropped from the judge's identity, so the second resumed into the first's
+    folder (and its cache) and asked nothing."""
+    out = tmp_path / "o"
+    base = ["run", DATA, "--metrics", "faithfulness", "--model", "m", "--single-judge", "--max-samples", "2"]
+    first = invoke(*base, "--base-url", judge_server.base_url + "?deployment=small", "--out", out, "-q")
+    assert first.exit_code == 0, first.output
+    again = invoke(*base, "--base-url", judge_server.base_url + "?deployment=large", "--out", out, "-q")
+    assert again.exit_code == 2 and "judge.endpoint" in again.output and "deployment=sha:" in again.output
+    assert "small" not in again.output and "large" not in again.output  # values only as digests
