@@ -886,3 +886,20 @@ def test_a_judge_url_whose_query_names_another_deployment_is_another_judge(tmp_p
     again = invoke(*base, "--base-url", judge_server.base_url + "?deployment=large", "--out", out, "-q")
     assert again.exit_code == 2 and "judge.endpoint" in again.output and "deployment=sha:" in again.output
     assert "small" not in again.output and "large" not in again.output  # values only as digests
+
+
+def test_a_price_change_between_runs_into_one_folder_is_said(tmp_path, judge_server):
+    """A line's usd is fixed when it is written: a second run with another --price summed
+    lines at both prices as one total, without a word."""
+    out = tmp_path / "o"
+    base = ["run", DATA, "--metrics", "faithfulness", "--base-url", judge_server.base_url, "--model", "m"]
+    base += ["--single-judge", "--out", out, "-q"]
+    assert invoke(*base, "--max-samples", "2", "--price", "m=1/2").exit_code == 0
+    same = invoke(*base, "--max-samples", "3", "--price", "m=1/2")
+    assert same.exit_code == 0 and "price tables" not in same.output
+    other = invoke(*base, "--max-samples", "4", "--price", "m=100/200")
+    assert other.exit_code == 0, other.output
+    assert "note: this folder's lines were priced under 2 price tables" in " ".join(other.output.split())
+    assert json.loads((out / "summary.json").read_text())["usd_price_tables"] == 2
+    tables = json.loads((out / "run.json").read_text())["price_tables"]
+    assert tables == [{"m": [1.0, 2.0]}, {"m": [100.0, 200.0]}]

@@ -446,6 +446,7 @@ class _Run:
         else:
             runs.append(entry)
         jury = self.jury_method or self.opts.jury or manifest.get("jury")
+        tables = self._price_tables(manifest)
         self.folder.write_manifest(
             {
                 "version": 1,
@@ -453,8 +454,19 @@ class _Run:
                 "pairs": self.plan.hashes,
                 "invocations": runs,
                 **({"jury": jury} if jury else {}),
+                **({"price_tables": tables} if tables else {}),
             }
         )
+
+    def _price_tables(self, manifest: dict[str, Any]) -> list[dict[str, Any]]:
+        """The price tables the folder's lines were priced under: the manifest's, and this
+        run's when it scored a task (a line's ``usd`` is fixed when it is written, so a
+        changed ``--price`` leaves earlier lines at the old prices)."""
+        tables = [t for t in manifest.get("price_tables") or [] if isinstance(t, dict)]
+        mine = self._prices()
+        if mine and self.counts.tasks_run and (table := {m: list(v) for m, v in sorted(mine.items())}) not in tables:
+            tables.append(table)
+        return tables
 
     # ------------------------------------------------------------ streaming
     def emit(self, scores: list[Any], backend: str, where: tuple[int | None, Any] | None = None) -> None:
@@ -797,6 +809,8 @@ class _Run:
             degraded,
         )
         summary["unserved_metrics"] = self.plan.unserved(self.refs)
+        if (n_tables := len(self.folder.read_manifest().get("price_tables") or [])) > 1:
+            summary["usd_price_tables"] = n_tables  # the USD figures mix them (_price_tables)
         if callable(getattr(self.executor, "summary", None)):  # where the tasks ran (Ray: per node)
             summary["executor"] = self.executor.summary()
         if self.book.pairs:
@@ -933,6 +947,12 @@ class _Run:
             self.say(
                 f"note: {metric} ({backend}): {n} line(s) of changed or removed samples dropped and not "
                 "scored again (not asked for in this run; add it to --metrics to score them)"
+            )
+        if (n := summary.get("usd_price_tables") or 0) > 1:
+            self.say(
+                f"note: this folder's lines were priced under {n} price tables (--price or [prices] changed "
+                "between its runs): a line keeps the prices it was written with, so its USD totals mix them; "
+                "--fresh prices every line under one"
             )
         if self.opts.quiet:
             return
