@@ -546,3 +546,32 @@ def test_load_samples_own_pair_is_refused_with_the_fix():
     with pytest.raises(ValueError, match=r"load_samples\(\)'s \(samples, row_errors\) pair: pass the samples alone"):
         evaluate(pair, "mrr", quiet=True, progress=False)
     assert len(list(evaluate(pair[0], "mrr", quiet=True, progress=False).iter_scores())) == len(pair[0])
+
+
+def test_wide_text_files_cut_off_arrays_and_raw_line_separators(tmp_path):
+    """Three file shapes that were read wrong without a clear word: a UTF-16 file (Excel's
+    "Unicode Text") gave a row error per line that blamed Latin-1; a JSON array cut off
+    after a whole element (a killed export) read as complete; JSON Lines in a .json file
+    were cut inside a string at a raw U+2028 (``str.splitlines``)."""
+    from unified.data.io import validate_source
+
+    rows = [{"question": "q1?", "answer": "a\u2028b"}, {"question": "q2?", "answer": "c\x85d"}]
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+    for name, data in (
+        ("bom.jsonl", text.encode("utf-16")),
+        ("nobom.tsv", "question\tanswer\nq?\ta\n".encode("utf-16-le")),
+    ):
+        (tmp_path / name).write_bytes(data)
+        with pytest.raises(ValueError, match=rf"^{name} is UTF-16.*: save it as UTF-8$"):
+            validate_source(tmp_path / name)
+    seps = tmp_path / "lines.json"
+    seps.write_text(text + text.replace("q1", "q3").replace("q2", "q4"), encoding="utf-8")
+    assert validate_source(seps)[:2] == (4, [])
+    cut = tmp_path / "cut.json"
+    cut.write_text('[{"question": "q1?"},\n {"question": "q2?"}', encoding="utf-8")
+    n, errors, _ = validate_source(cut)
+    assert n == 2 and [(e.row, e.field) for e in errors] == [(3, None)]
+    assert "the JSON array is not closed (no ']' by its end, line 2): the file may be cut short" in errors[0].reason
+    whole = tmp_path / "whole.json"
+    whole.write_text('[{"question": "q1?"}, {"question": "q2?"}]', encoding="utf-8")
+    assert validate_source(whole)[:2] == (2, [])

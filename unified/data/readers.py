@@ -73,7 +73,10 @@ def format_of(path: Path, fmt: str | None) -> str:
 
 
 def read_file(path: Path, fmt: str) -> Rows:
-    """(row, raw record or RowError) for every row of ``path`` in format ``fmt``."""
+    """(row, raw record or RowError) for every row of ``path`` in format ``fmt``. Raises
+    ``ValueError`` for a text file in UTF-16 or UTF-32 (``wide_text``)."""
+    if fmt != "parquet" and (wide := wide_text(path)) is not None:
+        raise ValueError(f"{path.name} is {wide}: save it as UTF-8")
     if fmt == "jsonl":
         return _iter_jsonl(path)
     if fmt == "json":
@@ -84,6 +87,29 @@ def read_file(path: Path, fmt: str) -> Rows:
 
 
 # ---------------------------------------------------------------- decoding
+
+
+_WIDE_BOMS = (
+    (b"\xff\xfe\x00\x00", "UTF-32"),
+    (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"),
+    (b"\xfe\xff", "UTF-16"),
+)
+
+
+def wide_text(path: Path) -> str | None:
+    """What a text file in UTF-16 or UTF-32 is (Excel's "Unicode Text" export, PowerShell's
+    ``>``), or None. Read as UTF-8 each of its lines failed with a wrong diagnosis (invalid
+    JSON, "looks like Latin-1"), and the counts were wrong: say it once instead. Told by
+    its byte-order mark, or, without one, by NUL bytes between its first characters."""
+    with path.open("rb") as f:
+        head = f.read(256)
+    for bom, name in _WIDE_BOMS:
+        if head.startswith(bom):
+            return f"{name} (it starts with the byte-order mark {bom.hex(' ').upper()})"
+    if len(head) >= 8 and head.count(0) * 4 >= len(head):
+        return "UTF-16 or UTF-32 (NUL bytes between its characters)"
+    return None
 
 
 def _decode(data: bytes) -> tuple[str, UnicodeDecodeError | None]:
@@ -208,6 +234,10 @@ def _deep_field(text: str) -> str | None:
     return key
 
 
+#: what ``_array_elements`` yields last for an array whose ``]`` never comes
+UNCLOSED = "\x00unclosed array"
+
+
 def _array_elements(text: str) -> Iterator[tuple[int, str]]:
     """(line, text) of each element of the JSON array ``text``, found by scanning string
     tokens and brackets only, so a broken or over-deep element does not hide the rest."""
@@ -228,6 +258,8 @@ def _array_elements(text: str) -> Iterator[tuple[int, str]]:
             start = m.end()
     if text[start:end].strip():
         yield _line_of(text, start), text[start:end]
+    if depth > 0:
+        yield text.count("\n") + 1, UNCLOSED
 
 
 def _line_of(text: str, start: int) -> int:
@@ -277,7 +309,9 @@ def _json_fallback(text: str, source: str, err: Exception) -> Rows:
     """A .json file that is not one JSON value: JSON Lines, or a list with bad elements."""
     head = text.lstrip()
     if head.startswith("{") and (getattr(err, "msg", "") == "Extra data" or _looks_like_jsonl(text)):
-        for lineno, line in enumerate(text.splitlines(), start=1):
+        # physical lines only: str.splitlines also cuts at U+2028, U+0085 or a form feed,
+        # which a JSON string may hold raw
+        for lineno, line in enumerate(text.split("\n"), start=1):
             if line.strip():
                 yield lineno, _jsonl_row(line.encode("utf-8", "surrogateescape"), source, lineno)
         return
@@ -285,6 +319,18 @@ def _json_fallback(text: str, source: str, err: Exception) -> Rows:
         where = f":{err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
         raise ValueError(f"{source}{where}: invalid JSON: {getattr(err, 'msg', None) or json_value_error(err)}")
     for row, (first_line, element) in enumerate(_array_elements(text), start=1):
+        if element is UNCLOSED:  # a cut-off export: whatever came after is lost
+            yield (
+                row,
+                RowError(
+                    source,
+                    row,
+                    None,
+                    f"the JSON array is not closed (no ']' by its end, line {first_line}): the file may be cut short, "
+                    "and rows after the last one read may be missing",
+                ),
+            )
+            break
         rec = _parse(element, source, row)
         if isinstance(rec, RowError) and rec.field is None:
             rec = RowError(source, row, None, f"{rec.reason} (element starting at line {first_line})")
@@ -296,7 +342,7 @@ def _json_fallback(text: str, source: str, err: Exception) -> Rows:
 def _looks_like_jsonl(text: str) -> bool:
     """JSON Lines whose first line is broken: one of the first two non-blank lines is a
     whole JSON object on its own (a pretty-printed object's lines never are)."""
-    lines = [line for line in text.splitlines()[:50] if line.strip()][:2]
+    lines = [line for line in text.split("\n", 50)[:50] if line.strip()][:2]
     for line in lines:
         try:
             if isinstance(json.loads(line), dict):
