@@ -575,3 +575,20 @@ def test_wide_text_files_cut_off_arrays_and_raw_line_separators(tmp_path):
     whole = tmp_path / "whole.json"
     whole.write_text('[{"question": "q1?"}, {"question": "q2?"}]', encoding="utf-8")
     assert validate_source(whole)[:2] == (2, [])
+
+
+def test_a_comma_joined_id_cell_is_noted_once(tmp_path):
+    """``"d1,d2"`` in a CSV id column is one id (the separators are ``|`` and --list-sep):
+    precision and MRR read 0 for every such row without a word."""
+    path = tmp_path / "ids.csv"
+    path.write_text('user_input,retrieved_ids,relevant_ids\nq1?,"d1,d2",d2\nq2?,"d3, d4",d3\nq3?,d5|d6,d6\n')
+    reader = read_samples(path)
+    got = [s.retrieved_ids for s in reader]
+    assert got == [["d1,d2"], ["d3, d4"], ["d5", "d6"]]  # the documented rule is unchanged
+    assert reader.notes == [
+        "column 'retrieved_ids' holds 'd1,d2' (first at ids.csv:2), read as one id; if it lists ids, pass --list-sep ','"
+    ]
+    split = read_samples(path, list_sep=",")
+    assert [s.retrieved_ids for s in split][0] == ["d1", "d2"] and split.notes == []
+    listed = read_samples([{"user_input": "q?", "retrieved_ids": ["d1,d2"]}])
+    assert [s.retrieved_ids for s in listed] == [["d1,d2"]] and listed.notes == []  # a list as given

@@ -448,6 +448,7 @@ class SampleReader(Iterator[Any]):
         self._label_seen: set[str] = set()
         self._empty: list[tuple[int, str, bool]] = []  # traces with an empty retriever: row, id, no context
         self._mapped_seen: set[str] = set()
+        self._joined_noted: set[str] = set()  # id columns whose comma-joined cell is noted
         self._label_keys: set[str] = set()  # keys of rows' labels already checked against the metrics
         # key tuple -> each key's field, or None: the row takes the full path (``_plain``)
         self._targets: dict[tuple[Any, ...], dict[str, str] | None] = {}
@@ -662,6 +663,8 @@ class SampleReader(Iterator[Any]):
                 sep=self.list_sep,
                 auto_seps=seps,
             )
+            if isinstance(value, str):  # a cell read as a list, not a list as given
+                self._note_joined_id(key, target, cleaned[key], row)
         rec, soft = apply_layout(cleaned, lay, renames)
         if labels and isinstance(rec.get("labels"), Mapping):  # the row's own labels object
             rec["labels"] = _merged_labels(rec["labels"], labels, "labels")
@@ -684,6 +687,19 @@ class SampleReader(Iterator[Any]):
                 out[metric] = value
         return out
 
+    def _note_joined_id(self, key: str, target: str | None, value: Any, row: int) -> None:
+        """Note once per column a table cell read as one id that holds a comma ("d1,d2"):
+        the list separators are ``|`` (and ``--list-sep``), so such a cell is one id that
+        matches no other, and precision, recall and MRR read 0 without a word."""
+        if target not in _ID_FIELDS or self.list_sep is not None or key in self._joined_noted:
+            return
+        if type(value) is list and len(value) == 1 and isinstance(value[0], str) and "," in value[0]:
+            self._joined_noted.add(key)
+            self._notes[
+                f"column '{key}' holds {value[0][:40]!r} (first at {self.source}:{row}), read as one id; "
+                f"if it lists ids, pass --list-sep ','"
+            ] = None
+
     def _note_unknown(self, key: str, target: str | None, row: int, lay: Layout | None) -> None:
         if target is None and key != "metadata" and key not in self._unknown:
             if lay is not None and key == lay.id_field:
@@ -694,6 +710,7 @@ class SampleReader(Iterator[Any]):
             self._notes[f"unknown field '{key}' kept in metadata (first at {self.source}:{row})"] = None
 
 
+_ID_FIELDS = ("retrieved_ids", "relevant_ids")
 _NO_LAYOUT = ("unified", "ours", "jsonl")  # --from unified: our names and aliases only
 _UNPLANNED: Any = object()
 _MAX_PLANS = 4_096  # distinct key sets remembered by one reader
