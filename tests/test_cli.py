@@ -496,3 +496,34 @@ def test_an_empty_input_is_a_failed_run_not_a_pass(tmp_path):
     one.write_text('{"id": "a", "retrieved_ids": ["d1"], "relevant_ids": ["d1"]}\n')
     for _ in range(2):
         assert invoke("run", one, "--metrics", "mrr", "--out", tmp_path / "o", "--quiet").exit_code == 0
+
+
+def test_base_url_takes_the_model_from_the_environment_or_the_config(tmp_path, monkeypatch):
+    """``--base-url`` was refused ("needs --model") when the model came from
+    UNIFIED_JUDGE_MODEL or ``--config``, though settings resolve field by field; with no
+    model anywhere the one rule's message names every way to give it."""
+    from judge_server import JudgeServer
+
+    rows = tmp_path / "in.jsonl"
+    rows.write_text(json.dumps({"user_input": "q?", "response": "a.", "retrieved_contexts": ["a."]}) + "\n")
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[judge]\nmodel = "from-config"\n')
+    monkeypatch.delenv("UNIFIED_JUDGE_MODEL", raising=False)
+    with JudgeServer() as srv:
+        common = ["run", rows, "--metrics", "faithfulness", "--single-judge", "--base-url", srv.base_url, "-q"]
+        none = invoke(*common, "--out", tmp_path / "none")
+        assert (
+            none.exit_code == 2
+            and "the judge needs a model name" in none.output
+            and "UNIFIED_JUDGE_MODEL" in none.output
+        )
+        by_config = invoke(*common, "--config", cfg, "--out", tmp_path / "c")
+        assert by_config.exit_code == 0, by_config.output
+        monkeypatch.setenv("UNIFIED_JUDGE_MODEL", "from-env")
+        by_env = invoke(*common, "--out", tmp_path / "e")
+        assert by_env.exit_code == 0, by_env.output
+    models = {
+        name: json.loads((tmp_path / name / "summary.json").read_text())["config"]["judges"]["judge"]["model"]
+        for name in ("c", "e")
+    }
+    assert models == {"c": "from-config", "e": "from-env"}

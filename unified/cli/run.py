@@ -750,8 +750,6 @@ def _judges(v: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
         if JudgeConfig.from_env() is None:
             raise cli.UserError("--judge2-model needs a first judge (--base-url/--model)")
-    if v.get("base_url") and not v.get("model"):
-        raise cli.UserError("--base-url needs --model (the judge model's name)")
     judge = {"base_url": v.get("base_url"), "model": v.get("model")} if (v.get("model") or v.get("base_url")) else None
     judge2 = {"model": v["judge2_model"], "base_url": v.get("judge2_base_url")} if v.get("judge2_model") else None
     overrides = {k: v.get(k) for k in ("timeout", "max_retries", "concurrency", "structured_output")}
