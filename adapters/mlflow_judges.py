@@ -45,6 +45,7 @@ import mlflow.genai.scorers as mlflow_scorers  # noqa: E402
 from mlflow.entities import SpanType, Trace  # noqa: E402
 from mlflow.tracing.constant import SpanAttributeKey  # noqa: E402
 
+from unified.adapters import unknown_param_error  # noqa: E402
 from unified.adapters._framework import FrameworkBackend, one_line  # noqa: E402
 from unified.adapters.mlflow_table import MLFLOW_JUDGES, MlflowJudge  # noqa: E402
 from unified.judge import bridge  # noqa: E402
@@ -59,6 +60,9 @@ MODEL_URI = "gateway:/unified-judge"
 _LABELS = {"yes": 1.0, "no": 0.0}
 #: verdicts that say nothing, which MLflow's scorers read as "no" (``_NEGATIVE_VALUES``):
 #: a chunk the judge did not rate would lower the precision without a word
+#: the scorer settings a metric's bracket parameters may set (the others name the
+#: feedback, choose the model or reshape the result, which this backend reads)
+SCORER_PARAMS = frozenset({"inference_params", "timeout"})
 NON_ANSWERS = frozenset({"", "none", "null", "nil", "n/a", "na", "unknown"})
 
 
@@ -252,6 +256,15 @@ class MlflowBackend(FrameworkBackend):
             # fill it and wait for work that can no longer start. They get threads of their own.
             self._pool = concurrent.futures.ThreadPoolExecutor(self._concurrency, thread_name_prefix="mlflow-judge")
         return self._bridge
+
+    def param_error(self, ref: MetricRef) -> str | None:
+        """A bracket parameter must be one of the scorer's own settings that leave its
+        verdict's shape alone (``SCORER_PARAMS``): MLflow's scorers take any keyword, so
+        ``inference_parms=`` (a typo) ran with the defaults without a word."""
+        if ref.canonical not in MLFLOW_JUDGES:
+            return None  # not this backend's metric: the plan skips it
+        fields = set(getattr(getattr(mlflow_scorers, MLFLOW_JUDGES[ref.canonical].cls), "model_fields", {}))
+        return unknown_param_error(ref, SCORER_PARAMS & fields)
 
     def new_scorer(self, canonical: str, headers: dict[str, str], params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """A scorer object for ``canonical`` whose requests carry ``headers``."""

@@ -22,6 +22,7 @@ few-shot examples on ``self``, nothing else).
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any, ClassVar
 
@@ -35,6 +36,7 @@ from opik.evaluation.models import OpikBaseModel  # noqa: E402
 from opik.exceptions import MetricComputationError  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
+from unified.adapters import unknown_param_error  # noqa: E402
 from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
 from unified.adapters.opik_table import OPIK_METRICS, OpikMetric  # noqa: E402
 from unified.judge.base import Judges, task_scope  # noqa: E402
@@ -124,6 +126,15 @@ class OpikBackend(FrameworkBackend):
 
     def fingerprint_extra(self) -> dict[str, Any]:
         return {"framework": "opik", "version": opik.__version__}
+
+    def param_error(self, ref: MetricRef) -> str | None:
+        """A bracket parameter must be a keyword of the opik metric's constructor, but not
+        one this backend sets (``model``, ``track``) or that renames or files its results
+        (``name``, ``project_name``): a typo failed every task, one paid attempt at a time."""
+        if ref.canonical not in OPIK_METRICS:
+            return None  # not this backend's metric: the plan skips it
+        init = inspect.signature(getattr(opik_metrics, OPIK_METRICS[ref.canonical].cls).__init__).parameters
+        return unknown_param_error(ref, set(init) - {"self", "model", "track", "name", "project_name"})
 
     def new_metric(self, canonical: str, params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """A fresh opik metric object for ``canonical``, untracked, over our judge."""

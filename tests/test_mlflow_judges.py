@@ -209,6 +209,18 @@ async def test_the_users_gateway_uri_comes_back(monkeypatch, judge_server):
     assert os.environ["MLFLOW_GATEWAY_URI"] == "http://gateway.example:5000"
 
 
+def test_an_unknown_bracket_parameter_is_refused_before_any_call():
+    """MLflow's scorers accept any keyword: ``context_relevancy[inference_parms=...]`` (a
+    typo) ran with the defaults, exit 0, without a word."""
+    backend = get_backend("mlflow", None)
+    typo = parse_metric('context_relevancy[inference_parms={"temperature":0}]')
+    assert backend.param_error(typo) == (
+        f"metric '{typo.name}': unknown parameter 'inference_parms' (accepted: inference_params, timeout)"
+    )
+    assert backend.param_error(parse_metric('context_relevancy[inference_params={"temperature":0}]')) is None
+    assert backend.param_error(parse_metric("faithfulness[name=x]")) is not None  # it renames the feedback we read
+
+
 def test_dry_run_counts_k_calls_for_retrieval_relevance_and_shows_the_labels():
     rows = estimate_calls("mlflow", [S], parse_metrics("faithfulness,context_relevancy"))
     assert [r["calls"] for r in rows] == [1, 3]

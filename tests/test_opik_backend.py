@@ -152,6 +152,18 @@ async def test_answer_relevancy_without_contexts_uses_opiks_no_context_prompt():
     assert "Paris." in prompt
 
 
+def test_an_unknown_bracket_parameter_is_refused_before_any_call():
+    """opik's constructors reject an unknown keyword only when a task builds the metric:
+    ``faithfulness[foo=1]`` failed every task, one at a time; it is refused up front now,
+    and a keyword of the constructor (``seed``) still goes through."""
+    backend = get_backend("opik", None)
+    assert backend.param_error(parse_metric("faithfulness[foo=1]")) == (
+        "metric 'faithfulness[foo=1]': unknown parameter 'foo' (accepted: few_shot_examples, seed, temperature)"
+    )
+    assert backend.param_error(parse_metric("faithfulness[seed=3]")) is None
+    assert backend.param_error(parse_metric("faithfulness[model=x]")).startswith("metric 'faithfulness[model=x]'")
+
+
 def test_dry_run_counts_one_call_per_metric_and_the_table_shows_the_scale():
     rows = estimate_calls("opik", [S, S], parse_metrics("faithfulness,context_recall"))
     assert [r["calls"] for r in rows] == [2, 2]
