@@ -159,3 +159,26 @@ def test_a_metric_added_to_a_folder_is_asked_with_the_metrics_it_holds(repeats, 
     got = {s.sample_id: s.value for s in grown.iter_scores() if s.metric == "context_recall"}
     want = {s.sample_id: s.value for s in clean.iter_scores() if s.metric == "context_recall"}
     assert len(got) == 10 and got == want
+
+
+#: PROMPTS_VERSION -> the digest of the prompt and answer-schema sources it names
+PROMPT_PINS = {3: "7ae8dd93c5782b25"}
+
+
+def test_a_prompt_change_comes_with_a_new_prompts_version():
+    """PROMPTS_VERSION is part of every native task's fingerprint: a folder scored with
+    other prompts is refused on resume. A rewording once landed without raising it, so
+    folders written across that commit mixed the answers of two wordings without a word.
+    When this fails: if the text or layout a judge sees changed, raise PROMPTS_VERSION and
+    pin the new digest under it; if not (a comment, a refactor), pin it under the same."""
+    import hashlib
+
+    from unified.adapters.native.prompts import PROMPTS_VERSION
+
+    root = Path(__file__).resolve().parents[1] / "adapters" / "native"
+    digest = hashlib.sha256()
+    for f in sorted([*root.joinpath("prompts").glob("*.py"), root / "schemas.py"]):
+        digest.update(f.name.encode() + f.read_bytes())
+    assert PROMPT_PINS.get(PROMPTS_VERSION) == digest.hexdigest()[:16], (
+        f"the native prompts changed (digest {digest.hexdigest()[:16]}) under PROMPTS_VERSION {PROMPTS_VERSION}"
+    )

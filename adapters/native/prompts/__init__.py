@@ -27,7 +27,8 @@ Variant = Literal["A", "B"]
 
 # Part of every native task's configuration fingerprint: a prompt change changes the
 # answers, so a run folder scored with other prompts is refused on resume (``--fresh``)
-# instead of mixing scores. Raise it with every change of wording or layout.
+# instead of mixing scores. Raise it with every change of wording or layout
+# (tests/test_native_retry_prompts.py pins the sources' digest per version).
 # 2: the shared opening (system + contexts first) for the local judge's prompt cache.
 # 3: per-claim keys without underscores (``response3``, not ``response_claim_3``).
 PROMPTS_VERSION = 3
