@@ -22,6 +22,7 @@ from unified.judge import (
     OpenAIEmbedder,
     task_scope,
 )
+from unified.judge.openai_client import StructuredOutputWarning
 
 MSGS = [{"role": "user", "content": "Is the sky blue?"}]
 
@@ -63,7 +64,12 @@ async def test_auto_mode_switches_to_llama_cpp_once_when_json_schema_is_rejected
     with JudgeServer(reject_json_schema=True) as srv:
         j = judge(srv, structured_output="auto", max_retries=0)
         assert j.mode == "json_schema"
-        await j.ask(MSGS, Verdict)
+        # said, and counted: the probe is a request the server saw (a passing 500 switched
+        # forms for the rest of a run without a word, and the summary counted one call fewer)
+        with pytest.warns(StructuredOutputWarning, match="answered HTTP 500 to the json_schema response format"):
+            with task_scope("native", "faithfulness", "s1") as meter:
+                await j.ask(MSGS, Verdict)
+        assert meter.records[-1].retries == 1
         await j.ask([{"role": "user", "content": "again"}], Verdict)
         kinds = [(b.get("response_format") or {}).get("type") for b in srv.requests]
         assert kinds == ["json_schema", "json_object", "json_object"]

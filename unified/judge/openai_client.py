@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from typing import Any
 
 import openai
@@ -56,6 +57,10 @@ def _seed(configured: int | None) -> int | None:
     """The request's seed: a test–retest repeat's (``repeat_seed``), else the configured one."""
     seed = repeat_seed()
     return configured if seed is None else seed
+
+
+class StructuredOutputWarning(UserWarning):
+    """Auto structured output switched forms after the server refused the first."""
 
 
 class OpenAIChatJudge(ChatJudge):
@@ -120,11 +125,19 @@ class OpenAIChatJudge(ChatJudge):
         return {"type": "json_schema", "json_schema": {"name": name, "schema": js, "strict": False}}
 
     def _on_status(self, exc: openai.APIStatusError) -> bool:
-        """Auto mode: the server rejected json_schema -> probe llama.cpp's form once."""
+        """Auto mode: the server rejected json_schema -> probe llama.cpp's form once, and
+        say so: a passing 500 may be all it was, and the rest of the run then asks the
+        other form."""
         if self._auto and not self._mode_settled and self.mode == "json_schema" and exc.status_code in (400, 422, 500):
             self.mode = "llama_cpp"
             self._mode_settled = True
             self._probing = True
+            warnings.warn(
+                f"{self._what} answered HTTP {exc.status_code} to the json_schema response format: asking "
+                "llama.cpp's json_object+schema form from now on (--structured-output json_schema keeps the first)",
+                StructuredOutputWarning,
+                stacklevel=2,
+            )
             return True
         return False
 

@@ -259,6 +259,7 @@ async def _retry_loop(
         except _HANDLED as exc:
             if on_status is not None and isinstance(exc, openai.APIStatusError) and on_status(exc):
                 on_status = None  # one free immediate re-send with the changed request
+                attempts.retries += 1  # free of the retry budget, but a request the server saw
                 if breaker is not None:
                     breaker.succeeded()
                 continue
