@@ -257,7 +257,10 @@ def combine(results: list[Any]) -> tuple[Any, str | None]:
     if len(parts) == 1:
         return parts[0][0], _reason(parts[0][1])
     try:
-        raw: Any = sum(float(v) for v, _ in parts) / len(parts)
+        values = [float(v) for v, _ in parts]
+        # a part outside [0, 1] (TruLens's -1 "could not grade") is the task's raw as it
+        # is, for the range check to refuse: averaged, (-1 + 1 + 1) / 3 = 0.33 passed it
+        raw: Any = next((v for v in values if not 0.0 <= v <= 1.0), sum(values) / len(values))
     except (TypeError, ValueError):
         raw = None
     reason = "\n".join(f"[{i + 1}] {_reason(meta)}" for i, (_, meta) in enumerate(parts))

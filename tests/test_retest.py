@@ -66,6 +66,9 @@ def test_fold_with_failed_repeats_is_degraded_or_failed():
     assert part.value == pytest.approx(7.0) and part.degraded
     assert part.details["degraded_reason"] == "1 of 3 repeats failed"
     assert part.details["repeats"][1]["error"] == "judge timed out"
+    # the reason shown is the first scored repeat's, named as such (it named repeat 0, which failed)
+    late = fold([_rep(0, 0, error="judge timed out"), _rep(6.0, 1), _rep(8.0, 2)], 7.0)
+    assert late.reason == "mean of 2 repeats (6.0, 8.0); repeat 1: r1"
     none = fold([_rep(0, r, error="boom") for r in range(3)], 7.0)
     assert not none.ok and "every one of 3 repeats failed" in none.error and "repeat 2: boom" in none.error
 

@@ -126,6 +126,18 @@ async def test_a_sentence_split_that_is_not_the_response_is_refused(split, says)
         assert s.value is None and says in s.error and s.error.endswith("; no score")
 
 
+async def test_one_ungraded_context_is_refused_not_averaged(monkeypatch):
+    """context_relevancy averages one result per context: a -1 ("could not grade") beside
+    two 1.0s averaged to 0.33, inside [0, 1], and passed as a value."""
+    answers = iter([(-1.0, {"reason": "unparsable"}), (1.0, {"reason": "ok"})])
+    monkeypatch.setattr(
+        JudgeTruLensProvider, "context_relevance_with_cot_reasons", lambda self, question, context: next(answers)
+    )
+    with JudgeServer() as srv:
+        (s,) = await _score(srv, "context_relevancy")
+    assert s.value is None and s.details["raw_out_of_range"] == -1.0
+
+
 async def test_judge_failure_is_one_scrubbed_line_after_one_attempt():
     secret = "sk-proj-LEAKME0123456789abcdefABCDEF"
     with JudgeServer(fault_message=f"upstream said {secret}") as srv:

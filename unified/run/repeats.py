@@ -100,6 +100,7 @@ def fold(repeats: Sequence[Score], threshold: float | None) -> Score:
     if why := _degraded_why(repeats, ok):
         details["degraded_reason"] = why
     listed = ", ".join(f"{v:.1f}" for v in values)
+    shown = entries[repeats.index(ok[0])]["repeat"]  # the repeat whose reason is shown: the first that scored
     return Score(
         metric=first.metric,
         backend=first.backend,
@@ -107,7 +108,7 @@ def fold(repeats: Sequence[Score], threshold: float | None) -> Score:
         value=mean,
         raw=sum(raws) / len(raws) if raws else None,
         passed=None if bound is None else mean >= bound,
-        reason=f"mean of {len(ok)} repeats ({listed}); repeat {entries[0]['repeat']}: {ok[0].reason or ''}".strip(),
+        reason=f"mean of {len(ok)} repeats ({listed}); repeat {shown}: {ok[0].reason or ''}".strip(),
         details=details,
         degraded=bool(why),
         **common,
