@@ -592,3 +592,18 @@ def test_a_comma_joined_id_cell_is_noted_once(tmp_path):
     assert [s.retrieved_ids for s in split][0] == ["d1", "d2"] and split.notes == []
     listed = read_samples([{"user_input": "q?", "retrieved_ids": ["d1,d2"]}])
     assert [s.retrieved_ids for s in listed] == [["d1,d2"]] and listed.notes == []  # a list as given
+
+
+def test_an_id_must_be_text_or_a_number_and_a_blank_one_is_no_id():
+    """``true`` became the id 'True' and ``["x"]`` the id "['x']" (ids no other run
+    matches), and an id of spaces was kept as given."""
+    rows = [
+        {"id": 7, "user_input": "a?"},
+        {"id": True, "user_input": "b?"},
+        {"id": ["x"], "user_input": "c?"},
+        {"id": "  ", "user_input": "d?"},
+    ]
+    good, bad = load_samples(rows)
+    assert [(e.row, e.field) for e in bad] == [(2, "id"), (3, "id")]
+    assert "expected a string or a number, got bool" in bad[0].reason
+    assert good[0].id == "7" and good[1].id == Sample(user_input="d?").id  # blank: the content hash

@@ -414,7 +414,7 @@ def check_then_id(sample: Sample) -> Sample:
     if problem:
         raise SampleError(*problem)
     sample._hash_at_validation = hashlib.sha256(blob.encode()).hexdigest()[:16]
-    if not sample.id:
+    if not (sample.id or "").strip():  # blank: no id given (a whitespace id matched nothing)
         sample.id = sample._hash_at_validation
     return sample
 
@@ -561,6 +561,9 @@ def _normalise_fields(out: dict[str, Any], source_of: dict[str, str], metadata: 
         if field in out:
             out[field] = _as_str_list(field, out[field], source_of[field])
     if "id" in out and not isinstance(out["id"], str):
+        if isinstance(out["id"], bool) or not isinstance(out["id"], (int, float)):
+            # str() gave 'True' or "['x']": an id no other file or run would match
+            raise SampleError("id", f"expected a string or a number, got {type(out['id']).__name__}")
         out["id"] = str(out["id"])
     if "graded_relevance" in out:
         gr = out["graded_relevance"]

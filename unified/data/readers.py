@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import stat
 import sys
 from pathlib import Path
 from typing import Any, Iterator
@@ -101,7 +102,10 @@ def wide_text(path: Path) -> str | None:
     """What a text file in UTF-16 or UTF-32 is (Excel's "Unicode Text" export, PowerShell's
     ``>``), or None. Read as UTF-8 each of its lines failed with a wrong diagnosis (invalid
     JSON, "looks like Latin-1"), and the counts were wrong: say it once instead. Told by
-    its byte-order mark, or, without one, by NUL bytes between its first characters."""
+    its byte-order mark, or, without one, by NUL bytes between its first characters. Only
+    a regular file is looked at: reading the head of a pipe would take its first rows."""
+    if not stat.S_ISREG(path.stat().st_mode):
+        return None
     with path.open("rb") as f:
         head = f.read(256)
     for bom, name in _WIDE_BOMS:
