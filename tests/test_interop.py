@@ -272,7 +272,7 @@ def test_a_rows_own_labels_are_read_by_the_label_rule_and_merged_not_overwritten
     errors = {e.row: (e.field, e.reason) for e in items if isinstance(e, RowError)}
     assert errors[1] == ("labels.faithfulness", errors[1][1]) and "cannot read label 'maybe'" in errors[1][1]
     assert errors[3][0] == "labels.faithfulness" and "a list is not a label" in errors[3][1]
-    assert errors[4][0] == "labels" and "expected an object" in errors[4][1]
+    assert 4 not in errors  # a labels that is no object (RAGTruth's spans) is another dataset's: kept, noted
     assert errors[6] == ("labels.context_relevancy", "given twice, 1 in labels and 0 in its --label column")
     assert (
         errors[8][0] == "labels.faithfulness" and "given twice, 0 in metadata.labels and 1 in 'labels'" in errors[8][1]
@@ -281,12 +281,16 @@ def test_a_rows_own_labels_are_read_by_the_label_rule_and_merged_not_overwritten
     good = {s.user_input: s.metadata["labels"] for s in items if isinstance(s, Sample)}
     assert good == {
         "b?": {"faithfulness": "yes", "fathfulness": "no"},
+        "d?": "yes",
         "e?": {"faithfulness": 1, "context_relevancy": 0},
         "g?": {"faithfulness": 0, "context_relevancy": 1},
     }
-    assert "labels: 'fathfulness' names no metric, so no comparison reads it (first at <rows>:2)" in " ".join(
-        reader.notes
-    ).replace(reader.source, "<rows>")
+    notes = " ".join(reader.notes).replace(reader.source, "<rows>")
+    assert "labels: 'fathfulness' names no metric, so no comparison reads it (first at <rows>:2)" in notes
+    assert "labels: a str, not an object of metric: label (first at <rows>:4); kept in metadata" in notes
+    # a key that names no metric holds whatever its dataset put there (spans): not read as a label
+    (s,), errors = load_samples([{"question": "q?", "labels": {"faithfulness": 1, "spans": [[0, 3]]}}])
+    assert errors == [] and s.metadata["labels"]["spans"] == [[0, 3]]
 
 
 def test_label_column_never_seen_is_noted():
@@ -549,6 +553,11 @@ def test_a_mapped_column_in_a_table_is_split_only_on_an_explicit_separator(tmp_p
     assert s.retrieved_contexts == ["Col | Val | X"]
     (s,), _ = load_samples(path, mapping, list_sep="|")
     assert s.retrieved_contexts == ["Col", "Val", "X"]
+    # a mapped id column keeps the table's separators: ids hold no markdown
+    ids = tmp_path / "ids.csv"
+    ids.write_text("q,docs,gold\nq?,d1|d2,d2|d3\n", encoding="utf-8")
+    (s,), _ = load_samples(ids, "q=user_input,docs=retrieved_ids,gold=relevant_ids")
+    assert (s.retrieved_ids, s.relevant_ids) == (["d1", "d2"], ["d2", "d3"])
     ares = INTEROP.parent / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.tsv"
     if ares.exists():  # the real file: one passage per row, as its .jsonl twin reads
         good, bad = load_samples(ares, "Question=user_input,Document=retrieved_contexts,Answer=response")

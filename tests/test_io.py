@@ -607,3 +607,7 @@ def test_an_id_must_be_text_or_a_number_and_a_blank_one_is_no_id():
     assert [(e.row, e.field) for e in bad] == [(2, "id"), (3, "id")]
     assert "expected a string or a number, got bool" in bad[0].reason
     assert good[0].id == "7" and good[1].id == Sample(user_input="d?").id  # blank: the content hash
+    import numpy as np
+
+    (s,), bad = load_samples([{"id": np.int64(3), "user_input": "e?"}])  # df.to_records() gives these
+    assert bad == [] and s.id == "3"

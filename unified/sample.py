@@ -26,6 +26,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import numbers
 import re
 import warnings
 from collections.abc import Mapping
@@ -561,7 +562,7 @@ def _normalise_fields(out: dict[str, Any], source_of: dict[str, str], metadata: 
         if field in out:
             out[field] = _as_str_list(field, out[field], source_of[field])
     if "id" in out and not isinstance(out["id"], str):
-        if isinstance(out["id"], bool) or not isinstance(out["id"], (int, float)):
+        if isinstance(out["id"], bool) or not isinstance(out["id"], numbers.Real):  # numpy ints are Real
             # str() gave 'True' or "['x']": an id no other file or run would match
             raise SampleError("id", f"expected a string or a number, got {type(out['id']).__name__}")
         out["id"] = str(out["id"])

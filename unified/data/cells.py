@@ -14,8 +14,9 @@ List fields (``retrieved_contexts``, ``retrieved_ids``, ``relevant_ids``,
    the layout's separators found in the cell — ``|`` (DeepEval's CSV writer), and for
    DeepEval files also ``;`` (its CSV loader's default); pieces are stripped, empty ones
    dropped; a cell with no separator is a one-element list. A string in a column the user
-   mapped onto the field with ``--map`` (in any source) is a one-element list too, split
-   only on an explicit ``list_sep``;
+   mapped with ``--map`` onto a context field (in any source; in JSON records onto any
+   list field) is a one-element list too, split only on an explicit ``list_sep``: a
+   passage may hold a markdown table's ``|``;
 3. elsewhere (JSON records) a plain string stays a row error: it is too often a joined
    blob that would be scored as one context.
 
@@ -38,6 +39,7 @@ from typing import Any
 from unified.sample import LIST_FIELDS, SampleError
 
 OBJECT_FIELDS = ("graded_relevance", "metadata")
+TEXT_LIST_FIELDS = ("retrieved_contexts", "reference_contexts")  # lists of passages, not of ids
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 _QUOTE = "'"
 NO_SPLIT = ""  # list_sep meaning "never split a cell"
@@ -157,8 +159,9 @@ def clean_value(
     if not isinstance(value, str) or field is None:
         return value
     if field in LIST_FIELDS:
-        # a column the user mapped is split only on an explicit separator (module docstring)
-        seps = auto_seps if tabular and not mapped else ()
+        # a column the user mapped onto a context field is split only on an explicit
+        # separator (module docstring): a passage may hold a markdown table's '|'
+        seps = auto_seps if tabular and not (mapped and field in TEXT_LIST_FIELDS) else ()
         return list_value(value, key, field, split=tabular or mapped, sep=sep, auto_seps=seps)
     if field in OBJECT_FIELDS and tabular:
         return object_value(value, key, field)

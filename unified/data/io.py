@@ -578,6 +578,12 @@ class SampleReader(Iterator[Any]):
         if labels is None:
             return None
         problem = row_labels_problem(labels)
+        if not isinstance(labels, Mapping):
+            self._notes[
+                f"labels: a {type(labels).__name__}, not an object of metric: label (first at {self.source}:{row}); "
+                "kept in metadata, and no comparison reads it"
+            ] = None
+            return None
         for key in labels if problem is None else ():
             if key not in self._label_keys:
                 self._label_keys.add(key)

@@ -114,12 +114,16 @@ def label_metric(key: str) -> str | None:
 
 
 def row_labels_problem(labels: Any) -> tuple[str, str] | None:
-    """(field, reason) when a row's own ``labels`` object cannot be read by ``label_value``'s
-    rule (the rule ``--label`` applies to a column), else None. Read later without a word,
-    an unreadable label ("maybe", ``[1]``) left its row unlabelled."""
+    """(field, reason) when a row's own ``labels`` object holds a label for a metric
+    (``label_metric``) that ``label_value``'s rule cannot read (the rule ``--label``
+    applies to a column), else None. Read later without a word, an unreadable label
+    ("maybe", ``[1]``) left its row unlabelled. Keys that name no metric, and a ``labels``
+    that is no object (RAGTruth's list of spans), are another dataset's and not read here."""
     if not isinstance(labels, Mapping):
-        return "labels", f"expected an object of metric: label, got {type(labels).__name__}"
+        return None
     for key, value in labels.items():
+        if label_metric(str(key)) is None:
+            continue
         try:
             label_value(value)
         except ValueError as e:
