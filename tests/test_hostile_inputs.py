@@ -243,13 +243,14 @@ def test_redact_url_masks_every_part_that_can_carry_a_secret():
     for url, want in cases.items():
         assert redact_url(url) == want, url
     assert endpoint_of("http://u:SEC RET@H:8/v1/;api_key=K#t") == "http://h:8/v1"
-    # a query that is no credential is part of who answers (a gateway's ``deployment``), as
-    # a digest: a parameter whose name does not say it is secret may still be one
-    small, large = (endpoint_of(f"http://h/v1?api_key=K&deployment={d}") for d in ("small", "large"))
-    assert (
-        small != large and "small" not in small and "K" not in small and small.startswith("http://h/v1?deployment=sha:")
+    # a query parameter that chooses the model (a gateway's ``deployment``) is part of who
+    # answers; the others (a key, api-version, a signed URL's rotating dates) are not
+    small, large = (
+        endpoint_of(f"http://h/v1?api_key=K&deployment={d}&se=2026-12-0{n}") for n, d in ((1, "small"), (2, "large"))
     )
-    assert endpoint_of("http://h/v1?b=2&a=1") == endpoint_of("http://h/v1?a=1&b=2")
+    assert (small, large) == ("http://h/v1?deployment=small", "http://h/v1?deployment=large")
+    assert endpoint_of("http://h/v1?model=b&deployment=a") == endpoint_of("http://h/v1?deployment=a&model=b")
+    assert endpoint_of("https://h/openai?api-version=2024-06-01") == "https://h/openai"
     assert set(url_secrets("http://u:SEC RET@h/v1;key=K1#access_token=K3")) >= {"SEC RET", "K1", "K3"}
     assert "SEC" not in scrub("failed at http://u:SEC RET@h/v1: refused")
 

@@ -21,7 +21,6 @@ straddles the cut cannot leak its head.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import threading
@@ -171,34 +170,36 @@ def redact_url(url: str) -> str:
     return out
 
 
+#: query parameters that choose who answers behind one URL (a gateway's deployment or
+#: model); the rest (``api-version``, a signed URL's dates) do not, and may rotate
+_IDENTITY_PARAMS = frozenset(
+    {"deployment", "deployment_id", "deployment_name", "model", "model_id", "model_name", "engine", "variant"}
+)
+
+
 def endpoint_of(url: str | None, default: str = "https://api.openai.com/v1") -> str:
-    """Where a judge answers, as identity: scheme, host, port and path of ``url``, and its
-    query parameters that carry no credential, each value as a digest (sorted by name) —
-    no userinfo, no path parameters, no credential parameter, no fragment. A gateway may
-    choose the model by a query parameter (``?deployment=large``), so two queries are two
-    judges; a value is digested because a parameter whose name does not say so may still
-    hold a secret, and this text is written into run folders.
+    """Where a judge answers, as identity: scheme, host, port and path of ``url``, and the
+    query parameters that choose the model behind it (``_IDENTITY_PARAMS``: a gateway's
+    ``?deployment=large``), sorted — no userinfo, no path parameters, no other query
+    parameter (they may hold credentials, or rotate like a signed URL's dates), no
+    fragment.
 
     >>> endpoint_of("http://bob:KEY@127.0.0.1:8080/v1/;key=K?api_key=K#t")
     'http://127.0.0.1:8080/v1'
     >>> endpoint_of("https://gw.example/v1?deployment=large&api-version=2024-06-01")
-    'https://gw.example/v1?api-version=sha:3b951b59&deployment=sha:d35c416a'
+    'https://gw.example/v1?deployment=large'
     """
     parts = split_url(url or default)
     if parts is None:
         return redact_url(url or default)
     path = "/".join(seg.split(";", 1)[0] for seg in parts.path.split("/")).rstrip("/")
     kept = sorted(
-        (unquote(name), _digest(unquote(value)))
+        (unquote(name), unquote(value))
         for name, _, value in (item.partition("=") for item in (parts.query or "").split("&") if item)
-        if not is_secret_name(unquote(name))
+        if unquote(name).lower().replace("-", "_") in _IDENTITY_PARAMS
     )
-    query = "?" + "&".join(f"{name}=sha:{d}" for name, d in kept) if kept else ""
+    query = "?" + "&".join(f"{name}={value}" for name, value in kept) if kept else ""
     return f"{parts.scheme}://{parts.host.lower()}{path}{query}"
-
-
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode()).hexdigest()[:8]
 
 
 def scrub(text: Any, secrets: Iterable[str | None] = ()) -> str:

@@ -22,7 +22,7 @@ two POSTs) is looked up by its input file id among the endpoint's jobs before an
 is resubmitted (``unified.judge.batch``).
 
 What is never written: keys, URLs with credentials, request bodies. ``endpoint`` is the
-judge's URL without userinfo or query (``unified.redact.endpoint_of``).
+judge's URL without userinfo or query but a model-choosing parameter (``unified.redact.endpoint_of``).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ where ``occurrence`` is how many identical requests the running task has already
 (``TaskMeter.next_occurrence``). A metric that asks the same question three times on
 purpose (RAGAS answer relevancy) gets three entries: three calls cold, zero warm.
 ``judge`` is ``ChatJudge.describe()`` without its sampling (those come whole from
-``sampling_params``): its endpoint — the URL without credentials, other query values as digests
+``sampling_params``): its endpoint — the URL without credentials or query (but a model-choosing parameter)
 (``redact.endpoint_of``) — model and structured-output mode, the same identity a run
 fingerprint uses. Model names are often placeholders ("local"): two servers answering to
 the same name are two judges whose answers must never stand in for each other. The API

@@ -43,7 +43,7 @@ class OpenAIEmbedder(Embedder):
         self._what = f"embeddings model={config.model} at {self._http.url}"
 
     def describe(self) -> dict[str, Any]:
-        """Kind, endpoint (the URL without credentials or query), model and ``dimensions``:
+        """Kind, endpoint (the URL without credentials or query but a model-choosing parameter), model and ``dimensions``:
         what decides the vectors."""
         return {
             "kind": "openai",

@@ -95,7 +95,7 @@ class OpenAIChatJudge(ChatJudge):
     def describe(self) -> dict[str, Any]:
         """Endpoint, model, sampling and the *configured* structured-output mode (``auto``
         stays ``auto``: what it resolves to may change on the first answer, a fingerprint
-        must not). The endpoint is the URL without credentials or query
+        must not). The endpoint is the URL without credentials or query (but a model-choosing parameter)
         (``unified.redact.endpoint_of``): two servers that both call their model "local"
         are two judges."""
         return {

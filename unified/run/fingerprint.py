@@ -14,7 +14,7 @@ Two hashes travel on every score line (``Score.sample_hash``, ``Score.config_has
 
 A deterministic metric (``precision@3``) therefore keeps its scores when the judge
 changes; ``faithfulness`` does not. A judge is its endpoint (the URL without credentials
-or query, ``unified.redact.endpoint_of``), model and sampling: model names are often
+or query but a model-choosing parameter, ``unified.redact.endpoint_of``), model and sampling: model names are often
 placeholders ("local"), so another server is another judge, as in the judge cache's
 keys. Keys and a URL's credentials are never part of a fingerprint (it is written to disk).
 
