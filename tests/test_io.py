@@ -575,6 +575,16 @@ def test_wide_text_files_cut_off_arrays_and_raw_line_separators(tmp_path):
     whole = tmp_path / "whole.json"
     whole.write_text('[{"question": "q1?"}, {"question": "q2?"}]', encoding="utf-8")
     assert validate_source(whole)[:2] == (2, [])
+    # brackets that do not balance (a stray '}' closed the array early, or a broken element
+    # swallowed the next rows): the rows lost are said, and a closed array is not "not closed"
+    for text in (
+        '[{"question": "q1?"}},\n{"question": "q2?"}]',
+        '[{"question": "q1?"},\n{"question": [1, "x": 2},\n{"question": "q3?"}]',
+    ):
+        whole.write_text(text, encoding="utf-8")
+        errors = validate_source(whole)[1]
+        assert "the JSON array's brackets do not balance" in errors[-1].reason, text
+        assert not any("not closed" in e.reason for e in errors)
 
 
 def test_a_comma_joined_id_cell_is_noted_once(tmp_path):

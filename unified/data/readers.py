@@ -238,8 +238,10 @@ def _deep_field(text: str) -> str | None:
     return key
 
 
-#: what ``_array_elements`` yields last for an array whose ``]`` never comes
+#: what ``_array_elements`` yields last for an array whose ``]`` never comes, and for one
+#: whose brackets do not balance
 UNCLOSED = "\x00unclosed array"
+UNBALANCED = "\x00unbalanced array"
 
 
 def _array_elements(text: str) -> Iterator[tuple[int, str]]:
@@ -247,7 +249,7 @@ def _array_elements(text: str) -> Iterator[tuple[int, str]]:
     tokens and brackets only, so a broken or over-deep element does not hide the rest."""
     start = text.index("[") + 1
     end = len(text)  # unterminated: the last element runs to the end of the file
-    depth = 1
+    depth, closer = 1, ""
     for m in _TOKEN.finditer(text, start):
         tok = m.group()
         if tok in "[{":
@@ -255,15 +257,19 @@ def _array_elements(text: str) -> Iterator[tuple[int, str]]:
         elif tok in "]}":
             depth -= 1
             if depth == 0:
-                end = m.start()
+                end, closer = m.start(), tok
                 break
         elif tok == "," and depth == 1:
             yield _line_of(text, start), text[start : m.start()]
             start = m.end()
     if text[start:end].strip():
         yield _line_of(text, start), text[start:end]
-    if depth > 0:
+    if depth > 0 and not text.rstrip().endswith("]"):
         yield text.count("\n") + 1, UNCLOSED
+    elif depth > 0 or closer == "}" or text[end + 1 :].strip():
+        # brackets that do not balance: an element ate its neighbours, or the array ended
+        # early; the rows after this point were not read as rows
+        yield text.count("\n", 0, end) + 1, UNBALANCED
 
 
 def _line_of(text: str, start: int) -> int:
@@ -323,17 +329,15 @@ def _json_fallback(text: str, source: str, err: Exception) -> Rows:
         where = f":{err.lineno}" if isinstance(err, json.JSONDecodeError) else ""
         raise ValueError(f"{source}{where}: invalid JSON: {getattr(err, 'msg', None) or json_value_error(err)}")
     for row, (first_line, element) in enumerate(_array_elements(text), start=1):
-        if element is UNCLOSED:  # a cut-off export: whatever came after is lost
-            yield (
-                row,
-                RowError(
-                    source,
-                    row,
-                    None,
-                    f"the JSON array is not closed (no ']' by its end, line {first_line}): the file may be cut short, "
-                    "and rows after the last one read may be missing",
-                ),
+        if element is UNCLOSED or element is UNBALANCED:  # whatever came after is lost
+            why = (
+                f"the JSON array is not closed (no ']' by its end, line {first_line}): the file may be cut short, "
+                "and rows after the last one read may be missing"
+                if element is UNCLOSED
+                else f"the JSON array's brackets do not balance (by line {first_line}): a broken element may have "
+                "taken the rows after it, which were not read"
             )
+            yield row, RowError(source, row, None, why)
             break
         rec = _parse(element, source, row)
         if isinstance(rec, RowError) and rec.field is None:
