@@ -36,6 +36,7 @@ import asyncio
 import concurrent.futures
 import contextvars
 import logging
+import re
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Sequence
 
@@ -145,6 +146,7 @@ def _groundedness(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
 #: the statements must hold: a judge's split may drop a comma or re-case a word, never
 #: add a preamble or leave a sentence out
 SPLIT_MATCH = 0.8
+_LIST_MARKER = re.compile(r"^\s*(?:\d+[.)]|[-*•])\s+")
 
 
 def split_problem(s: Sample, results: list[Any]) -> str | None:
@@ -156,6 +158,7 @@ def split_problem(s: Sample, results: list[Any]) -> str | None:
     meta = _split(results[0])[1] if len(results) == 1 else {}
     items = meta.get("reasons")
     statements = [str(r.get("criteria") or "") for r in items if isinstance(r, dict)] if isinstance(items, list) else []
+    statements = [_LIST_MARKER.sub("", st) for st in statements]  # "1. Yes." is the sentence "Yes."
     said = set(words(s.response))
     if not any(words(st) for st in statements):
         return "the judge's sentence split of the response returned no statement; no score"

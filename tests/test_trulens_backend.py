@@ -104,6 +104,7 @@ async def test_unparsable_sentinel_is_refused_not_scored(monkeypatch):
         ),
         (lambda text: sentences(text)[0], "left part of the response out"),
         (lambda text: "\n".join(sentences(text)).replace(".", ""), None),  # a split that drops the stops is fine
+        (lambda text: "\n".join(f"{i}. {t}" for i, t in enumerate(sentences(text), 1)), None),  # numbered: fine
     ],
 )
 async def test_a_sentence_split_that_is_not_the_response_is_refused(split, says):
