@@ -903,3 +903,52 @@ def test_a_price_change_between_runs_into_one_folder_is_said(tmp_path, judge_ser
     assert json.loads((out / "summary.json").read_text())["usd_price_tables"] == 2
     tables = json.loads((out / "run.json").read_text())["price_tables"]
     assert tables == [{"m": [1.0, 2.0]}, {"m": [100.0, 200.0]}]
+
+
+def test_what_retried_attempts_cost_stays_in_the_folders_spend(tmp_path):
+    """--retry-errors drops a failed line and writes the retry's: the failed attempt's
+    calls were paid, yet the folder's USD counted only the retry (it under-reported)."""
+    broken = {"on": True}
+    out = tmp_path / "o"
+    base = ["run", DATA, "--metrics", "faithfulness", "--model", "m", "--single-judge", "--max-samples", "3"]
+    base += ["--price", "m=1000/2000", "--out", out, "-q"]
+    with JudgeServer(answer_fn=lambda body: "no verdict here" if broken["on"] else None) as srv:
+        first = invoke(*base, "--base-url", srv.base_url)
+        assert first.exit_code == 3, first.output
+        failed = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+        assert len(failed) == 3 and all(d["error"] and d["cost"]["calls"] > 0 for d in failed)
+        paid = sum(d["cost"]["usd"] for d in failed)
+        broken["on"] = False
+        again = invoke(*base, "--base-url", srv.base_url, "--retry-errors")
+        assert again.exit_code == 0, again.output
+        once_more = invoke(*base, "--base-url", srv.base_url, "--retry-errors")  # nothing failed: nothing added
+    summary = json.loads((out / "summary.json").read_text())
+    spent = summary["retried_spend"]
+    assert spent["usd"] == pytest.approx(paid) and spent["calls"] == sum(d["cost"]["calls"] for d in failed)
+    assert set(spent["by_pair"]) == {"faithfulness|native"}
+    lines = sum(a["cost"]["usd"] for a in summary["aggregates"])
+    note = " ".join(again.output.split())
+    assert f"failed attempts that --retry-errors dropped had cost {spent['calls']} judge call(s)" in note
+    assert f"this folder's spend in all: ${paid + lines:.4f}" in note
+    assert once_more.exit_code == 0 and json.loads((out / "run.json").read_text())["retried_spend"] == spent["by_pair"]
+
+
+def test_a_dropped_repeat_is_counted_once_beside_its_folded_line(tmp_path):
+    """A folded line's cost already sums its repeats: a failed repeat still on disk beside
+    it (a kill before compaction) is not counted again; an unfinished task's is."""
+    from unified.run.runfolder import RunFolder
+
+    folder = RunFolder(tmp_path)
+    folder.create()
+
+    def line(sample: str, calls: int, **kw: object) -> str:
+        d = {"sample_id": sample, "metric": "faithfulness", "backend": "native", "value": None}
+        return json.dumps({**d, "error": "judge failed", "cost": {"calls": calls, "usd": calls / 10}, **kw}) + "\n"
+
+    folder.scores.write_text(line("s1", 5, degraded=True) + line("s2", 1, error=None, value=7.0))
+    folder.repeats.write_text(line("s1", 2) + line("s1", 2) + line("s3", 3))
+    dropped = folder.drop_errors(["faithfulness|native"])
+    assert dropped.lines == 1
+    assert dropped.spent["faithfulness|native"].calls == 5 + 3
+    assert dropped.spent["faithfulness|native"].usd == pytest.approx(0.8)
+    assert folder.repeats.read_text() == "" and len(folder.scores.read_text().splitlines()) == 1

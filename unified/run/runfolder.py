@@ -49,7 +49,7 @@ from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
 from unified.data.files import OutputError, atomic_path, os_error, write_json
 from unified.run.fingerprint import diff_configs
-from unified.scores import line_problem
+from unified.scores import Cost, line_problem
 
 SCORES_FILE = "scores.jsonl"
 SAMPLES_FILE = "samples.jsonl"
@@ -451,21 +451,36 @@ class RunFolder:
         write_json(self.manifest_path, data)
 
     # ------------------------------------------------------------ resume
-    def drop_errors(self, pairs: Iterable[str]) -> int:
+    def drop_errors(self, pairs: Iterable[str]) -> "Dropped":
         """``--retry-errors``: remove the failed lines of this run's ``pairs``
         ("metric|backend") — and degraded ones (a value from fewer judges than asked) — so
         their tasks are scored again (failed repeats of an unfinished task too). Another
         pair's lines stay: this run does not score it, so dropping them lost its failures
-        (the folder then read as if they had never happened)."""
-        asked = set(pairs)
+        (the folder then read as if they had never happened).
 
-        def keep(_i: int, d: dict[str, Any] | None) -> bool:
-            if d is None or f"{d.get('metric')}|{d.get('backend')}" not in asked:
+        What the dropped attempts cost is kept in ``Dropped.spent`` per pair (their lines
+        go, their calls were paid): a dropped repeat is counted only when its task has no
+        folded line, whose cost already sums its repeats."""
+        asked, dropped = set(pairs), Dropped()
+        folded = {line_key(d) for d in iter_lines(self.scores) if _is_score_line(d)} if self.repeats.exists() else set()
+
+        def keep_repeat(_i: int, d: dict[str, Any] | None) -> bool:
+            if d is None or not _drops(d, asked):
                 return True
-            return not (d.get("error") or d.get("degraded"))
+            if not (_is_score_line(d) and line_key(d) in folded):
+                dropped.add(d)
+            return False
 
-        rewrite_jsonl(self.repeats, keep)
-        return rewrite_jsonl(self.scores, keep)
+        def keep_line(_i: int, d: dict[str, Any] | None) -> bool:
+            if d is None or not _drops(d, asked):
+                return True
+            dropped.add(d)
+            dropped.lines += 1
+            return False
+
+        rewrite_jsonl(self.repeats, keep_repeat)
+        rewrite_jsonl(self.scores, keep_line)
+        return dropped
 
     def check_configs(
         self,
@@ -614,6 +629,42 @@ class RunFolder:
                 and (not complete or (False, str(d.get("id"))) in seen)
             ),
         )
+
+
+def _drops(d: Mapping[str, Any], asked: set[str]) -> bool:
+    """``drop_errors``'s rule: a failed or degraded line of an asked pair."""
+    return f"{d.get('metric')}|{d.get('backend')}" in asked and bool(d.get("error") or d.get("degraded"))
+
+
+@dataclass
+class Dropped:
+    """What ``drop_errors`` removed: ``lines`` of ``scores.jsonl`` (repeat lines are not
+    counted), and per pair the summed cost of every dropped attempt."""
+
+    lines: int = 0
+    spent: dict[str, Cost] = field(default_factory=dict)
+
+    def add(self, d: Mapping[str, Any]) -> None:
+        cost = line_cost(d)
+        if cost.calls or cost.embedding_calls or cost.input_tokens or cost.output_tokens:  # paid for something
+            pair = f"{d.get('metric')}|{d.get('backend')}"
+            self.spent[pair] = self.spent.get(pair, Cost()).add(cost)
+
+    def merged_into(self, earlier: Any) -> dict[str, dict[str, Any]]:
+        """``run.json``'s ``retried_spend`` (pair -> summed Cost of every attempt that
+        ``--retry-errors`` dropped in this folder) with this drop's added."""
+        merged = {p: line_cost({"cost": c}) for p, c in (earlier or {}).items()} if isinstance(earlier, dict) else {}
+        for pair, cost in self.spent.items():
+            merged[pair] = merged.get(pair, Cost()).add(cost)
+        return {p: c.model_dump() for p, c in sorted(merged.items())}
+
+
+def line_cost(d: Mapping[str, Any]) -> Cost:
+    """A parsed line's ``cost`` (nothing when it has none or an unreadable one)."""
+    try:
+        return Cost.model_validate(d.get("cost") or {})
+    except ValueError:  # pydantic's ValidationError: a hand-edited line
+        return Cost()
 
 
 @dataclass

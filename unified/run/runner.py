@@ -80,7 +80,7 @@ from unified.run.runindex import (
     write_index,
 )
 from unified.run.runplan import RunPlan, plan_run
-from unified.run.runsummary import RunCounts, build_summary, print_failures, print_table
+from unified.run.runsummary import RunCounts, build_summary, print_failures, print_table, retried_spend
 from unified.sample import Sample
 from unified.scores import Score, is_ok, line_and_object, score_line
 
@@ -334,8 +334,12 @@ class _Run:
         if self.folder.repair():
             self.say(f"note: truncated a torn last line in {self.folder.scores} (a killed run)")
         self.folder.check_configs(self.plan.hashes, self.plan.configs, manifest.get("configs", {}))
-        if self.opts.retry_errors and (dropped := self.folder.drop_errors(self.plan.hashes)):
-            self.say(f"note: retrying {dropped} failed task(s) from {self.folder.scores}")
+        if self.opts.retry_errors:
+            dropped = self.folder.drop_errors(self.plan.hashes)
+            if dropped.lines:
+                self.say(f"note: retrying {dropped.lines} failed task(s) from {self.folder.scores}")
+            if dropped.spent:  # their lines go, their calls were paid: the folder's spend keeps them
+                manifest["retried_spend"] = dropped.merged_into(manifest.get("retried_spend"))
         self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
         if any(not row_error for row_error, _ in self.scan.done):
             self.listed = listed_sample_ids(self.folder.samples)
@@ -455,6 +459,7 @@ class _Run:
                 "invocations": runs,
                 **({"jury": jury} if jury else {}),
                 **({"price_tables": tables} if tables else {}),
+                **({"retried_spend": manifest["retried_spend"]} if manifest.get("retried_spend") else {}),
             }
         )
 
@@ -811,6 +816,8 @@ class _Run:
         summary["unserved_metrics"] = self.plan.unserved(self.refs)
         if (n_tables := len(self.folder.read_manifest().get("price_tables") or [])) > 1:
             summary["usd_price_tables"] = n_tables  # the USD figures mix them (_price_tables)
+        if spent := retried_spend(manifest.get("retried_spend")):
+            summary["retried_spend"] = spent
         if callable(getattr(self.executor, "summary", None)):  # where the tasks ran (Ray: per node)
             summary["executor"] = self.executor.summary()
         if self.book.pairs:
@@ -841,7 +848,7 @@ class _Run:
         if self.temp_out or not path.exists():
             return
         paid = summary["batches"] = paid_summary(path, self._prices())
-        lines = sum((a.cost.usd or 0.0) for a in aggregates)
+        lines = sum((a.cost.usd or 0.0) for a in aggregates) + ((summary.get("retried_spend") or {}).get("usd") or 0.0)
         if paid["usd"] is not None and paid["usd"] > lines + 1e-9:
             self.say(
                 f"note: the batch jobs of this folder ({BATCHES_FILE}) were billed ${paid['usd']:.4f}; its score "
@@ -926,6 +933,25 @@ class _Run:
             "cache_hits": hits,
         }
 
+    @staticmethod
+    def _retried_note(spent: dict[str, Any], aggregates: list[Any]) -> str:
+        """What the attempts ``--retry-errors`` dropped had cost, beside the table's figures
+        (which count only the lines that stand), and the folder's spend in all."""
+        tokens = spent["input_tokens"] + spent["output_tokens"]
+        paid = f"{spent['calls']} judge call(s), {tokens:,} tokens" + (
+            "" if spent["usd"] is None else f", ${spent['usd']:.4f}"
+        )
+        usds = [a.cost.usd for a in aggregates if a.cost.usd is not None or a.cost.input_tokens or a.cost.output_tokens]
+        total = (
+            ""
+            if spent["usd"] is None or None in usds
+            else f"; this folder's spend in all: ${spent['usd'] + sum(usds):.4f}"
+        )
+        return (
+            f"note: failed attempts that --retry-errors dropped had cost {paid} (summary.json retried_spend); "
+            f"the table's calls, tokens and USD count only the lines that stand{total}"
+        )
+
     def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]], degraded: list[dict[str, Any]]) -> None:
         c = self.counts
         for note in self.reader.notes if self.reader is not None else []:
@@ -954,6 +980,8 @@ class _Run:
                 "between its runs): a line keeps the prices it was written with, so its USD totals mix them; "
                 "--fresh prices every line under one"
             )
+        if spent := summary.get("retried_spend"):
+            self.say(self._retried_note(spent, self._aggregates_from(summary)))
         if self.opts.quiet:
             return
         if self.opts.show_summary:

@@ -59,6 +59,23 @@ def build_summary(
     }
 
 
+def retried_spend(by_pair: Any) -> dict[str, Any] | None:
+    """``summary.json``'s ``retried_spend``: what the attempts that ``--retry-errors``
+    dropped had cost (``run.json``'s ``retried_spend``, pair -> Cost), summed —
+    ``calls``, ``embedding_calls``, ``input_tokens``, ``output_tokens``, ``usd`` (None when
+    a dropped attempt's tokens had no price) — and ``by_pair``. None when nothing was
+    dropped that cost anything. The aggregates' costs count only the lines that stand."""
+    from unified.scores import Cost
+
+    if not isinstance(by_pair, dict) or not by_pair:
+        return None
+    total = Cost()
+    for cost in by_pair.values():
+        total = total.add(Cost.model_validate(cost))
+    fields = ("calls", "embedding_calls", "input_tokens", "output_tokens", "usd")
+    return {**{f: getattr(total, f) for f in fields}, "by_pair": by_pair}
+
+
 def print_table(aggregates: list[Any], wall_seconds: float | None = None, task_seconds: float | None = None) -> None:
     """metric × backend: n, mean, pass rate, errors, judge/embedding calls, cache hits,
     tokens (and USD when prices are known), busy seconds."""
