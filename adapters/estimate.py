@@ -18,7 +18,7 @@ This module imports no framework.
 from __future__ import annotations
 
 import re
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from unified.adapters.registry import backend_info, resolve
 from unified.metrics import MetricRef
@@ -141,28 +141,39 @@ def _no_estimate(row: dict[str, Any], note: str) -> None:
 
 
 def estimate_calls(
-    backend: str, samples: Sequence[Any], metric_refs: Sequence[MetricRef], *, single_judge: bool = False
+    backend: str,
+    samples: Sequence[Any],
+    metric_refs: Sequence[MetricRef],
+    *,
+    single_judge: bool = False,
+    done: Callable[[Any, MetricRef], bool] | None = None,
 ) -> list[dict[str, Any]]:
     """One row per distinct metric of ``metric_refs`` (in order) for ``backend`` over
     ``samples``: ``backend, metric, samples, calls, embedding_calls, input_tokens,
     output_tokens, tokens_estimated`` (+ ``note``, every figure None, when the backend
-    or the metric has no estimate). Deterministic metrics cost nothing on any backend."""
+    or the metric has no estimate). Deterministic metrics cost nothing on any backend.
+    ``done(sample, ref)``: a task a run would skip (already in its folder); it is left
+    out of ``samples`` and of the calls."""
     refs = list({r.name: r for r in metric_refs}.values())
-    rows = {r.name: _row(backend, r, len(samples)) for r in refs}
-    judged = [r for r in refs if r.spec.kind != "deterministic"]
+    rows = {r.name: _row(backend, r, 0) for r in refs}
     path = backend_info(backend).estimate
-    if path is None:
-        for ref in judged:
-            _no_estimate(rows[ref.name], f"no call estimate for backend {backend!r}")
-        return list(rows.values())
-    per_sample = resolve(path)
-    for s in samples if judged else ():
+    per_sample = resolve(path) if path is not None else None
+    for s in samples:
+        left = [r for r in refs if done is None or not done(s, r)]
+        for r in left:
+            rows[r.name]["samples"] += 1
+        judged = [r for r in left if r.spec.kind != "deterministic"]
+        if per_sample is None or not judged:
+            continue
         for ref, calls in zip(judged, per_sample(judged, s, single_judge=single_judge)):
             row = rows[ref.name]
             if calls is None:
                 _no_estimate(row, f"no call estimate for metric {ref.canonical!r} on backend {backend!r}")
             elif row["calls"] is not None:
                 _add(row, calls, _chars(s, ref.spec.required) // CHARS_PER_TOKEN)
+    for ref in refs if path is None else ():
+        if ref.spec.kind != "deterministic":
+            _no_estimate(rows[ref.name], f"no call estimate for backend {backend!r}")
     return list(rows.values())
 
 

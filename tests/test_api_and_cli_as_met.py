@@ -272,3 +272,43 @@ def test_to_pandas_rows_follow_the_input_not_the_finishing_order(tmp_path):
     assert orders[0] == orders[1]
     assert [sid for sid, _ in orders[0][::2]] == [s.id for s in samples]  # as read
     assert [m for _, m in orders[0][:2]] == ["precision@3", "mrr"]  # as asked
+
+
+def test_dry_run_into_a_folder_counts_only_what_a_run_would_still_score(tmp_path, monkeypatch):
+    """A dry run with --out of a half-done folder estimated every task, as if nothing were
+    there: a resumed nightly job looked as dear as a fresh one. Failed tasks are left out
+    as a run leaves them, unless --retry-errors."""
+    import sys as _sys
+
+    _sys.path.insert(0, str(ROOT / "tests"))
+    from judge_server import JudgeServer
+
+    for k in ("UNIFIED_JUDGE_BASE_URL", "UNIFIED_JUDGE_MODEL"):
+        monkeypatch.delenv(k, raising=False)
+    lines = DATA.read_text().splitlines()
+    first4 = tmp_path / "four.jsonl"
+    first4.write_text("\n".join(lines[:4]) + "\n")
+    rest = tmp_path / "rest.jsonl"  # the samples the first run does not reach
+    rest.write_text("\n".join(lines[2:4]) + "\n")
+    out = tmp_path / "o"
+    judge = ["--model", "m", "--single-judge", "--price", "m=1/2"]
+    with JudgeServer(answer_fn=lambda body: "no verdict") as srv:  # faithfulness fails, mrr scores
+        first = invoke(
+            "run", first4, "--metrics", "faithfulness,mrr", *judge, "--base-url", srv.base_url,
+            "--max-samples", "2", "--out", out, "-q",
+        )  # fmt: skip
+    assert first.exit_code == 3, first.output
+    dry = ["run", first4, "--metrics", "faithfulness,mrr", *judge, "--base-url", "http://127.0.0.1:9/v1", "--dry-run"]
+    held = invoke(*dry, "--out", out)
+    assert held.exit_code == 0, held.output
+    expected = _dry_row(invoke(*dry[:1], rest, *dry[2:]).output, "native", "faithfulness")
+    row = _dry_row(held.output, "native", "faithfulness")
+    assert row == expected and row["samples"] == "2"
+    assert _dry_row(held.output, "native", "mrr")["samples"] == "2"
+    assert "4 task(s) already there are left out" in " ".join(held.output.split())
+    retried = invoke(*dry, "--out", out, "--retry-errors")
+    assert _dry_row(retried.output, "native", "faithfulness") == _dry_row(invoke(*dry).output, "native", "faithfulness")
+    assert _dry_row(retried.output, "native", "mrr")["samples"] == "2"
+    assert "2 task(s) already there are left out" in " ".join(retried.output.split())
+    fresh = invoke(*dry, "--out", out, "--fresh")
+    assert _dry_row(fresh.output, "native", "mrr")["samples"] == "4" and "left out" not in fresh.output

@@ -569,10 +569,12 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
         raise cli.UserError("nothing to run: no requested metric is available on the chosen backends")
     samples, n_bad = _dry_samples(file, v)
     single = bool(v.get("single_judge"))
+    held = _held_tasks(v)
     rows: list[dict[str, Any]] = []
     for b in (b for b in backends if served[b]):
-        est = estimate_calls(b, samples, served[b], single_judge=single)
-        once = est if single else estimate_calls(b, samples, served[b], single_judge=True)
+        done = None if held is None else held.done_on(b)
+        est = estimate_calls(b, samples, served[b], single_judge=single, done=done)
+        once = est if single else estimate_calls(b, samples, served[b], single_judge=True, done=done)
         rows += [_with_judge_b_share(r, o, show=judges.chat2 is not None) for r, o in zip(est, once)]
     model_a = getattr(judges.chat, "model", None)
     unpriced = _price_rows(rows, _prices(v), model_a, getattr(judges.chat2, "model", None) or model_a)
@@ -580,6 +582,14 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
     cli.out_console.print(
         "a step that several metrics share is counted once, on the first metric that needs it", highlight=False
     )
+    if held is not None and held.skipped:
+        cli.out_console.print(
+            f"--out {v['out']}: {held.skipped} task(s) already there are left out (a run into it skips them"
+            + ("" if v.get("retry_errors") else ", failed ones too unless --retry-errors")
+            + "; if its configuration changed, the run refuses the folder and --fresh scores every task)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if (v.get("repeats") or 1) > 1:  # the table is one repeat's worth
         cli.out_console.print(
             f"--repeats {v['repeats']}: every judge call, token and dollar above is paid {v['repeats']} times "
@@ -618,6 +628,49 @@ def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, li
     for w in skip_warnings(skipped, {r.name for rs in served.values() for r in rs}):
         cli.err_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
     return served
+
+
+class _HeldTasks:
+    """The tasks a run into ``--out`` would skip, from its ``scores.jsonl``: a line of the
+    same sample (same content hash) for the same metric and backend — a failed or degraded
+    one too, unless ``--retry-errors`` (the runner's rule: ``RunFolder.scan`` and
+    ``drop_errors``). ``skipped`` counts the tasks the estimate left out."""
+
+    def __init__(self, scores: Path, retry_errors: bool):
+        from unified.run.runfolder import iter_lines, line_key
+
+        self.lines: dict[tuple[bool, str, str, str], Any] = {}
+        for d in iter_lines(scores):
+            if all(k in d for k in ("sample_id", "metric", "backend")) and not (
+                retry_errors and (d.get("error") or d.get("degraded"))
+            ):
+                self.lines[line_key(d)] = d.get("sample_hash")
+        self.hashes: dict[int, str] = {}
+        self.left_out: set[tuple[str, str, str]] = set()
+
+    @property
+    def skipped(self) -> int:
+        return len(self.left_out)
+
+    def done_on(self, backend: str) -> Any:
+        def done(sample: Any, ref: Any) -> bool:
+            stored = self.lines.get((False, sample.id, ref.name, backend))
+            if stored is None or stored != self.hashes.setdefault(id(sample), sample.content_hash()):
+                return False
+            self.left_out.add((sample.id, ref.name, backend))
+            return True
+
+        return done
+
+
+def _held_tasks(v: dict[str, Any]) -> _HeldTasks | None:
+    """What ``--out`` already holds, when a run would resume it (not ``--fresh``)."""
+    from unified.run.runfolder import SCORES_FILE
+
+    out = v.get("out")
+    if out is None or v.get("fresh") or not (Path(out) / SCORES_FILE).is_file():
+        return None
+    return _HeldTasks(Path(out) / SCORES_FILE, bool(v.get("retry_errors")))
 
 
 def _dry_samples(file: Path, v: dict[str, Any]) -> tuple[list[Any], int]:
