@@ -310,5 +310,6 @@ def test_dry_run_into_a_folder_counts_only_what_a_run_would_still_score(tmp_path
     assert _dry_row(retried.output, "native", "faithfulness") == _dry_row(invoke(*dry).output, "native", "faithfulness")
     assert _dry_row(retried.output, "native", "mrr")["samples"] == "2"
     assert "2 task(s) already there are left out" in " ".join(retried.output.split())
-    fresh = invoke(*dry, "--out", out, "--fresh")
-    assert _dry_row(fresh.output, "native", "mrr")["samples"] == "4" and "left out" not in fresh.output
+    for start_over in ("--fresh", "--no-resume"):  # either clears the folder: every task is scored
+        fresh = invoke(*dry, "--out", out, start_over)
+        assert _dry_row(fresh.output, "native", "mrr")["samples"] == "4" and "left out" not in fresh.output

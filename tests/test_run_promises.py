@@ -929,26 +929,68 @@ def test_what_retried_attempts_cost_stays_in_the_folders_spend(tmp_path):
     lines = sum(a["cost"]["usd"] for a in summary["aggregates"])
     note = " ".join(again.output.split())
     assert f"failed attempts that --retry-errors dropped had cost {spent['calls']} judge call(s)" in note
-    assert f"this folder's spend in all: ${paid + lines:.4f}" in note
+    assert f"with them, the lines and the dropped attempts cost ${paid + lines:.4f}" in note
     assert once_more.exit_code == 0 and json.loads((out / "run.json").read_text())["retried_spend"] == spent["by_pair"]
 
 
 def test_a_dropped_repeat_is_counted_once_beside_its_folded_line(tmp_path):
-    """A folded line's cost already sums its repeats: a failed repeat still on disk beside
-    it (a kill before compaction) is not counted again; an unfinished task's is."""
+    """A folded line's cost sums its repeats. When they are still on disk (a kill before
+    compaction) the retry folds again from the ones that scored, which then count again:
+    only the failed repeat is spent and gone. An unfinished task's failed repeat counts."""
     from unified.run.runfolder import RunFolder
 
     folder = RunFolder(tmp_path)
     folder.create()
 
-    def line(sample: str, calls: int, **kw: object) -> str:
-        d = {"sample_id": sample, "metric": "faithfulness", "backend": "native", "value": None}
-        return json.dumps({**d, "error": "judge failed", "cost": {"calls": calls, "usd": calls / 10}, **kw}) + "\n"
+    def line(sample: str, calls: int, error: str | None = "judge failed", **kw: object) -> str:
+        d = {"sample_id": sample, "metric": "faithfulness", "backend": "native", "sample_hash": "h" + sample}
+        return (
+            json.dumps({**d, "value": None, "error": error, "cost": {"calls": calls, "usd": calls / 10}, **kw}) + "\n"
+        )
 
-    folder.scores.write_text(line("s1", 5, degraded=True) + line("s2", 1, error=None, value=7.0))
-    folder.repeats.write_text(line("s1", 2) + line("s1", 2) + line("s3", 3))
+    folded = line("s1", 6, error=None, value=5.0, degraded=True)  # repeats 0 and 2 scored, 1 failed: 2 calls each
+    folder.scores.write_text(folded + line("s2", 1, error=None, value=7.0))
+    folder.repeats.write_text(
+        line("s1", 2, error=None, value=5.0) + line("s1", 2) + line("s1", 2, error=None) + line("s3", 3)
+    )
     dropped = folder.drop_errors(["faithfulness|native"])
     assert dropped.lines == 1
-    assert dropped.spent["faithfulness|native"].calls == 5 + 3
-    assert dropped.spent["faithfulness|native"].usd == pytest.approx(0.8)
-    assert folder.repeats.read_text() == "" and len(folder.scores.read_text().splitlines()) == 1
+    assert dropped.spent["faithfulness|native"].calls == 2 + 3
+    assert dropped.spent["faithfulness|native"].usd == pytest.approx(0.5)
+    assert len(folder.repeats.read_text().splitlines()) == 2 and len(folder.scores.read_text().splitlines()) == 1
+    # the same folded line without its repeats on disk (compacted): its whole cost was paid and goes
+    folder.scores.write_text(folded)
+    folder.repeats.write_text("")
+    assert folder.drop_errors(["faithfulness|native"]).spent["faithfulness|native"].calls == 6
+
+
+def test_retried_spend_is_on_record_before_anything_else_can_fail(tmp_path, monkeypatch):
+    """The lines go first: a kill or an error between the drop and the manifest lost what
+    the dropped attempts cost for good. A hand-edited entry is read, never a crash."""
+    from unified.run.runfolder import RunFolder
+    from unified.run.runner import evaluate
+
+    out = tmp_path / "o"
+    kw = dict(
+        out=str(out), progress=False, quiet=True, prices={"m": (1000.0, 2000.0)}, max_samples=2, single_judge=True
+    )
+    with JudgeServer(answer_fn=lambda body: "no verdict") as srv:
+        kw["judge"] = {"base_url": srv.base_url, "model": "m"}
+        evaluate(str(DATA), "faithfulness", ["native"], **kw)
+        paid = sum(json.loads(x)["cost"]["calls"] for x in (out / "scores.jsonl").read_text().splitlines())
+
+        def die(*_a: object, **_k: object) -> None:
+            raise RuntimeError("killed")
+
+        monkeypatch.setattr(RunFolder, "scan", die)
+        with pytest.raises(RuntimeError):
+            evaluate(str(DATA), "faithfulness", ["native"], retry_errors=True, **kw)
+    assert (out / "scores.jsonl").read_text() == ""
+    assert json.loads((out / "run.json").read_text())["retried_spend"]["faithfulness|native"]["calls"] == paid
+    monkeypatch.undo()
+    manifest = json.loads((out / "run.json").read_text())
+    (out / "run.json").write_text(json.dumps({**manifest, "retried_spend": {"faithfulness|native": "junk"}}))
+    with JudgeServer() as srv:
+        kw["judge"] = {"base_url": srv.base_url, "model": "m"}
+        report = evaluate(str(DATA), "faithfulness", ["native"], **kw)
+    assert report is not None and "retried_spend" not in json.loads((out / "summary.json").read_text())

@@ -35,6 +35,22 @@ class Cost(BaseModel):
     seconds: float = 0.0
     usd: float | None = None
 
+    @classmethod
+    def lenient(cls, obj: Any) -> "Cost":
+        """A Cost from a stored object that may be hand-edited: fields that do not read
+        as their type are left out (``usd: "x"`` leaves the dollars unknown, not the
+        calls); anything but an object is no cost."""
+        if not isinstance(obj, dict):
+            return cls()
+        try:
+            return cls.model_validate(obj)
+        except ValueError as e:  # pydantic's ValidationError
+            bad = {err["loc"][0] for err in getattr(e, "errors", list)() if err.get("loc")}
+            try:
+                return cls.model_validate({k: v for k, v in obj.items() if k not in bad})
+            except ValueError:
+                return cls()
+
     def _usd_unknown(self) -> bool:
         return self.usd is None and bool(self.input_tokens or self.output_tokens)
 

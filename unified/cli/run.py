@@ -586,7 +586,12 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
         cli.out_console.print(
             f"--out {v['out']}: {held.skipped} task(s) already there are left out (a run into it skips them"
             + ("" if v.get("retry_errors") else ", failed ones too unless --retry-errors")
-            + "; if its configuration changed, the run refuses the folder and --fresh scores every task)",
+            + "; if its configuration changed, the run refuses the folder and --fresh scores every task)"
+            + (
+                " — the repeats of unfinished tasks already there are counted again"
+                if (v.get("repeats") or 1) > 1
+                else ""
+            ),
             highlight=False,
             soft_wrap=True,
         )
@@ -664,11 +669,12 @@ class _HeldTasks:
 
 
 def _held_tasks(v: dict[str, Any]) -> _HeldTasks | None:
-    """What ``--out`` already holds, when a run would resume it (not ``--fresh``)."""
+    """What ``--out`` already holds, when a run would resume it (not ``--fresh`` or
+    ``--no-resume``: either clears the folder)."""
     from unified.run.runfolder import SCORES_FILE
 
     out = v.get("out")
-    if out is None or v.get("fresh") or not (Path(out) / SCORES_FILE).is_file():
+    if out is None or v.get("fresh") or v.get("resume") is False or not (Path(out) / SCORES_FILE).is_file():
         return None
     return _HeldTasks(Path(out) / SCORES_FILE, bool(v.get("retry_errors")))
 

@@ -459,22 +459,25 @@ class RunFolder:
         (the folder then read as if they had never happened).
 
         What the dropped attempts cost is kept in ``Dropped.spent`` per pair (their lines
-        go, their calls were paid): a dropped repeat is counted only when its task has no
-        folded line, whose cost already sums its repeats."""
+        go, their calls were paid): a folded line's cost sums its repeats, so when the
+        task's repeats are still on disk the failed repeats are counted, not the fold
+        (the repeats that scored stay and are folded, and counted, again)."""
         asked, dropped = set(pairs), Dropped()
-        folded = {line_key(d) for d in iter_lines(self.scores) if _is_score_line(d)} if self.repeats.exists() else set()
+        # tasks whose repeats are still on disk (a kill before compaction): the retry folds
+        # again from the repeats that scored, so only the failed repeats are spent and gone
+        on_disk = {_task(d) for d in iter_lines(self.repeats) if _is_score_line(d)}
 
         def keep_repeat(_i: int, d: dict[str, Any] | None) -> bool:
             if d is None or not _drops(d, asked):
                 return True
-            if not (_is_score_line(d) and line_key(d) in folded):
-                dropped.add(d)
+            dropped.add(d)
             return False
 
         def keep_line(_i: int, d: dict[str, Any] | None) -> bool:
             if d is None or not _drops(d, asked):
                 return True
-            dropped.add(d)
+            if not (_is_score_line(d) and _task(d) in on_disk):
+                dropped.add(d)
             dropped.lines += 1
             return False
 
@@ -631,6 +634,11 @@ class RunFolder:
         )
 
 
+def _task(d: Mapping[str, Any]) -> tuple[tuple[bool, str, str, str], Any]:
+    """A line's task key with the sample content it scored (``sample_hash``)."""
+    return line_key(d), d.get("sample_hash")
+
+
 def _drops(d: Mapping[str, Any], asked: set[str]) -> bool:
     """``drop_errors``'s rule: a failed or degraded line of an asked pair."""
     return f"{d.get('metric')}|{d.get('backend')}" in asked and bool(d.get("error") or d.get("degraded"))
@@ -653,18 +661,15 @@ class Dropped:
     def merged_into(self, earlier: Any) -> dict[str, dict[str, Any]]:
         """``run.json``'s ``retried_spend`` (pair -> summed Cost of every attempt that
         ``--retry-errors`` dropped in this folder) with this drop's added."""
-        merged = {p: line_cost({"cost": c}) for p, c in (earlier or {}).items()} if isinstance(earlier, dict) else {}
+        merged = {str(p): Cost.lenient(c) for p, c in earlier.items()} if isinstance(earlier, dict) else {}
         for pair, cost in self.spent.items():
             merged[pair] = merged.get(pair, Cost()).add(cost)
         return {p: c.model_dump() for p, c in sorted(merged.items())}
 
 
 def line_cost(d: Mapping[str, Any]) -> Cost:
-    """A parsed line's ``cost`` (nothing when it has none or an unreadable one)."""
-    try:
-        return Cost.model_validate(d.get("cost") or {})
-    except ValueError:  # pydantic's ValidationError: a hand-edited line
-        return Cost()
+    """A parsed line's ``cost`` (``Cost.lenient``: a hand-edited field counts as absent)."""
+    return Cost.lenient(d.get("cost"))
 
 
 @dataclass

@@ -338,8 +338,9 @@ class _Run:
             dropped = self.folder.drop_errors(self.plan.hashes)
             if dropped.lines:
                 self.say(f"note: retrying {dropped.lines} failed task(s) from {self.folder.scores}")
-            if dropped.spent:  # their lines go, their calls were paid: the folder's spend keeps them
+            if dropped.spent:  # their lines went, their calls were paid: on record at once, before a kill can lose it
                 manifest["retried_spend"] = dropped.merged_into(manifest.get("retried_spend"))
+                self._write_manifest(manifest, running=True)
         self.scan = self.folder.scan(self.plan.bits, self.plan.hashes)
         if any(not row_error for row_error, _ in self.scan.done):
             self.listed = listed_sample_ids(self.folder.samples)
@@ -936,20 +937,21 @@ class _Run:
     @staticmethod
     def _retried_note(spent: dict[str, Any], aggregates: list[Any]) -> str:
         """What the attempts ``--retry-errors`` dropped had cost, beside the table's figures
-        (which count only the lines that stand), and the folder's spend in all."""
+        (which count only the lines that stand), and the two together. Not "all": lines
+        compaction drops (stale samples) take their cost with them."""
         tokens = spent["input_tokens"] + spent["output_tokens"]
-        paid = f"{spent['calls']} judge call(s), {tokens:,} tokens" + (
-            "" if spent["usd"] is None else f", ${spent['usd']:.4f}"
-        )
+        parts = [f"{spent['calls']} judge call(s)"]
+        parts += [f"{spent['embedding_calls']} embedding call(s)"] if spent["embedding_calls"] else []
+        parts += [f"{tokens:,} tokens"] + ([] if spent["usd"] is None else [f"${spent['usd']:.4f}"])
         usds = [a.cost.usd for a in aggregates if a.cost.usd is not None or a.cost.input_tokens or a.cost.output_tokens]
-        total = (
+        both = (
             ""
             if spent["usd"] is None or None in usds
-            else f"; this folder's spend in all: ${spent['usd'] + sum(usds):.4f}"
+            else f"; with them, the lines and the dropped attempts cost ${spent['usd'] + sum(usds):.4f}"
         )
         return (
-            f"note: failed attempts that --retry-errors dropped had cost {paid} (summary.json retried_spend); "
-            f"the table's calls, tokens and USD count only the lines that stand{total}"
+            f"note: failed attempts that --retry-errors dropped had cost {', '.join(parts)} (summary.json "
+            f"retried_spend); the table's calls, tokens and USD count only the lines that stand{both}"
         )
 
     def _say_end(self, summary: dict[str, Any], groups: list[dict[str, Any]], degraded: list[dict[str, Any]]) -> None:

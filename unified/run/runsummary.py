@@ -69,11 +69,14 @@ def retried_spend(by_pair: Any) -> dict[str, Any] | None:
 
     if not isinstance(by_pair, dict) or not by_pair:
         return None
+    costs = {str(p): Cost.lenient(c) for p, c in by_pair.items()}  # run.json may be hand-edited: never crash
     total = Cost()
-    for cost in by_pair.values():
-        total = total.add(Cost.model_validate(cost))
+    for cost in costs.values():
+        total = total.add(cost)
+    if not (total.calls or total.embedding_calls or total.input_tokens or total.output_tokens):
+        return None  # nothing paid (or an entry that does not read as a cost)
     fields = ("calls", "embedding_calls", "input_tokens", "output_tokens", "usd")
-    return {**{f: getattr(total, f) for f in fields}, "by_pair": by_pair}
+    return {**{f: getattr(total, f) for f in fields}, "by_pair": {p: c.model_dump() for p, c in costs.items()}}
 
 
 def print_table(aggregates: list[Any], wall_seconds: float | None = None, task_seconds: float | None = None) -> None:
