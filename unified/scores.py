@@ -51,6 +51,11 @@ class Cost(BaseModel):
             except ValueError:
                 return cls()
 
+    @property
+    def paid_for_something(self) -> bool:
+        """It made a call or used tokens (a cache hit, a deterministic score: no)."""
+        return bool(self.calls or self.embedding_calls or self.input_tokens or self.output_tokens)
+
     def _usd_unknown(self) -> bool:
         return self.usd is None and bool(self.input_tokens or self.output_tokens)
 

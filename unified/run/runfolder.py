@@ -654,7 +654,7 @@ class Dropped:
 
     def add(self, d: Mapping[str, Any]) -> None:
         cost = line_cost(d)
-        if cost.calls or cost.embedding_calls or cost.input_tokens or cost.output_tokens:  # paid for something
+        if cost.paid_for_something:
             pair = f"{d.get('metric')}|{d.get('backend')}"
             self.spent[pair] = self.spent.get(pair, Cost()).add(cost)
 

@@ -73,7 +73,7 @@ def retried_spend(by_pair: Any) -> dict[str, Any] | None:
     total = Cost()
     for cost in costs.values():
         total = total.add(cost)
-    if not (total.calls or total.embedding_calls or total.input_tokens or total.output_tokens):
+    if not total.paid_for_something:
         return None  # nothing paid (or an entry that does not read as a cost)
     fields = ("calls", "embedding_calls", "input_tokens", "output_tokens", "usd")
     return {**{f: getattr(total, f) for f in fields}, "by_pair": {p: c.model_dump() for p, c in costs.items()}}
