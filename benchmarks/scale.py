@@ -43,6 +43,7 @@ import json
 import os
 import random
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -252,8 +253,8 @@ def speedups(det: dict, reference_s: float | None) -> dict | None:
     if "against" not in det:
         return None
     pairs = zip(det["against"]["rounds"], det["this"]["rounds"])
-    ratios = sorted(a["first"]["cpu"] / t["first"]["cpu"] for a, t in pairs)
-    res: dict = {"ratios": [round(x, 2) for x in ratios], "median": round(ratios[len(ratios) // 2], 2)}
+    ratios = [a["first"]["cpu"] / t["first"]["cpu"] for a, t in pairs]  # in round order
+    res: dict = {"ratios": [round(x, 2) for x in ratios], "median": round(statistics.median(ratios), 2)}
     line = (
         f"[speedup] this tree's first run used {res['median']}× less CPU than the other's (per round: {res['ratios']})"
     )
