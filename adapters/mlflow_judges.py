@@ -58,11 +58,11 @@ BACKEND = "mlflow"
 #: the model URI every scorer gets: MLflow's gateway provider, answered by the bridge
 MODEL_URI = "gateway:/unified-judge"
 _LABELS = {"yes": 1.0, "no": 0.0}
-#: verdicts that say nothing, which MLflow's scorers read as "no" (``_NEGATIVE_VALUES``):
-#: a chunk the judge did not rate would lower the precision without a word
 #: the scorer settings a metric's bracket parameters may set (the others name the
 #: feedback, choose the model or reshape the result, which this backend reads)
 SCORER_PARAMS = frozenset({"inference_params", "timeout"})
+#: verdicts that say nothing, which MLflow's scorers read as "no" (``_NEGATIVE_VALUES``):
+#: a chunk the judge did not rate would lower the precision without a word
 NON_ANSWERS = frozenset({"", "none", "null", "nil", "n/a", "na", "unknown"})
 
 
