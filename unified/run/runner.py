@@ -815,8 +815,8 @@ class _Run:
             degraded,
         )
         summary["unserved_metrics"] = self.plan.unserved(self.refs)
-        if (n_tables := len(self.folder.read_manifest().get("price_tables") or [])) > 1:
-            summary["usd_price_tables"] = n_tables  # the USD figures mix them (_price_tables)
+        if (n_tables := len(self._price_tables(manifest))) > 1:  # as just written to run.json
+            summary["usd_price_tables"] = n_tables  # the USD figures mix them
         if spent := retried_spend(manifest.get("retried_spend")):
             summary["retried_spend"] = spent
         if callable(getattr(self.executor, "summary", None)):  # where the tasks ran (Ray: per node)
@@ -982,12 +982,12 @@ class _Run:
                 "between its runs): a line keeps the prices it was written with, so its USD totals mix them; "
                 "--fresh prices every line under one"
             )
+        aggs = self._aggregates_from(summary)
         if spent := summary.get("retried_spend"):
-            self.say(self._retried_note(spent, self._aggregates_from(summary)))
+            self.say(self._retried_note(spent, aggs))
         if self.opts.quiet:
             return
         if self.opts.show_summary:
-            aggs = self._aggregates_from(summary)
             print_table(aggs, summary["timings"].get("wall_seconds_total"))
             self.say(self._rows_line(max((a.count for a in aggs), default=0)))
             for line in retest_lines(summary.get("repeats")):
