@@ -507,14 +507,24 @@ def _into_metadata(metadata: dict[str, Any], key: str, value: Any) -> None:
     if have == value:
         metadata[key] = value
     elif isinstance(have, Mapping) and isinstance(value, Mapping):
-        for k, v in value.items():
-            if k in have and have[k] != v:
-                raise SampleError(
-                    f"{key}.{k}", f"given twice, {_short(have[k])} in metadata.{key} and {_short(v)} in '{key}'"
-                )
-        metadata[key] = {**have, **value}
+        metadata[key] = merged_once(have, value, key, f"metadata.{key}", f"'{key}'")
     else:
         raise SampleError(key, f"given twice, {_short(have)} in metadata and {_short(value)} as '{key}'; keep one")
+
+
+def merged_once(
+    have: Mapping[str, Any], given: Mapping[str, Any], field: str, have_at: str, given_at: str
+) -> dict[str, Any]:
+    """``have`` with ``given``'s keys added: the one rule for an object a row gives in two
+    places (``labels`` at the top and in ``metadata``, or beside its ``--label`` columns).
+    A key with two values is a ``SampleError`` naming ``field.key`` and both places;
+    overwriting dropped one of them without a word."""
+    for k, v in given.items():
+        if k in have and have[k] != v:
+            raise SampleError(
+                f"{field}.{k}", f"given twice, {_short(have[k])} in {have_at} and {_short(v)} in {given_at}"
+            )
+    return {**have, **given}
 
 
 def _short(value: Any) -> str:

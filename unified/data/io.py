@@ -72,6 +72,7 @@ from unified.sample import (
     METADATA_KEYS,
     Sample,
     SampleError,
+    merged_once,
     plain_fields,
     sample_problem,
     target_of,
@@ -673,7 +674,7 @@ class SampleReader(Iterator[Any]):
                 self._note_joined_id(key, target, cleaned[key], row)
         rec, soft = apply_layout(cleaned, lay, renames)
         if labels and isinstance(rec.get("labels"), Mapping):  # the row's own labels object
-            rec["labels"] = _merged_labels(rec["labels"], labels, "labels")
+            rec["labels"] = merged_once(rec["labels"], labels, "labels", "labels", "its --label column")
         elif labels:
             rec["metadata"] = _with_labels(rec.get("metadata"), labels)
         return rec, soft, renames
@@ -727,21 +728,8 @@ def _with_labels(meta: Any, labels: Mapping[str, Any]) -> dict[str, Any]:
     have = meta.get("labels")
     if have is not None and not isinstance(have, Mapping):
         raise SampleError("metadata.labels", f"expected an object, got {type(have).__name__}")
-    meta["labels"] = _merged_labels(have or {}, labels, "metadata.labels")
+    meta["labels"] = merged_once(have or {}, labels, "labels", "metadata.labels", "its --label column")
     return meta
-
-
-def _merged_labels(have: Mapping[str, Any], labels: Mapping[str, Any], where: str) -> dict[str, Any]:
-    """The row's labels (at ``where``) with its ``--label`` columns' values; one metric
-    given both ways with two values is a row error."""
-    merged = dict(have)
-    for metric, value in labels.items():
-        if metric in merged and merged[metric] != value:
-            raise SampleError(
-                f"labels.{metric}", f"given twice, {merged[metric]!r} in {where} and {value!r} in its --label column"
-            )
-        merged[metric] = value
-    return merged
 
 
 def read_samples(
