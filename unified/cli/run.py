@@ -642,13 +642,11 @@ class _HeldTasks:
     ``drop_errors``). ``skipped`` counts the tasks the estimate left out."""
 
     def __init__(self, scores: Path, retry_errors: bool):
-        from unified.run.runfolder import iter_lines, line_key
+        from unified.run.runfolder import is_score_line, iter_lines, line_key, retried
 
         self.lines: dict[tuple[bool, str, str, str], Any] = {}
         for d in iter_lines(scores):
-            if all(k in d for k in ("sample_id", "metric", "backend")) and not (
-                retry_errors and (d.get("error") or d.get("degraded"))
-            ):
+            if is_score_line(d) and not (retry_errors and retried(d)):
                 self.lines[line_key(d)] = d.get("sample_hash")
         self.hashes: dict[int, str] = {}
         self.left_out: set[tuple[str, str, str]] = set()

@@ -102,7 +102,7 @@ def _os_error(path: Path, e: OSError, doing: str) -> RunFolderError:
     return os_error(path, e, doing)
 
 
-def _is_score_line(d: Mapping[str, Any]) -> bool:
+def is_score_line(d: Mapping[str, Any]) -> bool:
     """A line the run folder can key: a foreign or hand-edited line without the task's
     fields is dropped on compaction rather than crash the run's end."""
     return all(k in d for k in ("sample_id", "metric", "backend"))
@@ -465,7 +465,7 @@ class RunFolder:
         asked, dropped = set(pairs), Dropped()
         # tasks whose repeats are still on disk (a kill before compaction): the retry folds
         # again from the repeats that scored, so only the failed repeats are spent and gone
-        on_disk = {_task(d) for d in iter_lines(self.repeats) if _is_score_line(d)}
+        on_disk = {_task(d) for d in iter_lines(self.repeats) if is_score_line(d)}
 
         def keep_repeat(_i: int, d: dict[str, Any] | None) -> bool:
             if d is None or not _drops(d, asked):
@@ -476,7 +476,7 @@ class RunFolder:
         def keep_line(_i: int, d: dict[str, Any] | None) -> bool:
             if d is None or not _drops(d, asked):
                 return True
-            if not (_is_score_line(d) and _task(d) in on_disk):
+            if not (is_score_line(d) and _task(d) in on_disk):
                 dropped.add(d)
             dropped.lines += 1
             return False
@@ -593,7 +593,7 @@ class RunFolder:
         pair, the lines dropped and not replaced."""
         last: dict[tuple[bool, str, str, str], int] = {}
         for i, d in enumerate(iter_lines_indexed(self.scores)):
-            if d is not None and _is_score_line(d):
+            if d is not None and is_score_line(d):
                 last[line_key(d)] = i
         unasked: dict[str, int] = {}
 
@@ -606,7 +606,7 @@ class RunFolder:
             return d.get("sample_hash") == seen[key]
 
         def keep(i: int, d: dict[str, Any] | None) -> bool:
-            if d is None or not _is_score_line(d) or last.get(line_key(d)) != i:
+            if d is None or not is_score_line(d) or last.get(line_key(d)) != i:
                 return False
             pair = f"{d['metric']}|{d['backend']}"
             if fresh(d, pair):
@@ -639,9 +639,14 @@ def _task(d: Mapping[str, Any]) -> tuple[tuple[bool, str, str, str], Any]:
     return line_key(d), d.get("sample_hash")
 
 
+def retried(d: Mapping[str, Any]) -> bool:
+    """A line ``--retry-errors`` scores again: failed, or degraded (fewer judges than asked)."""
+    return bool(d.get("error") or d.get("degraded"))
+
+
 def _drops(d: Mapping[str, Any], asked: set[str]) -> bool:
-    """``drop_errors``'s rule: a failed or degraded line of an asked pair."""
-    return f"{d.get('metric')}|{d.get('backend')}" in asked and bool(d.get("error") or d.get("degraded"))
+    """``drop_errors``'s rule: a ``retried`` line of an asked pair."""
+    return f"{d.get('metric')}|{d.get('backend')}" in asked and retried(d)
 
 
 @dataclass
