@@ -204,7 +204,7 @@ def test_no_metric_is_listed_twice_even_when_a_backend_uses_framework_names():
     "backend, metric, expected",
     [
         ("native", "answer_relevancy", 5.0),
-        ("embedding", "answer_relevancy", 5.0),  # chosen on ARES (adapters/embedding.py)
+        ("embedding", "answer_relevancy", 5.0),  # chosen on ARES (unified/adapters/embedding.py)
         ("embedding", "context_relevancy", 4.25),
         ("embedding", "context_relevancy[variant=mean]", 7.0),
         ("embedding", "faithfulness[variant=similarity]", 7.0),
@@ -375,8 +375,8 @@ async def test_native_estimate_of_each_metric_alone_matches_its_plan(single):
 
 def test_no_function_in_my_modules_is_longer_than_80_lines():
     files = [
-        *sorted((ROOT / "adapters").glob("*.py")),
-        *sorted((ROOT / "adapters" / "native").rglob("*.py")),
+        *sorted((ROOT / "unified" / "adapters").glob("*.py")),
+        *sorted((ROOT / "unified" / "adapters" / "native").rglob("*.py")),
         ROOT / "unified" / "metrics.py",
     ]
     long = []

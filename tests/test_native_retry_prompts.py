@@ -175,7 +175,7 @@ def test_a_prompt_change_comes_with_a_new_prompts_version():
 
     from unified.adapters.native.prompts import PROMPTS_VERSION
 
-    root = Path(__file__).resolve().parents[1] / "adapters" / "native"
+    root = Path(__file__).resolve().parents[1] / "unified" / "adapters" / "native"
     digest = hashlib.sha256()
     for f in sorted([*root.joinpath("prompts").glob("*.py"), root / "schemas.py"]):
         digest.update(f.name.encode() + f.read_bytes())

@@ -8,10 +8,6 @@ layer and its HTTP client only when a run starts.
 
 __version__ = "0.1.0"
 
-from unified import _moved
-
-_moved.install()  # old flat module paths (unified.runner, ...) keep importing
-
 _LAZY = {
     "Sample": "unified.sample",
     "SampleError": "unified.sample",

@@ -510,7 +510,7 @@ _builtin(
     "embedding",
     5.0,
 )
-# further ragas collections metrics (served by the ragas backend; table in adapters/ragas.py)
+# further ragas collections metrics (served by the ragas backend; table in unified/adapters/ragas.py)
 _builtin(
     "factual_correctness",
     "F1 of claim overlap: response claims supported by the reference (precision) and "

@@ -20,7 +20,7 @@ Prompt (KV) cache: llama.cpp re-reads only the tokens after the longest prefix a
 shares with the previous one; a ``PromptCache`` of ``PROMPT_CACHE_BYTES`` keeps the
 states of earlier calls too, so a prompt that shares its start (a system prompt, a
 sample's contexts) with any recent call skips re-reading it. The native prompts put what
-a sample's calls share first for this reason (``adapters/native/prompts``).
+a sample's calls share first for this reason (``unified/adapters/native/prompts``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ Every mapped opik metric is one LLM call that returns a JSON verdict with a scor
     context_recall                ContextRecall          1 = recalled       value = 10 · raw
 
 The registry, ``--dry-run`` and ``unified-eval metrics`` read this module; the backend
-(``adapters/opik.py``) resolves each class name in ``opik.evaluation.metrics``.
+(``unified/adapters/opik.py``) resolves each class name in ``opik.evaluation.metrics``.
 """
 
 from __future__ import annotations

@@ -34,7 +34,7 @@ LLM provider, no session, no tracer), need no switch: they send nothing and writ
 (checked by tests/test_phoenix_backend.py and tests/test_trulens_backend.py, which record
 every socket connect and DNS lookup while scoring). What would reach the network —
 TruLens's ``nltk.download`` in groundedness — is avoided by configuration in
-``adapters/trulens.py``.
+``unified/adapters/trulens.py``.
 """
 
 from __future__ import annotations

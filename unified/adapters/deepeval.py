@@ -164,7 +164,7 @@ DEEPEVAL_METRICS: dict[str, DeepEvalMetric] = {
                 SingleTurnParams.EXPECTED_OUTPUT,
             ],
         ),
-        note="GEval with a correctness rubric (criteria in adapters/deepeval.py)",
+        note="GEval with a correctness rubric (criteria in unified/adapters/deepeval.py)",
     ),
 }
 

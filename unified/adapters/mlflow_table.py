@@ -16,7 +16,7 @@ RetrievalRelevance judges each retrieved chunk and reports the share of "yes" ch
 
 Calls per sample: one judge call per metric, K for RetrievalRelevance (K retrieved
 contexts). The registry, ``--dry-run`` and ``unified-eval metrics`` read this module;
-the backend is ``adapters/mlflow_judges.py``.
+the backend is ``unified/adapters/mlflow_judges.py``.
 """
 
 from __future__ import annotations

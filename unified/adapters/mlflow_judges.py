@@ -21,7 +21,7 @@ MLflow does the judging, unchanged; this module only translates:
   an exception or a Feedback with an error is the task's error, one line, scrubbed.
 
 Nothing is logged to a tracking server: the trace is an in-memory object and MLflow's
-telemetry is off (``adapters/_quiet.py``); no ``mlflow.db`` or ``mlruns`` appears.
+telemetry is off (``unified/adapters/_quiet.py``); no ``mlflow.db`` or ``mlruns`` appears.
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 opik does the scoring, unchanged; this module only translates:
 
 - ``Sample`` -> the keyword arguments of ``await metric.ascore(...)`` (opik's names:
-  input, output, context, expected_output; the table in ``adapters/opik_table.py``);
+  input, output, context, expected_output; the table in ``unified/adapters/opik_table.py``);
 - our judge -> ``JudgeOpikModel``, a subclass of opik's documented custom-model base
   ``opik.evaluation.models.OpikBaseModel``. opik's judge metrics call
   ``agenerate_chat_completion(messages, response_format)``; we send the messages
