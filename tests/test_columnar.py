@@ -278,7 +278,7 @@ def test_a_copied_folder_keeps_using_its_parquet(tmp_path):
 
 
 def test_a_resumed_run_removes_the_parquet_before_it_writes_and_rebuilds_it(tmp_path):
-    from adapters.native import NativeBackend
+    from unified.adapters.native import NativeBackend
 
     data, out = _first(tmp_path)
     seen: list[bool] = []
@@ -310,7 +310,7 @@ def test_fresh_and_retry_errors_leave_a_parquet_of_their_own_lines(tmp_path, opt
 def test_a_sigterm_interrupted_run_leaves_no_parquet(tmp_path):
     """A real SIGTERM to this process from inside the scoring: the run stops, its folder
     is consistent, and no parquet stands for lines a resumed run will change."""
-    from adapters.native import NativeBackend
+    from unified.adapters.native import NativeBackend
 
     data, out = _first(tmp_path)
 

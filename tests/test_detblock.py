@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from support import cli_env, hostile_retrieval_rows
 
-from adapters.native import NativeBackend
-from adapters.native.plan import SamplePlan, compute_fields
+from unified.adapters.native import NativeBackend
+from unified.adapters.native.plan import SamplePlan, compute_fields
 from unified.judge.base import Judges
 from unified.metrics import parse_metric
 from unified.run.runfolder import AppendLog

@@ -46,7 +46,11 @@ FRAMEWORKS = {"ragas", "deepeval", "phoenix", "trulens", "opik", "mlflow", "ray"
 
 def test_the_core_imports_no_framework_not_even_lazily():
     """Only ``unified/integrations/`` (where we meet a tool) may import one."""
-    core = [(p, t) for p, t in _modules(ROOT / "unified") if not {"integrations", "adapters"} & set(p.relative_to(ROOT).parts)]
+    core = [
+        (p, t)
+        for p, t in _modules(ROOT / "unified")
+        if not {"integrations", "adapters"} & set(p.relative_to(ROOT).parts)
+    ]
     offenders = [
         f"{p.relative_to(ROOT)} imports {', '.join(sorted(_imported(t) & FRAMEWORKS))}"
         for p, t in core

@@ -461,27 +461,6 @@ def test_reading_modules_import_no_llm_client_and_no_framework(tmp_path):
     assert r.stdout.strip() == "[]"
 
 
-def test_no_module_of_unified_imports_a_framework():
-    import ast
-
-    offenders = []
-    for path in (REPO / "unified").rglob("*.py"):
-        if "integrations" in path.relative_to(REPO).parts:  # where we meet a framework (tests/test_house.py)
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = (
-                [a.name for a in node.names]
-                if isinstance(node, ast.Import)
-                else [node.module or ""]
-                if isinstance(node, ast.ImportFrom)
-                else []
-            )
-            offenders += [
-                f"{path.relative_to(REPO)}:{node.lineno} {n}" for n in names if n.split(".")[0] in ("ragas", "deepeval")
-            ]
-    assert offenders == []
-
-
 def test_validate_command_imports_no_llm_client(tmp_path):
     data = tmp_path / "d.jsonl"
     data.write_text(json.dumps({"user_input": "q?", "response": "a", "retrieved_contexts": ["c"]}) + "\n")

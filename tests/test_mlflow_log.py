@@ -11,8 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from unified import Sample, mlflow_log
+from unified import Sample
 from unified.cli.app import app
+from unified.integrations import mlflow_log
 from unified.integrations.mlflow_log import _Keys, mlflow_key, resolve_tracking_uri
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -210,7 +210,7 @@ def test_retry_errors_with_failures_on_record_runs_again(tmp_path):
 def test_no_index_vouches_for_a_folder_while_a_run_writes_it(tmp_path):
     """The normal path removes index.json before it changes the folder: a kill -9 in the
     middle leaves no index behind (checked from inside the scoring)."""
-    from adapters.native import NativeBackend
+    from unified.adapters.native import NativeBackend
 
     data, out = _first_run(tmp_path)
     seen: list[bool] = []
@@ -235,7 +235,7 @@ def test_an_interrupted_or_cut_run_writes_no_index(tmp_path):
 def test_the_prompt_version_is_part_of_a_judged_pairs_configuration_only():
     """precision@3 does not depend on a prompt's wording: an old folder's retrieval
     scores keep their configuration hash (the test above resumes one)."""
-    from adapters.native import NativeBackend
+    from unified.adapters.native import NativeBackend
     from unified.judge.base import Judges
     from unified.metrics import parse_metric
     from unified.run.fingerprint import task_config

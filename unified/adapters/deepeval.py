@@ -203,7 +203,9 @@ class DeepEvalBackend(FrameworkBackend):
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         spec, m = ref.spec, DEEPEVAL_METRICS[ref.canonical]
-        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=spec.threshold)
+        common: dict[str, Any] = dict(
+            raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=spec.threshold
+        )
         details: dict[str, Any] = {
             "framework": "deepeval",
             "deepeval_version": _version(),

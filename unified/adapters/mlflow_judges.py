@@ -275,7 +275,7 @@ class MlflowBackend(FrameworkBackend):
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         m = MLFLOW_JUDGES[ref.canonical]
-        common = dict(raw_range=m.raw_range, higher_is_better=True, threshold=ref.spec.threshold)
+        common: dict[str, Any] = dict(raw_range=m.raw_range, higher_is_better=True, threshold=ref.spec.threshold)
         details: dict[str, Any] = {"framework": "mlflow", "mlflow_version": mlflow.__version__, "mlflow_scorer": m.cls}
         async with self._limit():
             with task_scope(BACKEND, ref.name, sample.id) as meter:

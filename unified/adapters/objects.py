@@ -73,7 +73,7 @@ def object_converter(module: str, classes: set[str] | frozenset[str], target: st
         unregister_object_converter(conv)
 
 
-def object_records(obj: Any) -> list[tuple[str, dict[str, Any]]] | None:
+def object_records(obj: Any) -> list[tuple[str, dict[str, Any] | str]] | None:
     """``obj`` as (layout, record) pairs, or None when no converter knows its class.
     Raises ``ValueError`` (one line) when the converter refuses the object."""
     conv = next((c for c in _CONVERTERS if c.matches(obj)), None)

@@ -146,7 +146,9 @@ class OpikBackend(FrameworkBackend):
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         m = OPIK_METRICS[ref.canonical]
-        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=ref.spec.threshold)
+        common: dict[str, Any] = dict(
+            raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=ref.spec.threshold
+        )
         details: dict[str, Any] = {"framework": "opik", "opik_version": opik.__version__, "opik_metric": m.cls}
         if missing := [f for f in m.needs if not getattr(sample, f, None)]:
             return Score.failure(

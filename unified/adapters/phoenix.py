@@ -259,7 +259,7 @@ class PhoenixBackend(FrameworkBackend):
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         m = PHOENIX_METRICS[ref.canonical]
-        common = dict(raw_range=(0.0, 1.0), higher_is_better=True, threshold=ref.spec.threshold)
+        common: dict[str, Any] = dict(raw_range=(0.0, 1.0), higher_is_better=True, threshold=ref.spec.threshold)
         details: dict[str, Any] = {"framework": "phoenix", "phoenix_version": VERSION, "phoenix_evaluator": m.cls}
         if m.note:
             details["note"] = m.note

@@ -282,7 +282,9 @@ class RagasBackend(FrameworkBackend):
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         spec, m = ref.spec, RAGAS_METRICS[ref.canonical]
-        common = dict(raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=spec.threshold)
+        common: dict[str, Any] = dict(
+            raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=spec.threshold
+        )
         details: dict[str, Any] = {"framework": "ragas", "ragas_version": ragas.__version__, "ragas_metric": m.cls}
         async with self._limit():
             with task_scope(BACKEND, ref.name, sample.id) as meter:

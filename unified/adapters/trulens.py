@@ -301,7 +301,7 @@ class TruLensBackend(FrameworkBackend):
         if (failed := self._precheck(sample, ref)) is not None:
             return failed
         m = TRULENS_METRICS[ref.canonical]
-        common = dict(raw_range=(0.0, 1.0), higher_is_better=True, threshold=ref.spec.threshold)
+        common: dict[str, Any] = dict(raw_range=(0.0, 1.0), higher_is_better=True, threshold=ref.spec.threshold)
         details: dict[str, Any] = {
             "framework": "trulens",
             "trulens_version": VERSION,
