@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Sequence
 
 from unified.adapters import get_backend
-from unified.adapters.embedding import texts_for
+from unified.adapters.embedding.backend import texts_for
 from unified.data.io import load_samples
 from unified.judge.base import Embedder, Judges
 from unified.judge.local import LocalEmbedder

@@ -17,7 +17,7 @@ Data (human labels; none of it is in the repository):
   ``labels.faithfulness``).
 
 Signals and features are computed by the backend's own code
-(``unified.adapters.embedding_signals``) from the packaged MiniLM's sentence and
+(``unified.adapters.embedding.signals``) from the packaged MiniLM's sentence and
 word-piece vectors, one forward pass per distinct sentence; ``--cache`` keeps every
 response's candidate features between runs (``--candidates`` prints each one's AUC alone,
 ``--features`` picks the ones to fit). ``--merge`` adds candidates computed elsewhere, by
@@ -66,7 +66,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from unified.adapters.embedding_signals import (  # noqa: E402
+from unified.adapters.embedding.signals import (  # noqa: E402
     FEATURES,
     ContextEvidence,
     response_features,
@@ -173,7 +173,7 @@ class Vectors:
 
 
 def rare_words() -> Any:
-    from unified.adapters.embedding import is_rare_word
+    from unified.adapters.embedding.backend import is_rare_word
 
     return is_rare_word
 

@@ -66,7 +66,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fit_offline_judge as fj  # noqa: E402
 
-from unified.adapters.embedding_signals import ContextEvidence, response_features, sentence_signals  # noqa: E402
+from unified.adapters.embedding.signals import ContextEvidence, response_features, sentence_signals  # noqa: E402
 from unified.text import split_sentences  # noqa: E402
 
 SETS = fj.SETS

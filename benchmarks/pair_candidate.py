@@ -81,7 +81,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fit_offline_judge as fit  # noqa: E402
 
-from unified.adapters.embedding_signals import ContextEvidence  # noqa: E402
+from unified.adapters.embedding.signals import ContextEvidence  # noqa: E402
 from unified.text import STOPWORDS, Vocabulary, key_terms, split_sentences, words  # noqa: E402
 
 SHIPPED = ("idf_unsupported", "unsupported_numbers")
@@ -256,7 +256,7 @@ def sentence_rows(r: dict[str, Any], n: int) -> list[dict[str, Any]]:
     """One row per sentence of response ``n``: its span label, idf_unsupported and pair shares."""
     from learned_faithfulness import sentence_labels
 
-    from unified.adapters.embedding_signals import idf_unsupported
+    from unified.adapters.embedding.signals import idf_unsupported
     from unified.text import content_words
 
     cs = [x for c in r["contexts"] for x in split_sentences(c)]

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from unified.adapters.catalog import metric_name_table
 from unified.data.convert import (
     FORMATS,
     FRAMEWORK_FORMATS,
@@ -20,7 +21,6 @@ from unified.data.convert import (
     from_pandas,
     from_ragas_v1,
     import_records,
-    metric_name_table,
     to_deepeval_goldens,
     to_pandas,
     to_ragas_v1,
@@ -185,7 +185,7 @@ def quiet_frameworks(tmp_path_factory, monkeypatch):
 def test_ragas_evaluation_dataset_round_trip(quiet_frameworks, tmp_path):
     from ragas import EvaluationDataset, SingleTurnSample
 
-    from unified.adapters.ragas_objects import from_ragas_dataset, to_ragas_dataset
+    from unified.adapters.ragas.objects import from_ragas_dataset, to_ragas_dataset
 
     ds = to_ragas_dataset(_samples())
     assert isinstance(ds, EvaluationDataset) and isinstance(ds.samples[0], SingleTurnSample)
@@ -209,7 +209,7 @@ def test_deepeval_test_cases_and_goldens_round_trip(quiet_frameworks, tmp_path):
     from deepeval.dataset import EvaluationDataset
     from deepeval.test_case import LLMTestCase
 
-    from unified.adapters.deepeval_objects import from_deepeval_test_cases, to_deepeval_test_cases
+    from unified.adapters.deepeval.objects import from_deepeval_test_cases, to_deepeval_test_cases
 
     cases = to_deepeval_test_cases(_samples())
     assert all(isinstance(c, LLMTestCase) for c in cases)
@@ -265,7 +265,7 @@ def test_convert_refuses_a_suffix_of_another_data_format(tmp_path, to, name):
 @pytest.mark.deepeval
 @pytest.mark.skipif(not HAS_DEEPEVAL, reason="deepeval not installed")
 def test_convert_file_takes_framework_objects(quiet_frameworks, tmp_path):
-    from unified.adapters.deepeval_objects import to_deepeval_test_cases
+    from unified.adapters.deepeval.objects import to_deepeval_test_cases
 
     cases = to_deepeval_test_cases(_samples())
     n, errors = convert_file(cases, tmp_path / "ragas.jsonl", "ragas")

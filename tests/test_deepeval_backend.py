@@ -25,12 +25,14 @@ from pydantic import BaseModel
 from support import import_in_clean_env
 
 from unified.adapters import get_backend
-from unified.adapters._quiet import QUIET_ENV
-from unified.adapters.deepeval import DeepEvalJudgeError, JudgeDeepEvalLLM
+from unified.adapters.deepeval.backend import DeepEvalJudgeError, JudgeDeepEvalLLM
+from unified.adapters.registry import quiet_env
 from unified.judge import JudgeConfig, build_judges
 from unified.judge.base import ChatJudge, Judges
 from unified.metrics import get_metric, parse_metric, parse_metrics
 from unified.sample import Sample
+
+QUIET_ENV = quiet_env()  # every room's switches (the backends set them all)
 
 pytestmark = pytest.mark.deepeval
 
@@ -75,7 +77,7 @@ class _RaisingJudge(ChatJudge):
 
 
 def test_telemetry_switches_are_set_after_import():
-    assert import_in_clean_env("unified.adapters.deepeval", list(QUIET_ENV)) == QUIET_ENV
+    assert import_in_clean_env("unified.adapters.deepeval.backend", list(QUIET_ENV)) == QUIET_ENV
 
 
 async def test_model_returns_schema_instance_and_text(judge_server):

@@ -23,7 +23,8 @@ from judge_server import JudgeServer, binary_answer_fn
 from unified.adapters import get_backend
 
 # the adapter first: it switches deepeval's telemetry and file writes off before import
-from unified.adapters.deepeval import CORRECTNESS_CRITERIA, DEEPEVAL_METRICS, JudgeDeepEvalLLM
+from unified.adapters.deepeval import CORRECTNESS_CRITERIA, DEEPEVAL_METRICS
+from unified.adapters.deepeval.backend import JudgeDeepEvalLLM
 from unified.judge import JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.metrics import parse_metric

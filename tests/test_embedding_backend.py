@@ -52,7 +52,7 @@ def test_faithfulness_copied_high_unrelated_low_nonanswer_zero():
     )[0]
     # the fitted judge (docs/offline-judge.md): a copied sentence passes its bound, an
     # unrelated one does not
-    bound = get_backend("embedding").pass_threshold(parse_metrics("faithfulness")[0])
+    bound = get_backend("embedding").bound(parse_metrics("faithfulness")[0])
     assert unrelated < bound <= copied
     assert dodge.value == 0.0 and dodge.details["sentences"][0]["non_answer"] is True
     # the best-matching context sentence is reported per response sentence

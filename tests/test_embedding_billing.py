@@ -11,7 +11,7 @@ import pytest
 from support import as_read
 
 from unified.adapters import get_backend
-from unified.adapters.embedding import texts_for
+from unified.adapters.embedding.backend import texts_for
 from unified.judge.base import Embedder, JudgeConnectionError, Judges
 from unified.metrics import parse_metrics
 from unified.run.runner import aevaluate

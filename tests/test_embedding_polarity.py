@@ -1,7 +1,7 @@
 """Words the contexts deny (``unified/adapters/embedding_polarity.py``): a field set to false is
 not support for saying the thing is there; a negated mention is never denied."""
 
-from unified.adapters.embedding_polarity import ContextPolarity, negated_words
+from unified.adapters.embedding.polarity import ContextPolarity, negated_words
 
 RECORD = (
     "name: Finch & Fork\n"

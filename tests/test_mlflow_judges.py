@@ -34,12 +34,14 @@ from mlflow.genai.utils.trace_utils import (
 )
 
 from unified.adapters import describe_metric, estimate_calls, get_backend
-from unified.adapters._quiet import QUIET_ENV
-from unified.adapters.mlflow_judges import MLFLOW_JUDGES, MODEL_URI, sample_trace
+from unified.adapters.mlflow.backend import MLFLOW_JUDGES, MODEL_URI, sample_trace
+from unified.adapters.registry import quiet_env
 from unified.judge import JudgeConfig, bridge, build_judges
 from unified.judge.base import task_scope
 from unified.metrics import parse_metric, parse_metrics
 from unified.sample import Sample
+
+QUIET_ENV = quiet_env()  # every room's switches (the backends set them all)
 
 pytestmark = pytest.mark.mlflow_judges
 
@@ -215,7 +217,7 @@ def test_an_unknown_bracket_parameter_is_refused_before_any_call():
     backend = get_backend("mlflow", None)
     typo = parse_metric('context_relevancy[inference_parms={"temperature":0}]')
     assert backend.param_error(typo) == (
-        f"metric '{typo.name}': unknown parameter 'inference_parms' (accepted: inference_params, timeout)"
+        f"metric '{typo.name}': unknown parameter 'inference_parms' (accepted: inference_params, threshold, timeout)"
     )
     assert backend.param_error(parse_metric('context_relevancy[inference_params={"temperature":0}]')) is None
     assert backend.param_error(parse_metric("faithfulness[name=x]")) is not None  # it renames the feedback we read

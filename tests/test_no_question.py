@@ -197,8 +197,8 @@ def test_opik_hallucination_gets_an_empty_question_not_none():
     """opik prints its input into the prompt ("for context only, not to be used for
     faithfulness evaluation"): an absent question must be "", never the text "None"."""
     pytest.importorskip("opik")
-    from unified.adapters.opik import opik_kwargs
-    from unified.adapters.opik_table import OPIK_METRICS
+    from unified.adapters.opik import OPIK_METRICS
+    from unified.adapters.opik.backend import opik_kwargs
 
     kw = opik_kwargs(OPIK_METRICS["faithfulness"], Sample.from_record(ROWS[0]))
     assert kw["input"] == "" and kw["output"] == ROWS[0]["response"] and kw["context"] == [SOURCE]

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unified.adapters import embedding_judge as J
 from unified.adapters import get_backend
-from unified.adapters.embedding_signals import FEATURES, NumberSet, name_mentions, number_mentions
+from unified.adapters.embedding import judge as J
+from unified.adapters.embedding.signals import FEATURES, NumberSet, name_mentions, number_mentions
 from unified.metrics import parse_metrics
 from unified.sample import Sample
 

@@ -27,12 +27,15 @@ from judge_server import JudgeServer
 from opik.evaluation import metrics as om
 
 from unified.adapters import describe_metric, estimate_calls, get_backend
-from unified.adapters._quiet import QUIET_ENV
-from unified.adapters.opik import OPIK_METRICS, JudgeOpikModel
+from unified.adapters.opik import OPIK_METRICS
+from unified.adapters.opik.backend import JudgeOpikModel
+from unified.adapters.registry import quiet_env
 from unified.judge import JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.metrics import parse_metric, parse_metrics
 from unified.sample import Sample
+
+QUIET_ENV = quiet_env()  # every room's switches (the backends set them all)
 
 pytestmark = pytest.mark.opik
 
@@ -158,7 +161,7 @@ def test_an_unknown_bracket_parameter_is_refused_before_any_call():
     and a keyword of the constructor (``seed``) still goes through."""
     backend = get_backend("opik", None)
     assert backend.param_error(parse_metric("faithfulness[foo=1]")) == (
-        "metric 'faithfulness[foo=1]': unknown parameter 'foo' (accepted: few_shot_examples, seed, temperature)"
+        "metric 'faithfulness[foo=1]': unknown parameter 'foo' (accepted: few_shot_examples, seed, temperature, threshold)"
     )
     assert backend.param_error(parse_metric("faithfulness[seed=3]")) is None
     assert backend.param_error(parse_metric("faithfulness[model=x]")).startswith("metric 'faithfulness[model=x]'")

@@ -23,7 +23,7 @@ from judge_server import JudgeServer
 
 from unified.adapters import get_backend
 from unified.adapters.estimate import estimate_calls
-from unified.adapters.phoenix import schema_model
+from unified.adapters.phoenix.backend import schema_model
 from unified.judge import JudgeConfig, build_judges
 from unified.metrics import parse_metric, parse_metrics
 from unified.sample import Sample

@@ -26,8 +26,8 @@ from phoenix.evals.metrics import (
 from unified.adapters import get_backend
 
 # the adapter first: it registers the `unified` provider before evaluators are built
-from unified.adapters.phoenix import PHOENIX_METRICS, phoenix_llm
-from unified.adapters.scales import PHOENIX_LABELS
+from unified.adapters.phoenix import PHOENIX_METRICS
+from unified.adapters.phoenix.backend import phoenix_llm
 from unified.judge import JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.metrics import parse_metric
@@ -93,14 +93,14 @@ def _judges(srv: JudgeServer, cache_path):
 
 
 def test_direct_table_covers_every_mapped_metric():
-    assert set(DIRECT) == set(PHOENIX_METRICS) == set(PHOENIX_LABELS)
+    assert set(DIRECT) == set(PHOENIX_METRICS)
 
 
 @pytest.mark.parametrize("metric", sorted(PHOENIX_METRICS))
 def test_label_table_is_phoenixs_own(metric):
     """The labels `unified-eval metrics` shows (read without importing Phoenix) are the
     evaluator's own ``choices``: a Phoenix upgrade that renames a label fails here."""
-    assert EVALUATORS[metric].CHOICES == PHOENIX_LABELS[metric]
+    assert EVALUATORS[metric].CHOICES == PHOENIX_METRICS[metric].labels
     assert EVALUATORS[metric].DIRECTION == "maximize"
 
 
@@ -128,7 +128,7 @@ async def test_adapter_equals_direct_phoenix_call(metric, sample, tmp_path, monk
     assert score.raw == pytest.approx(raw, abs=1e-12)
     assert score.value == pytest.approx(10 * raw, abs=1e-9)
     assert score.details["labels"] == [d.label for d in direct]
-    assert all(d.label in PHOENIX_LABELS[metric] for d in direct)
+    assert all(d.label in PHOENIX_METRICS[metric].labels for d in direct)
     if len(direct) == 1:
         assert score.reason == direct[0].explanation
     else:

@@ -24,12 +24,15 @@ from judge_server import JudgeServer
 from support import import_in_clean_env
 
 from unified.adapters import get_backend
-from unified.adapters._quiet import QUIET_ENV, ragas_user_dir
-from unified.adapters.ragas import JudgeRagasLLM
+from unified.adapters.quiet import stray_dir
+from unified.adapters.ragas.backend import JudgeRagasLLM
+from unified.adapters.registry import quiet_env
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
 from unified.judge.base import Judges, task_scope
 from unified.metrics import get_metric, parse_metric, parse_metrics
 from unified.sample import Sample
+
+QUIET_ENV = quiet_env()  # every room's switches (the backends set them all)
 
 pytestmark = pytest.mark.ragas
 
@@ -57,7 +60,9 @@ def _key(monkeypatch):
 
 def test_telemetry_switches_are_set_after_import():
     got = import_in_clean_env(
-        "unified.adapters.ragas", list(QUIET_ENV), "import ragas._analytics as a; assert a.do_not_track() is True"
+        "unified.adapters.ragas.backend",
+        list(QUIET_ENV),
+        "import ragas._analytics as a; assert a.do_not_track() is True",
     )
     assert got == QUIET_ENV
 
@@ -72,13 +77,13 @@ def test_uuid_file_goes_to_the_chosen_folder_not_xdg(tmp_path):
         d.mkdir()
     script = textwrap.dedent("""
         import json
-        import unified.adapters.ragas
+        import unified.adapters.ragas.backend
         import ragas._analytics as a
-        from unified.adapters._quiet import ragas_user_dir
+        from unified.adapters.quiet import stray_dir
         uid = a.get_userid()
         # read here: the private temp folder is removed when the process exits
-        saved = json.loads((ragas_user_dir() / "uuid.json").read_text())["userid"]
-        print(json.dumps({"uid": uid, "dir": str(ragas_user_dir()), "saved": saved}))
+        saved = json.loads((stray_dir("ragas") / "uuid.json").read_text())["userid"]
+        print(json.dumps({"uid": uid, "dir": str(stray_dir("ragas")), "saved": saved}))
     """)
     env = {**os.environ, "HOME": str(home), "XDG_DATA_HOME": str(xdg)}
     for k in QUIET_ENV:  # the module must set these itself
@@ -181,8 +186,14 @@ async def test_metric_parameters_reach_the_ragas_constructor(judge_server):
     backend = get_backend("ragas", _judges(judge_server))
     [score] = await backend.score(SAMPLE, [parse_metric("answer_relevancy[strictness=2]")])
     assert score.error is None and score.cost.calls == 2
+    # ragas's constructors drop an unknown keyword silently: refused up front, no judge paid
+    judge_server.reset_counts()
+    assert backend.param_error(parse_metric("faithfulness[nonsense=1]")) == (
+        "metric 'faithfulness[nonsense=1]': unknown parameter 'nonsense' (accepted: name, threshold)"
+    )
     [bad] = await backend.score(SAMPLE, [parse_metric("faithfulness[nonsense=1]")])
-    assert bad.value is None and bad.error.startswith("ragas Faithfulness: ")
+    assert bad.value is None and bad.error == backend.param_error(parse_metric("faithfulness[nonsense=1]"))
+    assert judge_server.request_count == 0
 
 
 def test_ragas_user_dir_is_outside_home():
@@ -190,7 +201,7 @@ def test_ragas_user_dir_is_outside_home():
 
     import ragas._analytics as analytics
 
-    target = ragas_user_dir()
+    target = stray_dir("ragas")
     assert not str(target).startswith(os.path.expanduser("~"))
     assert str(target).startswith(tempfile.gettempdir())  # no run folder given: a private temp one
     # ragas computes its uuid folder through the rebound name: it lands there, not in XDG
@@ -214,16 +225,16 @@ def test_table_reads_exactly_the_fields_the_registry_requires():
 @pytest.mark.slow
 def test_private_temp_folder_is_removed_at_exit(tmp_path):
     """Importing the backend picks a private temp folder for ragas's uuid file; it used to
-    stay in /tmp after every run (one empty unified-ragas-* folder per process)."""
+    stay in /tmp after every run (one empty unified-frameworks-* folder per process)."""
     script = textwrap.dedent("""
-        import unified.adapters.ragas
-        import unified.adapters.deepeval
-        from unified.adapters._quiet import ragas_user_dir
-        assert ragas_user_dir().parent.exists()
+        import unified.adapters.ragas.backend
+        import unified.adapters.deepeval.backend
+        from unified.adapters.quiet import stray_dir
+        assert stray_dir("ragas").parent.exists()
     """)
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     out = subprocess.run(
         [sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
     )
     assert out.returncode == 0, out.stderr
-    assert list(tmp_path.glob("unified-ragas-*")) == []
+    assert list(tmp_path.glob("unified-frameworks-*")) == []

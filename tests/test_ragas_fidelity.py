@@ -24,7 +24,8 @@ from judge_server import JudgeServer, binary_answer_fn
 from unified.adapters import get_backend
 
 # the adapter first: it switches ragas's telemetry off and moves its uuid file before import
-from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM
+from unified.adapters.ragas import RAGAS_METRICS
+from unified.adapters.ragas.backend import JudgeRagasEmbedding, JudgeRagasLLM
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.metrics import parse_metric

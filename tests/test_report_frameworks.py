@@ -29,8 +29,10 @@ from ragas.callbacks import RagasTracer
 from ragas.dataset_schema import EvaluationDataset, EvaluationResult, SingleTurnSample
 from report_runs import two_backend_run
 
-from unified.adapters.deepeval import DEEPEVAL_METRICS, DeepEvalBackend
-from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM
+from unified.adapters.deepeval import DEEPEVAL_METRICS
+from unified.adapters.deepeval.backend import DeepEvalBackend
+from unified.adapters.ragas import RAGAS_METRICS
+from unified.adapters.ragas.backend import JudgeRagasEmbedding, JudgeRagasLLM
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.report import Report

@@ -24,7 +24,7 @@ from judge_server import JudgeServer, binary_answer_fn
 
 from unified.adapters import get_backend
 from unified.adapters.estimate import estimate_calls
-from unified.adapters.trulens import JudgeTruLensProvider
+from unified.adapters.trulens.backend import JudgeTruLensProvider
 from unified.judge import JudgeConfig, build_judges
 from unified.metrics import parse_metric, parse_metrics
 from unified.sample import Sample

@@ -27,7 +27,8 @@ from trulens.core.feedback.feedback import GroundednessConfigs
 from trulens.feedback import GroundTruthAgreement
 
 from unified.adapters import get_backend
-from unified.adapters.trulens import TRULENS_METRICS, JudgeTruLensProvider
+from unified.adapters.trulens import TRULENS_METRICS
+from unified.adapters.trulens.backend import JudgeTruLensProvider
 from unified.judge import JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.metrics import parse_metric

@@ -44,3 +44,11 @@ def __getattr__(name: str):  # PEP 562
 
 def __dir__() -> list[str]:
     return sorted(list(globals()) + __all__)
+
+
+# Every backend room's framework names resolve as metric names (``FaithfulnessMetric`` is
+# ``faithfulness``) and its framework objects read as samples, whatever is imported first:
+# the rooms' facts are light (no framework, no model) and are read here, once.
+from unified.adapters.registry import install_names as _install_names  # noqa: E402
+
+_install_names()

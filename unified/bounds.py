@@ -1,4 +1,6 @@
-"""The one rule for reading a pass bound: every bound is on the 0–10 scale unless it says otherwise.
+"""The one rule for reading a pass bound, and the one pass test.
+
+Every bound is on the 0–10 scale unless it says otherwise.
 
 RAGAS and DeepEval users type bounds on 0–1 (``threshold=0.7``); here every score is on
 0–10, so ``0.7`` would be a gate that almost nothing fails — a wrong score without a word.
@@ -11,6 +13,10 @@ reads it through :func:`read_bound`:
 * ``b@0-1`` states the framework scale and becomes ``10·b`` (``b`` must be in [0, 1]);
 * ``b@0-10`` states our scale and is kept as written (the way to mean 0.5 or 1 on 0–10);
 * ``0`` and ``1 < b <= 10`` are plain 0–10 bounds.
+
+A score passes when ``value ≥ bound`` (``passed``): the same test for every backend, gate,
+report and assertion. Which bound a task has is decided once, by ``MetricRef.bound`` and the
+backend registry (``unified.adapters.registry.threshold_for``).
 """
 
 from __future__ import annotations
@@ -55,3 +61,11 @@ def _number(text: str, where: str) -> float:
     if math.isnan(b):
         raise BoundScaleError(f"{where}: bound is NaN")
     return b
+
+
+def passed(value: float | None, bound: float | None) -> bool | None:
+    """The one pass test: ``value ≥ bound`` on 0–10; None when either is missing (a failed
+    task has no verdict, a score without a bound has none either)."""
+    if value is None or bound is None:
+        return None
+    return value >= bound

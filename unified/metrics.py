@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import difflib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Iterator, Literal
 
 from unified.bounds import BoundScaleError, read_bound
@@ -60,6 +60,16 @@ class MetricRef:
     @property
     def canonical(self) -> str:
         return self.spec.name
+
+    def bound(self, backend_default: float | None = None) -> float:
+        """The pass bound on 0–10 of this metric as asked: the user's ``[threshold=…]``
+        (read on 0–10 by ``parse_metric``), else ``backend_default`` (a backend's own
+        default for it, ``BackendFacts.bound``), else the metric's (``spec.threshold``).
+        The one rule; the run resolves it once per (metric, backend) task."""
+        user = self.param("threshold")
+        if user is not None:
+            return float(user)
+        return float(self.spec.threshold if backend_default is None else backend_default)
 
     def param(self, key: str, default: Any = None) -> Any:
         # the last value given for ``key`` (as dict(params) would keep it), without
@@ -113,6 +123,22 @@ def unregister(name: str) -> MetricSpec:
     for alias in [a for a, k in _ALIAS_INDEX.items() if k == key]:
         del _ALIAS_INDEX[alias]
     return spec
+
+
+def add_names(canonical: str, names: dict[str, str]) -> MetricSpec:
+    """Add framework names to a metric (``{"deepeval": "FaithfulnessMetric"}``): each
+    becomes an alias and is listed in ``spec.aliases`` under its key. A name another
+    metric already answers to is refused (one name, one metric); a name that is another
+    metric's canonical name is listed but not resolved to this one."""
+    key = _norm(canonical)
+    if key not in _REGISTRY:
+        raise UnknownMetricError(f"unknown metric '{canonical}'")
+    for name in names.values():
+        owner = _ALIAS_INDEX.get(_norm(name))
+        if owner is not None and owner != key and _norm(name) not in _REGISTRY:
+            raise ValueError(f"'{name}' already names metric '{_REGISTRY[owner].name}', not '{canonical}'")
+    spec = replace(_REGISTRY[key], aliases={**_REGISTRY[key].aliases, **names})
+    return register(spec, replace=True)
 
 
 @contextlib.contextmanager
@@ -385,13 +411,9 @@ _builtin(
     (R, C),
     "llm",
     7.0,
-    ragas="Faithfulness",
-    deepeval="FaithfulnessMetric",
     dingo="LLMRAGFaithfulness",
     patronus="answer-faithfulness",
     embedchain="groundedness",
-    phoenix="FaithfulnessEvaluator",
-    trulens="groundedness_measure_with_cot_reasons",
 )
 _builtin(
     "answer_relevancy",
@@ -400,13 +422,9 @@ _builtin(
     (Q, R),
     "llm",
     5.0,
-    ragas="AnswerRelevancy",
-    deepeval="AnswerRelevancyMetric",
     dingo="LLMRAGAnswerRelevancy",
     patronus="answer-relevance",
     embedchain="answer_relevancy",
-    ragas_v1="answer_relevance",
-    trulens="relevance_with_cot_reasons",
 )
 _builtin(
     "context_relevancy",
@@ -415,14 +433,9 @@ _builtin(
     (Q, C),
     "llm",
     5.0,
-    ragas="ContextRelevance",
-    deepeval="ContextualRelevancyMetric",
     dingo="LLMRAGContextRelevancy",
     patronus="context-relevance",
     embedchain="context_relevancy",
-    ragas_v1="context_relevance",
-    phoenix="RetrievalRelevanceEvaluator",
-    trulens="context_relevance_with_cot_reasons",
 )
 _builtin(
     "context_recall",
@@ -430,8 +443,6 @@ _builtin(
     (Q, C, REF),
     "llm",
     5.0,
-    ragas="ContextRecall",
-    deepeval="ContextualRecallMetric",
     dingo="LLMRAGContextRecall",
     patronus="context-recall",
 )
@@ -441,10 +452,7 @@ _builtin(
     (Q, C, REF),
     "llm",
     5.0,
-    ragas="ContextPrecisionWithReference",
-    deepeval="ContextualPrecisionMetric",
     dingo="LLMRAGContextPrecision",
-    ragas_short="ContextPrecision",
 )
 _builtin(
     "answer_correctness",
@@ -452,12 +460,7 @@ _builtin(
     (Q, R, REF),
     "llm",
     5.0,
-    ragas="AnswerCorrectness",
-    deepeval="GEval",
     patronus="answer-correctness",
-    ragas_factual="FactualCorrectness",
-    phoenix="CorrectnessEvaluator",
-    trulens="agreement_measure",
 )
 _builtin(
     "context_sufficiency",
@@ -481,7 +484,6 @@ _builtin(
     (R, C),
     "llm",
     5.0,
-    ragas="ResponseGroundedness",
 )
 _builtin(
     "hallucination",
@@ -490,7 +492,6 @@ _builtin(
     (R, C),
     "llm",
     5.0,
-    deepeval="HallucinationMetric",
     patronus="hallucination",
     dingo="LLMRAGHallucination",
 )
@@ -500,8 +501,6 @@ _builtin(
     (R, REF),
     "embedding",
     5.0,
-    ragas="SemanticSimilarity",
-    ragas_v1="answer_similarity",
 )
 _builtin(
     "bertscore",
@@ -510,12 +509,11 @@ _builtin(
     "embedding",
     5.0,
 )
-# further ragas collections metrics (served by the ragas backend; table in unified/adapters/ragas.py)
+# further metrics the ragas backend serves (its room, unified/adapters/ragas/, names them)
 _builtin(
     "factual_correctness",
     "F1 of claim overlap: response claims supported by the reference (precision) and "
-    "reference claims supported by the response (recall); F1 = 2PR / (P + R). "
-    "(The bare alias 'FactualCorrectness' resolves to answer_correctness.)",
+    "reference claims supported by the response (recall); F1 = 2PR / (P + R).",
     (R, REF),
     "llm",
     5.0,
@@ -527,8 +525,6 @@ _builtin(
     (Q, R, C),
     "llm",
     5.0,
-    ragas="ContextPrecisionWithoutReference",
-    ragas_short="ContextUtilization",
 )
 _builtin(
     "context_entity_recall",
@@ -536,7 +532,6 @@ _builtin(
     (C, REF),
     "llm",
     5.0,
-    ragas="ContextEntityRecall",
 )
 _builtin(
     "answer_accuracy",
@@ -544,7 +539,6 @@ _builtin(
     (Q, R, REF),
     "llm",
     5.0,
-    ragas="AnswerAccuracy",
 )
 _builtin(
     "noise_sensitivity",
@@ -554,7 +548,6 @@ _builtin(
     (Q, R, C, REF),
     "llm",
     5.0,
-    ragas="NoiseSensitivity",
 )
 
 for _name, _desc, _req, _thr in [

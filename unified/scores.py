@@ -13,6 +13,8 @@ from typing import Any, Iterable, Mapping
 from pydantic import BaseModel, Field
 from pydantic_core import to_json
 
+from unified.bounds import passed
+
 SCALE = 10.0
 
 
@@ -209,8 +211,7 @@ def raw_fields(
     if value is None or raw is None:
         err = error or f"backend returned no usable score (raw={raw!r})"
         return {**fields, "value": None, "raw": None, "error": err, **kw}
-    passed = None if threshold is None else value >= threshold
-    return {**fields, "value": value, "raw": float(raw), "passed": passed, **kw}
+    return {**fields, "value": value, "raw": float(raw), "passed": passed(value, threshold), **kw}
 
 
 def score_line(score: Score) -> str:
@@ -363,6 +364,18 @@ def normalize(
         raise ValueError(f"raw range must have hi > lo, got {raw_range}")
     frac = (raw - lo) / (hi - lo) if higher_is_better else (hi - raw) / (hi - lo)
     return min(SCALE, max(0.0, SCALE * frac))
+
+
+def raw_bound(bound: float, raw_range: tuple[float, float] = (0.0, 1.0), higher_is_better: bool = True) -> float:
+    """A pass bound on 0–10 on a framework's own scale: the 0–10 rule inverted, for a
+    framework that decides pass/fail itself (DeepEval's ``threshold``).
+
+        raw = lo + (hi − lo) · bound / 10        (higher is better)
+        raw = hi − (hi − lo) · bound / 10        (lower is better: the framework passes at raw ≤ it)
+    """
+    lo, hi = raw_range
+    frac = bound / SCALE
+    return lo + (hi - lo) * frac if higher_is_better else hi - (hi - lo) * frac
 
 
 class Aggregate(BaseModel):

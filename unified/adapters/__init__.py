@@ -1,17 +1,22 @@
-"""Backends: the protocol they implement, and the registry through which the core reaches
-them without importing them.
+"""Backends: the protocol they implement, the rooms that implement it, and the registry
+through which the core reaches them without importing them.
 
-``base.py`` holds the ``Backend`` protocol and the checks backends share; ``registry.py``
-the static facts about each backend (fsspec's ``known_implementations`` shape) and the
-lookups built on them; ``estimate.py`` the ``--dry-run`` call estimates; ``catalog.py``
-what ``unified-eval metrics`` shows about each metric. ``unified`` reaches adapters only
-through the names exported here, so ``import unified`` never imports ragas or deepeval.
+A backend is one room, ``unified/adapters/<name>/``: ``__init__.py`` declares its facts
+(``facts.BackendFacts``: what it serves under which framework names, its raw scales, its
+call estimate, its telemetry switches), ``backend.py`` translates (the one file that
+imports the framework). Shared here: ``base.py`` (the ``Backend`` protocol and the checks
+every backend shares), ``framework.py`` (the scoring skeleton of the framework backends),
+``registry.py`` (the rooms found, third-party registrations, the one pass-bound rule),
+``estimate.py`` (``--dry-run``), ``catalog.py`` (what ``unified-eval metrics`` shows) and
+``quiet.py`` (every room's switches, set before a framework is imported). ``unified``
+reaches adapters only through the names exported here, so ``import unified`` never
+imports a framework.
 
-For the core: ``backend_names()``, ``backend_info(name)`` (class path, extra, package,
-hint, uses_judges, availability), ``implemented_metrics(name)``, ``implements(name, ref)``,
-``get_backend(name, judges, **options)``, ``threshold_for(name, ref)``,
-``estimate_calls(name, samples, refs, single_judge=...)``, ``describe_metric(name)``,
-``metric_matrix()``, ``metric_table_markdown()``; on a Backend: ``requirements(ref)``,
+For the core: ``backend_names()``, ``builtin_backends()``, ``backend_info(name)``,
+``implemented_metrics(name)``, ``implements(name, ref)``, ``get_backend(name, judges,
+**options)``, ``threshold_for(name, ref)``, ``estimate_calls(name, samples, refs,
+single_judge=...)``, ``describe_metric(name)``, ``metric_matrix()``,
+``metric_table_markdown()``; on a Backend: ``bound(ref)``, ``requirements(ref)``,
 ``fingerprint_extra()``; ``missing_requirements(backend, ref, judges)``. For plugins and
 tests: ``register_backend``, ``unregister_backend``, ``registered_backend`` (scoped).
 """
@@ -21,18 +26,20 @@ from __future__ import annotations
 from unified.adapters.base import Backend, missing_field_error, missing_requirements, unknown_param_error
 from unified.adapters.catalog import describe_metric, metric_matrix, metric_table_markdown
 from unified.adapters.estimate import estimate_calls
+from unified.adapters.facts import BackendFacts, FrameworkMetric
 from unified.adapters.registry import (
-    BUILTIN_BACKENDS,
     BackendInfo,
     BackendUnavailableError,
+    available,
     backend_info,
     backend_names,
+    builtin_backends,
     default_threshold,
+    framework_name,
     get_backend,
     get_backend_class,
     implemented_metrics,
     implements,
-    known_backends,
     register_backend,
     registered_backend,
     threshold_for,
@@ -41,20 +48,23 @@ from unified.adapters.registry import (
 
 __all__ = [
     "Backend",
+    "BackendFacts",
+    "FrameworkMetric",
     "missing_field_error",
     "missing_requirements",
     "unknown_param_error",
-    "BUILTIN_BACKENDS",
     "BackendInfo",
     "BackendUnavailableError",
+    "available",
     "backend_info",
     "backend_names",
+    "builtin_backends",
     "default_threshold",
+    "framework_name",
     "get_backend",
     "get_backend_class",
     "implemented_metrics",
     "implements",
-    "known_backends",
     "register_backend",
     "registered_backend",
     "threshold_for",

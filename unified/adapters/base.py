@@ -5,6 +5,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from unified.adapters.registry import own_bound_of
 from unified.metrics import MetricRef
 from unified.sample import Sample
 from unified.scores import Score
@@ -42,6 +43,18 @@ class Backend(ABC):
             judges = Judges()
         self.judges = judges
         self.options = options
+
+    def bound(self, ref: MetricRef) -> float:
+        """The pass bound on 0–10 of (this backend, ``ref``): the one rule of
+        ``unified.adapters.registry`` — the user's ``[threshold=…]``, else this backend's
+        own default for the metric (``default_bound``), else the metric's. The run
+        resolves it once per task; every Score for ``ref`` carries it as ``threshold``."""
+        return ref.bound(self.default_bound(ref))
+
+    def default_bound(self, ref: MetricRef) -> float | None:
+        """This backend's own default pass bound for ``ref`` (its room's
+        ``BackendFacts.bound``), or None for the metric's."""
+        return own_bound_of(self.name, ref)
 
     def implements(self, metric: MetricRef | str) -> bool:
         name = metric.canonical if isinstance(metric, MetricRef) else metric

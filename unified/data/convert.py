@@ -26,7 +26,7 @@ Formats (``convert_file(..., to=...)``):
 - ``embedchain``: Embedchain ``EvalData``: question/contexts/answer (+ ``id``, ``metadata``).
 
 The frameworks' *objects* (RAGAS ``EvaluationDataset``, DeepEval ``LLMTestCase``) are built
-and read in ``unified.adapters.ragas_objects`` / ``unified.adapters.deepeval_objects``: no
+and read in ``unified.adapters.ragas.objects`` / ``unified.adapters.deepeval.objects``: no
 module of ``unified`` imports a framework.
 """
 
@@ -57,7 +57,6 @@ __all__ = [
     "to_pandas",
     "from_pandas",
     "convert_file",
-    "metric_name_table",
 ]
 
 log = logging.getLogger(__name__)
@@ -287,56 +286,3 @@ def convert_file(
     as_list = dst.suffix == ".json" or (to == "deepeval" and dst.suffix != ".jsonl")
     _write_records(records, dst, as_list)
     return len(records), errors
-
-
-# ---------------------------------------------------------------- metric names
-
-# RAGAS 0.1 (v1) metric names, where the registry's aliases do not give one
-_RAGAS_V1_NAMES = {
-    "faithfulness": "faithfulness",
-    "context_recall": "context_recall",
-    "context_precision": "context_precision",
-    "answer_correctness": "answer_correctness",
-}
-_COLUMNS = [
-    ("RAGAS 0.4 (collections)", "ragas"),
-    ("RAGAS v1", "ragas_v1"),
-    ("DeepEval", "deepeval"),
-    ("Dingo", "dingo"),
-    ("Patronus", "patronus"),
-    ("Embedchain", "embedchain"),
-]
-
-
-def metric_name_table() -> str:
-    """The canonical ↔ framework metric-name map as one markdown table, generated from the
-    registry's aliases (``MetricSpec.aliases``), so the docs cannot drift from the code.
-    Aliases under other keys (``ragas_short``, ``ragas_factual``) are listed after the
-    main name; ``—`` means the framework has no such metric."""
-    from unified.metrics import all_metrics, metric_label
-
-    header = "| canonical | " + " | ".join(t for t, _ in _COLUMNS) + " | also accepted |"
-    lines = [header, "|" + "---|" * (len(_COLUMNS) + 2)]
-    for spec in all_metrics():
-        if spec.custom:
-            continue
-        cells = []
-        for _, key in _COLUMNS:
-            names = []
-            main = spec.aliases.get(key) or (_RAGAS_V1_NAMES.get(spec.name) if key == "ragas_v1" else None)
-            if main:
-                names.append(f"`{main}`")
-            names += [
-                f"`{v}`"
-                for k, v in sorted(spec.aliases.items())
-                if k.startswith(key + "_") and k != "ragas_v1" and v != main
-            ]
-            cells.append(", ".join(names) or "—")
-        others = [
-            f"`{v}`"
-            for k, v in sorted(spec.aliases.items())
-            if not any(k == fw or k.startswith(fw + "_") for _, fw in _COLUMNS)
-        ]
-        cells.append(", ".join(others) or "—")
-        lines.append(f"| `{metric_label(spec)}` | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"

@@ -7,7 +7,7 @@ every bad one, in order, and never stops at a bad row. Sources: a path (formats 
 row numbers in ``unified.data.readers``), a pandas DataFrame, a ``datasets.Dataset`` /
 ``DatasetDict``, an iterable of dicts / ``Sample`` / ``RowError`` / framework objects, a
 single dict or Sample, or a framework's dataset object (RAGAS ``EvaluationDataset``,
-DeepEval ``EvaluationDataset``; converters in ``unified.adapters.objects``).
+DeepEval ``EvaluationDataset``; readers in ``unified.data.objects``).
 
 Every row is accounted for (``SampleReader.counts``: rows read = samples + rejected):
 
@@ -299,11 +299,11 @@ def _type_name(obj: Any) -> str:
 
 def _framework_records(obj: Any) -> list[tuple[str, dict[str, Any] | str]] | None:
     """A framework object's records as (layout, record) pairs, or None when ``obj`` is no
-    framework object. The converters live in ``unified.adapters`` (they may import the
+    framework object. The readers live in the backend rooms (they may import the
     framework); only objects of non-builtin types are offered to them."""
     if type(obj).__module__ in ("builtins", "collections") or isinstance(obj, (str, bytes)):
         return None
-    from unified.adapters.objects import object_records
+    from unified.data.objects import object_records
 
     return object_records(obj)
 

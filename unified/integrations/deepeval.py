@@ -10,7 +10,7 @@ Use it wherever DeepEval takes a metric — ``deepeval.evaluate``, ``assert_test
         assert_test(test_case, [UnifiedMetric("faithfulness", backend=["native", "ragas"],
                                               threshold=0.7)])
 
-Each test case becomes a ``Sample`` (``unified.adapters.deepeval_objects``: ``input``,
+Each test case becomes a ``Sample`` (``unified.adapters.deepeval.objects``: ``input``,
 ``actual_output``, ``retrieval_context``, ``expected_output``, ``context`` as our
 ``reference_contexts``) and is scored by ``IntegrationScorer``
 (``unified.integrations.scoring``): the same judge config, cache and call counting as
@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 
 quiet_frameworks()  # before deepeval is imported: no telemetry, no .deepeval/ files
 

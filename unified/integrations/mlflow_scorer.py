@@ -54,7 +54,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 from unified.data.traces.model import TraceProblem
 from unified.data.traces.values import document, mlflow_document_id
 from unified.integrations.mlflow_log import mlflow_key

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Optional, Sequence, Union
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 
 quiet_frameworks()
 

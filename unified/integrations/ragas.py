@@ -14,7 +14,7 @@ judge layer::
     result = evaluate(dataset, metrics=[UnifiedRagasMetric("faithfulness", backend="native")])
     result.to_pandas()["unified_faithfulness"]      # our values / 10
 
-Each ``SingleTurnSample`` becomes a ``Sample`` (``unified.adapters.ragas_objects``) and is
+Each ``SingleTurnSample`` becomes a ``Sample`` (``unified.adapters.ragas.objects``) and is
 scored by ``IntegrationScorer`` (``unified.integrations.scoring``): the same judge config,
 cache and call counting as ``evaluate``. The value is ours on 0–1: ``value / 10``.
 
@@ -40,9 +40,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.ragas.quiet import quiet_ragas
 
-quiet_frameworks()  # before ragas is imported: no telemetry, uuid file in a private folder
+quiet_ragas()  # before ragas is imported: no telemetry, uuid file in a private folder
 
 from ragas.dataset_schema import SingleTurnSample  # noqa: E402
 from ragas.metrics.base import MetricType, SingleTurnMetric  # noqa: E402

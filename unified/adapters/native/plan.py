@@ -289,7 +289,8 @@ class _MetricView:
 
     @property
     def threshold(self) -> float:
-        return float(self.option("threshold", self.ref.spec.threshold))
+        option = self._plan.options.get("threshold")  # NativeBackend.default_bound: the one rule
+        return self.ref.bound(None if option is None else float(option))
 
     def option(self, key: str, default: Any = None) -> Any:
         return self._plan.option(self._i, key, default)

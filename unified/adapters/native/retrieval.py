@@ -274,7 +274,7 @@ def best_achievable(name: str, k: int, n_relevant: int) -> float:
 
 def _pass_bound(metric: MetricRef, k: int, n_relevant: int, details: dict[str, Any]) -> float:
     """The per-sample pass bound on 0–10 (module docstring: relative for P@k and R@k)."""
-    base = float(metric.param("threshold", metric.spec.threshold))
+    base = metric.bound()  # the task's bound (MetricRef.bound), scaled below
     if metric.canonical not in ("precision_at_k", "recall_at_k"):
         return base
     best = best_achievable(metric.canonical, k, n_relevant)

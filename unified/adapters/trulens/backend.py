@@ -37,10 +37,9 @@ import concurrent.futures
 import contextvars
 import logging
 import re
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Sequence
+from typing import Any, Callable, Sequence
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 
 quiet_frameworks()  # before trulens is imported
 # trulens.core warns on stderr at import that its optional `jsonschema` requirement is
@@ -55,15 +54,13 @@ from trulens.core.feedback.endpoint import Endpoint  # noqa: E402
 from trulens.feedback.groundtruth import GroundTruthAgreement  # noqa: E402
 from trulens.feedback.llm_provider import LLMProvider  # noqa: E402
 
-from unified.adapters import unknown_param_error  # noqa: E402
-from unified.adapters._framework import FrameworkBackend, one_line  # noqa: E402
-from unified.judge.base import Judges, task_scope  # noqa: E402
+from unified.adapters.framework import FrameworkBackend, Outcome  # noqa: E402
+from unified.adapters.trulens import FACTS, TruLensMetric  # noqa: E402
+from unified.judge.base import Judges  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
-from unified.scores import Score  # noqa: E402
 from unified.text import cut_at_word, words  # noqa: E402
 
-BACKEND = "trulens"
 VERSION = version("trulens-feedback")
 ENDPOINT = "unified-judge"
 # the endpoint logs every failed request at ERROR before raising; the failure is the
@@ -117,14 +114,9 @@ class JudgeTruLensProvider(LLMProvider):
         return ctx.run(asyncio.run_coroutine_threadsafe, coro, self._loop).result()
 
 
-# ---------------------------------------------------------------- the mapping table
+# ---------------------------------------------------------------- how each row is called
 
 GROUNDEDNESS_CONFIGS = core_feedback.GroundednessConfigs(use_sent_tokenize=False, filter_trivial_statements=False)
-GROUNDEDNESS_NOTE = (
-    "groundedness with use_sent_tokenize=False (the judge splits sentences; "
-    "NLTK's splitter downloads data) and filter_trivial_statements=False "
-    "(TruLens eval()s the judge's answer there)"
-)
 
 Run = Callable[[JudgeTruLensProvider, Sample], list[Any]]
 # (the ``or`` defaults below only satisfy the types: ``_precheck`` has refused a sample
@@ -188,40 +180,17 @@ def _agreement(p: JudgeTruLensProvider, s: Sample) -> list[Any]:
     return [truth.agreement_measure(prompt=s.user_input or "", response=s.response or "")]
 
 
-@dataclass(frozen=True)
-class TruLensMetric:
-    """How one canonical metric runs on TruLens.
+Check = Callable[[Sample, list[Any]], str | None]  # why the results grade something else
 
-    ``function``: the feedback function's name (shown by ``unified-eval metrics``);
-    ``run``: (provider, Sample) -> its results, one per call TruLens's selectors make
-    (several are averaged); ``scale``: the judge's rating scale before TruLens
-    normalises it to [0, 1]; ``note``: recorded in Score.details.
-    """
-
-    function: str
-    run: Run
-    scale: str
-    note: str | None = None
-    check: Callable[[Sample, list[Any]], str | None] | None = None  # why the results grade something else
-
-
-#: canonical metric -> TruLens feedback function. The one table the backend obeys.
-TRULENS_METRICS: dict[str, TruLensMetric] = {
-    "faithfulness": TruLensMetric(
-        "groundedness_measure_with_cot_reasons",
-        _groundedness,
-        "0–3 per statement, mean",
-        GROUNDEDNESS_NOTE,
-        check=split_problem,
-    ),
-    "answer_relevancy": TruLensMetric("relevance_with_cot_reasons", _answer_relevance, "0–3"),
-    "context_relevancy": TruLensMetric(
-        "context_relevance_with_cot_reasons", _context_relevance, "0–3 per context, mean"
-    ),
-    "answer_correctness": TruLensMetric(
-        "GroundTruthAgreement.agreement_measure", _agreement, "0–10 agreement with the reference"
-    ),
+#: canonical metric -> (how TruLens's RAG triad calls its feedback function, the check of
+#: its results); the rows' facts are ``TRULENS_METRICS``
+RUNS: dict[str, tuple[Run, Check | None]] = {
+    "faithfulness": (_groundedness, split_problem),
+    "answer_relevancy": (_answer_relevance, None),
+    "context_relevancy": (_context_relevance, None),
+    "answer_correctness": (_agreement, None),
 }
+assert set(RUNS) == set(FACTS.table), "every TruLens row has its call"
 
 
 def _split(result: Any) -> tuple[Any, dict[str, Any]]:
@@ -277,70 +246,32 @@ class TruLensBackend(FrameworkBackend):
     on a worker thread of this backend's own pool; ``run_dir``).
     """
 
-    name: ClassVar[str] = BACKEND
-    metrics: ClassVar[frozenset[str]] = frozenset(TRULENS_METRICS)
-    table = TRULENS_METRICS
+    FACTS = FACTS
+    metric_key = "function"
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self._concurrency, thread_name_prefix="trulens")
 
-    def fingerprint_extra(self) -> dict[str, Any]:
-        return {"framework": "trulens", "version": VERSION}
-
-    def param_error(self, ref: MetricRef) -> str | None:
-        """The mapped feedback functions run with TruLens's own defaults (groundedness with
-        the two documented exceptions): every bracket parameter is refused."""
-        return unknown_param_error(ref, set())
+    def version(self) -> str:
+        return str(VERSION)
 
     def provider(self) -> JudgeTruLensProvider:
         """A provider bound to the running loop and the current task's context."""
         return JudgeTruLensProvider(self.judges, asyncio.get_running_loop(), contextvars.copy_context())
 
-    async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
-        if (failed := self._precheck(sample, ref)) is not None:
-            return failed
-        m = TRULENS_METRICS[ref.canonical]
-        common: dict[str, Any] = dict(raw_range=(0.0, 1.0), higher_is_better=True, threshold=ref.spec.threshold)
-        details: dict[str, Any] = {
-            "framework": "trulens",
-            "trulens_version": VERSION,
-            "trulens_function": m.function,
-            "judge_scale": m.scale,
-        }
-        if m.note:
-            details["note"] = m.note
-        async with self._limit():
-            with task_scope(BACKEND, ref.name, sample.id) as meter:
-                try:
-                    provider = self.provider()
-                    loop = asyncio.get_running_loop()
-                    results = await loop.run_in_executor(self._pool, m.run, provider, sample)
-                except Exception as e:  # TruLens's own message is what the user needs
-                    return Score.failure(
-                        ref.name,
-                        BACKEND,
-                        sample.id,
-                        one_line(f"trulens {m.function}: {type(e).__name__}: {e}"),
-                        details=details,
-                        cost=meter.cost(),
-                        **common,
-                    )
-                raw, reason = combine(results)
-                why = f"returned {raw!r}"
-                if m.check is not None and (problem := m.check(sample, results)) is not None:
-                    raw, why = None, problem
-                return self._to_score(
-                    sample,
-                    ref,
-                    m.function,
-                    raw,
-                    why,
-                    details=details,
-                    reason=reason,
-                    cost=meter.cost(),
-                    **common,
-                )
+    async def evaluate(self, sample: Sample, ref: MetricRef, row: TruLensMetric, details: dict[str, Any]) -> Outcome:
+        """The row's feedback function on a worker thread, as the triad selects its
+        arguments; the mapped functions run with TruLens's own defaults (groundedness with
+        the two documented exceptions), so every bracket parameter but the bound is refused."""
+        run, check = RUNS[ref.canonical]
+        details["judge_scale"] = row.judge_scale
+        results = await asyncio.get_running_loop().run_in_executor(self._pool, run, self.provider(), sample)
+        raw, reason = combine(results)
+        why = f"returned {raw!r}"
+        if check is not None and (problem := check(sample, results)) is not None:
+            raw, why = None, problem
+        return Outcome(raw, why, reason=reason)
 
     async def aclose(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

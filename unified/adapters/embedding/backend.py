@@ -17,10 +17,10 @@ five core metrics plus semantic_similarity that is 3 calls per sample instead of
 whole response; context_recall: the reference), about 1.4× the local model's time
 (``benchmarks/embedding_billing.py``); values equal one batched call's up to float noise
 (MiniLM's padding depends on the batch: |Δ| ≈ 2e-6 on 0–10). The formulas live in
-``embedding_heuristics.py``:
+``heuristics.py``:
 
 ==================== ====================================================================
-faithfulness         the fitted offline judge (``embedding_signals``, ``embedding_judge``,
+faithfulness         the fitted offline judge (``signals``, ``judge``,
                      ``docs/offline-judge.md``): 10 · p · answered share, p = a logistic
                      regression fitted on RAGTruth and ARES over the response's mean
                      idf-weighted unsupported share and unsupported-number share; a bare
@@ -146,37 +146,13 @@ from unified.sample import Sample
 from unified.scores import Cost, Score
 from unified.text import Vocabulary, content_words, is_nonanswer, split_sentences, unsupported_terms
 
-from . import embedding_heuristics as H
-from . import embedding_judge as J
-from . import embedding_signals as S
+from . import DEFAULTS, VARIANTS, own_bound, variant
+from . import heuristics as H
+from . import judge as J
+from . import signals as S
 
 BACKEND = "embedding"
 
-#: Tuned defaults (see module docstring and benchmarks/meta_eval.py). ``threshold`` is the
-#: pass bound on 0–10; ``t`` the soft-match threshold on cosine similarity.
-#: ``threshold_<variant>`` is a variant's own bound; the default faithfulness bound is the
-#: fitted model's (``offline_judge.json``), not a number here.
-DEFAULTS: dict[str, dict[str, float]] = {
-    "faithfulness": {"t": 1.0, "w": 0.0, "threshold_similarity": 7.0},
-    "answer_relevancy": {"n": 0.5, "threshold": 5.0},
-    "context_relevancy": {
-        "t": 0.85,
-        "threshold": 4.25,
-        "threshold_mean": 7.0,
-        "t_sentence": 0.65,
-        "threshold_sentence": 0.5,
-    },
-    "context_recall": {"t": 1.0},
-    "context_precision": {"t": 0.45},
-    "semantic_similarity": {},
-    "bertscore": {},
-}
-
-#: the variants a metric accepts (``metric[variant=…]``); the first is the default
-VARIANTS: dict[str, tuple[str, ...]] = {
-    "faithfulness": ("default", "similarity"),
-    "context_relevancy": ("default", "mean", "sentence"),
-}
 #: parameters that only a variant reads: naming one without that variant is an error
 _VARIANT_PARAMS: dict[str, dict[str, str]] = {"faithfulness": {"t": "similarity", "w": "similarity"}}
 
@@ -199,12 +175,6 @@ class EmbeddingBackend(Backend):
             return None
         return unknown_param_error(ref, _accepted(ref)) or _variant_error(ref)
 
-    @staticmethod
-    def pass_threshold(ref: MetricRef) -> float:
-        """The pass bound on 0–10 this backend applies to ``ref``: the tuned bound of
-        ``DEFAULTS`` (``[threshold=…]`` overrides it). The registry's ``threshold_for``."""
-        return _threshold(ref)
-
     def fingerprint_extra(self) -> dict[str, Any]:
         """The embedding model decides every score here (the judges' embedder when one
         is configured, else the packaged local model)."""
@@ -216,7 +186,7 @@ class EmbeddingBackend(Backend):
         offline judge (``offline_judge.json``) for a metric whose default variant uses one.
         A refit of it (a package upgrade) is then another configuration, never values of
         two models under one hash."""
-        if _variant(ref) == "default" and ref.canonical in J.fitted_models():
+        if variant(ref) == "default" and ref.canonical in J.fitted_models():
             return {"offline_model": J.model_digest(ref.canonical)}
         return {}
 
@@ -335,17 +305,13 @@ def _accepted(ref: MetricRef) -> set[str]:
 def _variant_error(ref: MetricRef) -> str | None:
     """A variant the metric does not have, or a parameter of another variant, or None."""
     variants = VARIANTS.get(ref.canonical, ("default",))
-    variant = _variant(ref)
-    if variant not in variants:
+    asked = variant(ref)
+    if asked not in variants:
         return f"metric '{ref.name}': variant must be one of {', '.join(variants)}"
     for key, owner in _VARIANT_PARAMS.get(ref.canonical, {}).items():
-        if ref.param(key) is not None and variant != owner:
+        if ref.param(key) is not None and asked != owner:
             return f"metric '{ref.name}': parameter '{key}' applies to variant={owner} only"
     return None
-
-
-def _variant(ref: MetricRef) -> str:
-    return str(ref.param("variant", "default"))
 
 
 def _precheck(sample: Sample, ref: MetricRef) -> str | None:
@@ -359,13 +325,9 @@ def _param(ref: MetricRef, key: str) -> float:
 
 
 def _threshold(ref: MetricRef) -> float:
-    """``[threshold=…]``, else the variant's own bound, else the metric's, else (fitted
-    faithfulness) the shipped model's bound on p times 10, else the registry's."""
-    table = DEFAULTS.get(ref.canonical, {})
-    default = table.get(f"threshold_{_variant(ref)}", table.get("threshold"))
-    if default is None and ref.canonical == "faithfulness":
-        default = round(10.0 * J.load("faithfulness").bound, 6)  # 10 · 0.56 is 5.6000000000000005
-    return float(ref.param("threshold", ref.spec.threshold if default is None else default))
+    """The task's pass bound: the one rule (``MetricRef.bound``) with this backend's own
+    default (``own_bound``)."""
+    return ref.bound(own_bound(ref))
 
 
 def _contexts(sample: Sample) -> list[list[str]]:
@@ -455,10 +417,10 @@ def _faithfulness_similarity(ref: MetricRef, sample: Sample, vec: Callable[[str]
 
 
 async def _faithfulness(ref: MetricRef, sample: Sample, vec: Callable[[str], np.ndarray]) -> Score:
-    """The fitted offline judge (``embedding_signals``, ``embedding_judge``): value =
+    """The fitted offline judge (``signals``, ``judge``): value =
     10 · p(faithful | features) · answered share; the sentences' signals and unsupported
     spans, the probability, each feature's contribution and the confidence in details."""
-    if _variant(ref) == "similarity":
+    if variant(ref) == "similarity":
         return _faithfulness_similarity(ref, sample, vec)
     label = S.bare_label(sample.response)
     if label is not None:
@@ -581,7 +543,7 @@ def _context_relevancy(ref: MetricRef, sample: Sample, vec: Callable[[str], np.n
     t = _param(ref, "t")
     cover = [_stem_cover(sample.user_input or "", c) for c in sample.retrieved_contexts or []]
     raw, d = H.context_relevancy(q, [_stack(c, vec) for c in ctxs], cover, t)
-    if _variant(ref) == "default":
+    if variant(ref) == "default":
         return _best_context(ref, sample, d["relevance"], cover)
     rel = [round(float(r), 4) for r in d["relevance"]]
     return _score(

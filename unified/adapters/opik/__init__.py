@@ -10,7 +10,8 @@ Every mapped opik metric is one LLM call that returns a JSON verdict with a scor
     context_recall                ContextRecall          1 = recalled       value = 10 · raw
 
 The registry, ``--dry-run`` and ``unified-eval metrics`` read this module; the backend
-(``unified/adapters/opik.py``) resolves each class name in ``opik.evaluation.metrics``.
+(``backend.py``) resolves each class name in ``opik.evaluation.metrics``. Measured: each
+opik judge metric sends exactly one request; nothing is shared between metrics.
 """
 
 from __future__ import annotations
@@ -18,37 +19,31 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from unified.adapters.facts import BackendFacts, FrameworkMetric
+
 Q, R, C, REF = "user_input", "response", "retrieved_contexts", "reference"
 
 
-@dataclass(frozen=True)
-class OpikMetric:
+@dataclass(frozen=True, kw_only=True)
+class OpikMetric(FrameworkMetric):
     """How one canonical metric runs on opik.
 
     ``cls``: class name in ``opik.evaluation.metrics``; ``reads``: Sample field -> the
     keyword of opik's ``score``/``ascore`` (a field that is empty is passed as None, and
-    opik decides); ``needs``: fields opik cannot do without, beyond the canonical
-    metric's own; ``blank_ok``: fields opik reads but can do without, passed as "" when
-    absent (None would be printed into its prompt as "None"); ``init``: fixed constructor kwargs; ``raw_range`` /
-    ``higher_is_better``: opik's scale; ``scale``: the raw value and its 0–10 mapping in
-    words (``unified-eval metrics NAME``).
+    opik decides); ``blank_ok``: fields opik reads but can do without, passed as "" when
+    absent (None would be printed into its prompt as "None"); ``init``: fixed constructor
+    kwargs.
     """
 
-    cls: str
     reads: dict[str, str]
-    scale: str
-    needs: tuple[str, ...] = ()
     blank_ok: tuple[str, ...] = ()
     init: dict[str, Any] = field(default_factory=dict)
-    raw_range: tuple[float, float] = (0.0, 1.0)
-    higher_is_better: bool = True
-    calls: int = 1
 
 
 _HALLU = OpikMetric(
-    "Hallucination",
-    {Q: "input", R: "output", C: "context"},
-    "Hallucination score 0–1 (1 = the response is not faithful to the contexts); value = 10·(1 − raw)",
+    cls="Hallucination",
+    reads={Q: "input", R: "output", C: "context"},
+    scale="Hallucination score 0–1 (1 = the response is not faithful to the contexts); value = 10·(1 − raw)",
     higher_is_better=False,
     # opik's prompt shows the input "for context only, not to be used for faithfulness
     # evaluation": a summary without a question is judged with an empty one
@@ -63,34 +58,43 @@ OPIK_METRICS: dict[str, OpikMetric] = {
     # alone (opik's no-context prompt) instead of failing; with contexts opik's default
     # prompt is used unchanged
     "answer_relevancy": OpikMetric(
-        "AnswerRelevance",
-        {Q: "input", R: "output", C: "context"},
-        "answer_relevance_score 0–1 (1 = fully relevant); value = 10·raw",
+        cls="AnswerRelevance",
+        reads={Q: "input", R: "output", C: "context"},
+        scale="answer_relevance_score 0–1 (1 = fully relevant); value = 10·raw",
         init={"require_context": False},
     ),
     "context_precision": OpikMetric(
-        "ContextPrecision",
-        {Q: "input", R: "output", REF: "expected_output", C: "context"},
-        "context_precision_score 0–1 (1 = the contexts are precise for the reference); value = 10·raw",
+        cls="ContextPrecision",
+        reads={Q: "input", R: "output", REF: "expected_output", C: "context"},
+        scale="context_precision_score 0–1 (1 = the contexts are precise for the reference); value = 10·raw",
         needs=(R,),
     ),
     "context_recall": OpikMetric(
-        "ContextRecall",
-        {Q: "input", R: "output", REF: "expected_output", C: "context"},
-        "context_recall_score 0–1 (1 = the contexts hold everything the reference says); value = 10·raw",
+        cls="ContextRecall",
+        reads={Q: "input", R: "output", REF: "expected_output", C: "context"},
+        scale="context_recall_score 0–1 (1 = the contexts hold everything the reference says); value = 10·raw",
         needs=(R,),
     ),
 }
 
-metric_names = frozenset(OPIK_METRICS)
-
-
-def scales() -> dict[str, str]:
-    """canonical metric -> "opik <Class>: <raw value and its 0–10 mapping>"."""
-    return {name: f"{m.cls}: {m.scale}" for name, m in OPIK_METRICS.items()}
-
-
-def opik_calls(refs: Any, sample: Any, *, single_judge: bool = False) -> list[tuple[int, int] | None]:
-    """``--dry-run``: one chat call per metric per sample (measured: each opik judge
-    metric sends exactly one request; nothing is shared between metrics)."""
-    return [None if (m := OPIK_METRICS.get(r.canonical)) is None else (m.calls, 0) for r in refs]
+FACTS = BackendFacts(
+    name="opik",
+    title="Opik",
+    backend="unified.adapters.opik.backend:OpikBackend",
+    order=40,
+    hint="the opik backend needs opik: pip install 'unified-rag-eval[opik]'",
+    metrics=OPIK_METRICS,
+    extra="opik",
+    package="opik",
+    quiet_env={
+        # opik's usage events and error reports (both to comet.com)
+        "OPIK_ANALYTICS_ENABLE": "false",
+        "OPIK_SENTRY_ENABLE": "false",
+        # no trace or span is sent to an Opik server (metrics are built with track=False too)
+        "OPIK_TRACK_DISABLE": "true",
+        # litellm, which opik imports, otherwise fetches its price list from GitHub at
+        # import (about 10 s of retries offline)
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    },
+    doc="opik.md",
+)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Iterable
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.ragas.quiet import quiet_ragas
 from unified.data.convert import export_records
 from unified.sample import Sample, SampleError
 
@@ -44,7 +44,7 @@ def records(obj: Any) -> list[tuple[str, dict[str, Any] | str]]:
 def to_ragas_dataset(samples: Iterable[Sample]) -> Any:
     """A ragas ``EvaluationDataset`` of ``SingleTurnSample``s (ragas 0.4 field names;
     retrieved/relevant ids as ``retrieved_context_ids``/``reference_context_ids``)."""
-    quiet_frameworks()
+    quiet_ragas()
     from ragas import EvaluationDataset, SingleTurnSample
 
     recs, notes = export_records(samples, "ragas")

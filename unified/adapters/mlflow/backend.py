@@ -21,7 +21,7 @@ MLflow does the judging, unchanged; this module only translates:
   an exception or a Feedback with an error is the task's error, one line, scrubbed.
 
 Nothing is logged to a tracking server: the trace is an in-memory object and MLflow's
-telemetry is off (``unified/adapters/_quiet.py``); no ``mlflow.db`` or ``mlruns`` appears.
+telemetry is off (the room's ``quiet_env``); no ``mlflow.db`` or ``mlruns`` appears.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ import hashlib
 import json
 import os
 import threading
-from typing import Any, ClassVar
+from typing import Any
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 
 quiet_frameworks()  # before mlflow is imported: telemetry off
 
@@ -45,16 +45,13 @@ import mlflow.genai.scorers as mlflow_scorers  # noqa: E402
 from mlflow.entities import SpanType, Trace  # noqa: E402
 from mlflow.tracing.constant import SpanAttributeKey  # noqa: E402
 
-from unified.adapters import unknown_param_error  # noqa: E402
-from unified.adapters._framework import FrameworkBackend, one_line  # noqa: E402
-from unified.adapters.mlflow_table import MLFLOW_JUDGES, MlflowJudge  # noqa: E402
+from unified.adapters.framework import FrameworkBackend, Outcome  # noqa: E402
+from unified.adapters.mlflow import FACTS, MLFLOW_JUDGES, MlflowJudge  # noqa: E402
 from unified.judge import bridge  # noqa: E402
-from unified.judge.base import Judges, task_scope  # noqa: E402
+from unified.judge.base import Judges  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
-from unified.scores import Score  # noqa: E402
 
-BACKEND = "mlflow"
 #: the model URI every scorer gets: MLflow's gateway provider, answered by the bridge
 MODEL_URI = "gateway:/unified-judge"
 _LABELS = {"yes": 1.0, "no": 0.0}
@@ -233,17 +230,16 @@ class MlflowBackend(FrameworkBackend):
     parameters (``context_relevancy[inference_params=...]``) are passed to the scorer.
     """
 
-    name: ClassVar[str] = BACKEND
-    metrics: ClassVar[frozenset[str]] = frozenset(MLFLOW_JUDGES)
-    table = MLFLOW_JUDGES
+    FACTS = FACTS
+    metric_key = "scorer"
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
         self._bridge: bridge.JudgeBridge | None = None
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
 
-    def fingerprint_extra(self) -> dict[str, Any]:
-        return {"framework": "mlflow", "version": mlflow.__version__}
+    def version(self) -> str:
+        return str(mlflow.__version__)
 
     def _ensure_bridge(self) -> bridge.JudgeBridge:
         """The bridge, the gateway setting and the scorer threads, on first use."""
@@ -257,77 +253,26 @@ class MlflowBackend(FrameworkBackend):
             self._pool = concurrent.futures.ThreadPoolExecutor(self._concurrency, thread_name_prefix="mlflow-judge")
         return self._bridge
 
-    def param_error(self, ref: MetricRef) -> str | None:
-        """A bracket parameter must be one of the scorer's own settings that leave its
-        verdict's shape alone (``SCORER_PARAMS``): MLflow's scorers take any keyword, so
-        ``inference_parms=`` (a typo) ran with the defaults without a word."""
-        if ref.canonical not in MLFLOW_JUDGES:
-            return None  # not this backend's metric: the plan skips it
-        fields = set(getattr(getattr(mlflow_scorers, MLFLOW_JUDGES[ref.canonical].cls), "model_fields", {}))
-        return unknown_param_error(ref, SCORER_PARAMS & fields)
+    def framework_params(self, row: Any) -> set[str]:
+        """The scorer's own settings that leave its verdict's shape alone
+        (``SCORER_PARAMS``): MLflow's scorers take any keyword, so ``inference_parms=`` (a
+        typo) ran with the defaults without a word."""
+        return set(SCORER_PARAMS & set(getattr(getattr(mlflow_scorers, row.cls), "model_fields", {})))
 
     def new_scorer(self, canonical: str, headers: dict[str, str], params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """A scorer object for ``canonical`` whose requests carry ``headers``."""
         cls = getattr(mlflow_scorers, MLFLOW_JUDGES[canonical].cls)
         return cls(**dict(params), model=MODEL_URI, extra_headers=headers)
 
-    async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
-        if (failed := self._precheck(sample, ref)) is not None:
-            return failed
-        m = MLFLOW_JUDGES[ref.canonical]
-        common: dict[str, Any] = dict(raw_range=m.raw_range, higher_is_better=True, threshold=ref.spec.threshold)
-        details: dict[str, Any] = {"framework": "mlflow", "mlflow_version": mlflow.__version__, "mlflow_scorer": m.cls}
-        async with self._limit():
-            with task_scope(BACKEND, ref.name, sample.id) as meter:
-                answers: list[str] = []
-                with self._ensure_bridge().route(self.judges, answers) as headers:
-                    try:
-                        scorer = self.new_scorer(ref.canonical, headers, ref.params)
-                        call = functools.partial(scorer, **scorer_kwargs(m, sample))
-                        result = await asyncio.get_running_loop().run_in_executor(self._pool, call)
-                    except Exception as e:  # MLflow's own message is what the user needs
-                        return Score.failure(
-                            ref.name,
-                            BACKEND,
-                            sample.id,
-                            one_line(f"mlflow {m.cls}: {type(e).__name__}: {e}"),
-                            details=details,
-                            cost=meter.cost(),
-                            **common,
-                        )
-                return self._feedback_score(sample, ref, m, result, details, meter.cost(), common, answers)
-
-    def _feedback_score(
-        self,
-        sample: Sample,
-        ref: MetricRef,
-        m: MlflowJudge,
-        result: Any,
-        details: dict[str, Any],
-        cost: Any,
-        common: dict[str, Any],
-        answers: tuple[str, ...] | list[str] = (),
-    ) -> Score:
-        feedback = pick_feedback(m, result)
-        error = getattr(feedback, "error", None)
-        if feedback is None or error is not None:
-            why = getattr(error, "error_message", None) or str(error or "no feedback returned")
-            return Score.failure(
-                ref.name, BACKEND, sample.id, one_line(f"mlflow {m.cls}: {why}"), details=details, cost=cost, **common
-            )
-        raw, label = raw_of(feedback)
-        why = f"returned {label or getattr(feedback, 'value', None)!r}, not yes/no"
-        reason = getattr(feedback, "rationale", None)
-        if label is not None:
-            details["label"] = label
-        if m.per_context:
-            details["labels"] = [label_of(f) for f in result if f is not feedback]
-            reason = chunk_reason(result, m)
-            if (problem := chunk_problem(result, m)) is not None:
-                raw, why = None, problem
-        if raw is not None and (problem := non_answer(answers)) is not None:
-            raw, why = None, problem
-        return self._to_score(sample, ref, m.cls, raw, why, details=details, reason=reason, cost=cost, **common)
+    async def evaluate(self, sample: Sample, ref: MetricRef, row: MlflowJudge, details: dict[str, Any]) -> Outcome:
+        """``Scorer(model=...)(trace=..., expectations=...)`` on a scorer thread, its
+        requests answered through the bridge route of this task."""
+        answers: list[str] = []
+        with self._ensure_bridge().route(self.judges, answers) as headers:
+            scorer = self.new_scorer(ref.canonical, headers, self.passed_params(ref))
+            call = functools.partial(scorer, **scorer_kwargs(row, sample))
+            result = await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        return feedback_outcome(row, result, details, answers)
 
     async def aclose(self) -> None:
         """Stop the scorer threads, give back the gateway setting and the bridge (a later
@@ -339,3 +284,28 @@ class MlflowBackend(FrameworkBackend):
             self._bridge = None
             _restore_gateway()
             bridge.release()
+
+
+def feedback_outcome(
+    m: MlflowJudge, result: Any, details: dict[str, Any], answers: tuple[str, ...] | list[str] = ()
+) -> Outcome:
+    """MLflow's Feedback(s) -> the task's Outcome: the label as a number (yes 1, no 0;
+    RetrievalRelevance: the share of yes chunks), its rationale as the reason; an error
+    Feedback, an unknown label, an unrated chunk or a non-answer of the judge's is no value."""
+    feedback = pick_feedback(m, result)
+    error = getattr(feedback, "error", None)
+    if feedback is None or error is not None:
+        return Outcome(None, getattr(error, "error_message", None) or str(error or "no feedback returned"))
+    raw, label = raw_of(feedback)
+    why = f"returned {label or getattr(feedback, 'value', None)!r}, not yes/no"
+    reason = getattr(feedback, "rationale", None)
+    if label is not None:
+        details["label"] = label
+    if m.per_context:
+        details["labels"] = [label_of(f) for f in result if f is not feedback]
+        reason = chunk_reason(result, m)
+        if (problem := chunk_problem(result, m)) is not None:
+            raw, why = None, problem
+    if raw is not None and (problem := non_answer(answers)) is not None:
+        raw, why = None, problem
+    return Outcome(raw, why, reason=reason)

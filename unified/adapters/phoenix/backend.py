@@ -27,10 +27,9 @@ A Phoenix error (an invalid label, a judge failure) becomes ``value=None`` with
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Literal
+from typing import Any, Literal
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 
 quiet_frameworks()  # before phoenix is imported
 
@@ -41,15 +40,12 @@ from phoenix.evals.llm.registries import PROVIDER_REGISTRY  # noqa: E402
 from phoenix.evals.llm.types import BaseLLMAdapter, ObjectGenerationMethod  # noqa: E402
 from pydantic import BaseModel, Field, create_model  # noqa: E402
 
-from unified.adapters import unknown_param_error  # noqa: E402
-from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
-from unified.adapters.scales import PHOENIX_LABELS  # noqa: E402
-from unified.judge.base import Judges, task_scope  # noqa: E402
+from unified.adapters.framework import FrameworkBackend, Outcome, run_blocking  # noqa: E402
+from unified.adapters.phoenix import FACTS, PHOENIX_METRICS, PhoenixMetric  # noqa: E402
+from unified.judge.base import Judges  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
-from unified.scores import Score  # noqa: E402
 
-BACKEND = "phoenix"
 PROVIDER = "unified"
 VERSION = phoenix_evals.__version__
 
@@ -162,64 +158,14 @@ def phoenix_llm(judges: Judges) -> LLM:
     return LLM(provider=PROVIDER, model=model, judges=judges)
 
 
-# ---------------------------------------------------------------- the mapping table
-
-
-def _joined(contexts: list[str]) -> str:
-    return "\n\n".join(contexts)
-
-
-@dataclass(frozen=True)
-class PhoenixMetric:
-    """How one canonical metric runs on Phoenix.
-
-    ``cls``: evaluator class in ``phoenix.evals.metrics``; ``inputs``: Sample -> one
-    ``eval_input`` per evaluation (several: one per retrieved context, averaged);
-    ``note``: recorded in Score.details; ``needs``: fields Phoenix cannot do without beyond
-    the canonical metric's own (``Backend.needs_fields``). The labels and the raw value each stands for
-    are Phoenix's ``choices``, listed in ``unified.adapters.scales.PHOENIX_LABELS``.
-    """
-
-    cls: str
-    inputs: Callable[[Sample], list[dict[str, str]]]
-    note: str | None = None
-    needs: tuple[str, ...] = ()
-
-
-#: canonical metric -> Phoenix evaluator. The one table the backend obeys. (The ``or`` defaults
-#: only satisfy the types: ``_precheck`` has refused a sample without these fields.)
-PHOENIX_METRICS: dict[str, PhoenixMetric] = {
-    # Phoenix 3.x's RAG hallucination eval: the response against the retrieved context
-    "faithfulness": PhoenixMetric(
-        "FaithfulnessEvaluator",
-        lambda s: [
-            {"input": s.user_input or "", "output": s.response or "", "context": _joined(s.retrieved_contexts or [])}
-        ],
-        # its input schema requires the query and its prompt judges the answer to it
-        needs=("user_input",),
-    ),
-    "answer_correctness": PhoenixMetric(
-        "CorrectnessEvaluator",
-        lambda s: [{"input": s.user_input or "", "output": s.response or ""}],
-        note="Phoenix's CorrectnessEvaluator judges the response against the question; it has no reference input",
-    ),
-    # one evaluation per retrieved context, as Phoenix documents for per-document relevance
-    "context_relevancy": PhoenixMetric(
-        "RetrievalRelevanceEvaluator",
-        lambda s: [{"input": s.user_input or "", "context": c} for c in s.retrieved_contexts or []],
-    ),
-}
-
-
 def _check_labels() -> None:
     """The labels ``unified-eval metrics`` shows (read without importing Phoenix) must be
     the ones this Phoenix declares: a renamed label would otherwise be scored silently."""
-    for canonical, m in PHOENIX_METRICS.items():
+    for m in PHOENIX_METRICS.values():
         choices = getattr(phoenix_metrics, m.cls).CHOICES
-        if choices != PHOENIX_LABELS[canonical]:
+        if choices != m.labels:
             raise ImportError(
-                f"arize-phoenix-evals {VERSION}: {m.cls} declares labels {choices}, "
-                f"unified-rag-eval expects {PHOENIX_LABELS[canonical]}"
+                f"arize-phoenix-evals {VERSION}: {m.cls} declares labels {choices}, unified-rag-eval expects {m.labels}"
             )
 
 
@@ -233,20 +179,15 @@ class PhoenixBackend(FrameworkBackend):
     per-call state, so one instance per metric is shared by all samples.
     """
 
-    name: ClassVar[str] = BACKEND
-    metrics: ClassVar[frozenset[str]] = frozenset(PHOENIX_METRICS)
-    table = PHOENIX_METRICS
+    FACTS = FACTS
+    metric_key = "evaluator"
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
         self._evaluators: dict[str, Any] = {}
 
-    def fingerprint_extra(self) -> dict[str, Any]:
-        return {"framework": "phoenix", "version": VERSION}
-
-    def param_error(self, ref: MetricRef) -> str | None:
-        """Phoenix evaluators take no parameters of ours: every bracket parameter is refused."""
-        return unknown_param_error(ref, set())
+    def version(self) -> str:
+        return str(VERSION)
 
     def evaluator(self, canonical: str) -> Any:
         """The (shared, lazily built) Phoenix evaluator for ``canonical``."""
@@ -255,41 +196,14 @@ class PhoenixBackend(FrameworkBackend):
             self._evaluators[canonical] = cls(llm=phoenix_llm(self.judges))
         return self._evaluators[canonical]
 
-    async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
-        if (failed := self._precheck(sample, ref)) is not None:
-            return failed
-        m = PHOENIX_METRICS[ref.canonical]
-        common: dict[str, Any] = dict(raw_range=(0.0, 1.0), higher_is_better=True, threshold=ref.spec.threshold)
-        details: dict[str, Any] = {"framework": "phoenix", "phoenix_version": VERSION, "phoenix_evaluator": m.cls}
-        if m.note:
-            details["note"] = m.note
-        async with self._limit():
-            with task_scope(BACKEND, ref.name, sample.id) as meter:
-                try:
-                    evaluator = self.evaluator(ref.canonical)
-                    results = await asyncio.gather(*(evaluator.async_evaluate(x) for x in m.inputs(sample)))
-                except Exception as e:  # Phoenix's own message is what the user needs
-                    return Score.failure(
-                        ref.name,
-                        BACKEND,
-                        sample.id,
-                        one_line(f"phoenix {m.cls}: {type(e).__name__}: {e}"),
-                        details=details,
-                        cost=meter.cost(),
-                        **common,
-                    )
-                raw, reason = self._combine([r[0] for r in results], details)
-                return self._to_score(
-                    sample,
-                    ref,
-                    m.cls,
-                    raw,
-                    f"returned {raw!r}",
-                    details=details,
-                    reason=reason,
-                    cost=meter.cost(),
-                    **common,
-                )
+    async def evaluate(self, sample: Sample, ref: MetricRef, row: PhoenixMetric, details: dict[str, Any]) -> Outcome:
+        """``await evaluator.async_evaluate(eval_input)`` per input of the row (one, or one
+        per retrieved context), combined (``_combine``). Phoenix evaluators take no
+        parameters of ours: every bracket parameter but the bound is refused."""
+        evaluator = self.evaluator(ref.canonical)
+        results = await asyncio.gather(*(evaluator.async_evaluate(x) for x in row.inputs(sample)))
+        raw, reason = self._combine([r[0] for r in results], details)
+        return Outcome(raw, f"returned {raw!r}", reason=reason)
 
     @staticmethod
     def _combine(scores: list[Any], details: dict[str, Any]) -> tuple[Any, str | None]:

@@ -19,7 +19,7 @@ import io
 import logging
 from typing import Any, Iterable
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 from unified.data.convert import export_records
 from unified.sample import Sample, SampleError
 

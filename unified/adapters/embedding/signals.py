@@ -24,7 +24,7 @@ sentence of every context; vectors L2-normalised, so a dot product is a cosine):
   (``unified.text.is_nonanswer``).
 - ``denied``: content words the contexts hold only as the key of a field set to false,
   no, none or null, and that the sentence does not negate ("offers outdoor seating"
-  against ``OutdoorSeating: False``; ``embedding_polarity``). They count as unsupported
+  against ``OutdoorSeating: False``; ``polarity``). They count as unsupported
   in ``idf_unsupported``.
 
 "Occurs in a context" uses ``unified.text.Vocabulary`` (exact word, or a shared five-letter
@@ -65,7 +65,7 @@ import numpy as np
 
 from unified.text import STOPWORDS, Vocabulary, content_words, is_nonanswer, unsupported_terms, words
 
-from .embedding_polarity import ContextPolarity
+from .polarity import ContextPolarity
 
 __all__ = [
     "SentenceSignals",
@@ -210,7 +210,7 @@ def bigrams(text: str) -> set[tuple[str, str]]:
 def idf_unsupported(sentence: str, ctx: "ContextEvidence", denied: Sequence[str] = ()) -> float:
     """Σ_{w ∈ T, w ∉ V or w ∈ D} idf(w) / Σ_{w ∈ T} idf(w) over the sentence's content
     words T (``ContextEvidence.idf``; V: the contexts' vocabulary; D: ``denied``, the
-    words the contexts hold only as a field set to false, ``embedding_polarity``); 0
+    words the contexts hold only as a field set to false, ``polarity``); 0
     without content words."""
     terms = content_words(sentence)
     total = sum(ctx.idf(w) for w in terms)

@@ -3,7 +3,7 @@
 opik does the scoring, unchanged; this module only translates:
 
 - ``Sample`` -> the keyword arguments of ``await metric.ascore(...)`` (opik's names:
-  input, output, context, expected_output; the table in ``unified/adapters/opik_table.py``);
+  input, output, context, expected_output; the table in ``unified/adapters/opik/__init__.py``);
 - our judge -> ``JudgeOpikModel``, a subclass of opik's documented custom-model base
   ``opik.evaluation.models.OpikBaseModel``. opik's judge metrics call
   ``agenerate_chat_completion(messages, response_format)``; we send the messages
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import Any, ClassVar
+from typing import Any
 
-from unified.adapters._quiet import quiet_frameworks
+from unified.adapters.quiet import quiet_frameworks
 
 quiet_frameworks()  # before opik is imported: analytics, Sentry and tracking switches
 
@@ -36,15 +36,11 @@ from opik.evaluation.models import OpikBaseModel  # noqa: E402
 from opik.exceptions import MetricComputationError  # noqa: E402
 from pydantic import BaseModel  # noqa: E402
 
-from unified.adapters import unknown_param_error  # noqa: E402
-from unified.adapters._framework import FrameworkBackend, one_line, run_blocking  # noqa: E402
-from unified.adapters.opik_table import OPIK_METRICS, OpikMetric  # noqa: E402
-from unified.judge.base import Judges, task_scope  # noqa: E402
+from unified.adapters.framework import FrameworkBackend, Outcome, run_blocking  # noqa: E402
+from unified.adapters.opik import FACTS, OPIK_METRICS, OpikMetric  # noqa: E402
+from unified.judge.base import Judges  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
-from unified.scores import Score  # noqa: E402
-
-BACKEND = "opik"
 
 # opik's parsers log every refused verdict at ERROR with a traceback before raising; the
 # same message reaches the Score's error (one line), so the log copy is only noise
@@ -116,25 +112,21 @@ class OpikBackend(FrameworkBackend):
     parameters (``faithfulness[seed=3]``) are passed to opik's constructor.
     """
 
-    name: ClassVar[str] = BACKEND
-    metrics: ClassVar[frozenset[str]] = frozenset(OPIK_METRICS)
-    table = OPIK_METRICS
+    FACTS = FACTS
 
     def __init__(self, judges: Judges | None = None, **options: Any):
         super().__init__(judges, **options)
         self.model = JudgeOpikModel(self.judges)
 
-    def fingerprint_extra(self) -> dict[str, Any]:
-        return {"framework": "opik", "version": opik.__version__}
+    def version(self) -> str:
+        return str(opik.__version__)
 
-    def param_error(self, ref: MetricRef) -> str | None:
-        """A bracket parameter must be a keyword of the opik metric's constructor, but not
-        one this backend sets (``model``, ``track``) or that renames or files its results
-        (``name``, ``project_name``): a typo failed every task, one paid attempt at a time."""
-        if ref.canonical not in OPIK_METRICS:
-            return None  # not this backend's metric: the plan skips it
-        init = inspect.signature(getattr(opik_metrics, OPIK_METRICS[ref.canonical].cls).__init__).parameters
-        return unknown_param_error(ref, set(init) - {"self", "model", "track", "name", "project_name"})
+    def framework_params(self, row: Any) -> set[str]:
+        """The opik metric constructor's keywords, but those this backend sets (``model``,
+        ``track``) or that rename or file its results (``name``, ``project_name``): a typo
+        failed every task, one paid attempt at a time."""
+        init = inspect.signature(getattr(opik_metrics, row.cls).__init__).parameters
+        return set(init) - {"self", "model", "track", "name", "project_name"}
 
     def new_metric(self, canonical: str, params: tuple[tuple[str, Any], ...] = ()) -> Any:
         """A fresh opik metric object for ``canonical``, untracked, over our judge."""
@@ -142,48 +134,14 @@ class OpikBackend(FrameworkBackend):
         kwargs = {**m.init, **dict(params), "model": self.model, "track": False}
         return getattr(opik_metrics, m.cls)(**kwargs)
 
-    async def _score_one(self, sample: Sample, ref: MetricRef) -> Score:
-        if (failed := self._precheck(sample, ref)) is not None:
-            return failed
-        m = OPIK_METRICS[ref.canonical]
-        common: dict[str, Any] = dict(
-            raw_range=m.raw_range, higher_is_better=m.higher_is_better, threshold=ref.spec.threshold
-        )
-        details: dict[str, Any] = {"framework": "opik", "opik_version": opik.__version__, "opik_metric": m.cls}
-        if missing := [f for f in m.needs if not getattr(sample, f, None)]:
-            return Score.failure(
-                ref.name,
-                BACKEND,
-                sample.id,
-                f"opik {m.cls} also reads '{missing[0]}', which this row does not have",
-                details=details,
-                **common,
-            )
-        async with self._limit():
-            with task_scope(BACKEND, ref.name, sample.id) as meter:
-                try:
-                    result = await self.new_metric(ref.canonical, ref.params).ascore(**opik_kwargs(m, sample))
-                except Exception as e:  # opik's own message is what the user needs
-                    return Score.failure(
-                        ref.name,
-                        BACKEND,
-                        sample.id,
-                        one_line(f"opik {m.cls}: {_cause(e)}"),
-                        details=details,
-                        cost=meter.cost(),
-                        **common,
-                    )
-                if getattr(result, "scoring_failed", False):
-                    details["opik_scoring_failed"] = True
-                raw = None if details.get("opik_scoring_failed") else result.value
-                return self._to_score(
-                    sample,
-                    ref,
-                    m.cls,
-                    raw,
-                    f"returned {result.value!r}",
-                    details=details,
-                    reason=result.reason,
-                    cost=meter.cost(),
-                    **common,
-                )
+    def error_text(self, e: BaseException) -> str:
+        return _cause(e)
+
+    async def evaluate(self, sample: Sample, ref: MetricRef, row: OpikMetric, details: dict[str, Any]) -> Outcome:
+        """``await metric.ascore(**kwargs)`` on a fresh, untracked metric; a result opik
+        marks ``scoring_failed`` is no value."""
+        result = await self.new_metric(ref.canonical, self.passed_params(ref)).ascore(**opik_kwargs(row, sample))
+        if getattr(result, "scoring_failed", False):
+            details["opik_scoring_failed"] = True
+        raw = None if details.get("opik_scoring_failed") else result.value
+        return Outcome(raw, f"returned {result.value!r}", reason=result.reason)
