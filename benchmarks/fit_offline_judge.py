@@ -1,8 +1,8 @@
-"""Fit the offline judge's faithfulness model and write ``unified/adapters/offline_judge.json``.
+"""Fit the offline judge's faithfulness model and write ``unified/adapters/embedding/offline_judge.json``.
 
     python benchmarks/fit_offline_judge.py --data /work/shared/data [--sources N]
            [--cache /tmp/candidates.json] [--features a,b,c] [--candidates]
-           [--out unified/adapters/offline_judge.json] [--dry-run] [--ignore-answered]
+           [--out unified/adapters/embedding/offline_judge.json] [--dry-run] [--ignore-answered]
            [--merge more_candidates.json]
 
 Data (human labels; none of it is in the repository):
@@ -363,7 +363,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--features", default=",".join(FEATURES), help="the features to fit, comma-separated")
     ap.add_argument("--candidates", action="store_true", help="print every candidate's AUC alone, then stop")
     ap.add_argument("--search", type=int, default=0, help="greedy forward selection: N steps from --features")
-    ap.add_argument("--out", type=Path, default=ROOT / "unified/adapters/offline_judge.json")
+    ap.add_argument("--out", type=Path, default=ROOT / "unified/adapters/embedding/offline_judge.json")
     ap.add_argument("--dry-run", action="store_true", help="print the table, write nothing")
     ap.add_argument(
         "--ignore-answered",

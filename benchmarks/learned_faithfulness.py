@@ -7,7 +7,7 @@ regularised logistic regression over the MiniLM vectors the backend already comp
 Same data, ``--sources`` selection and loading as ``benchmarks/fit_offline_judge.py``
 (its functions are imported), same vectors (``unified.judge.local.encode_both``, or a
 ``--vectors`` pickle of them, trimmed as that script trims), same signal code
-(``unified/adapters/embedding_signals.py``).
+(``unified/adapters/embedding/signals.py``).
 
 Per response sentence s (unit sentence vector u) against the context sentences (unit
 vectors v_j, each context's sentences in order):

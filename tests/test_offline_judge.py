@@ -129,7 +129,7 @@ def test_verdict_confidence_formula():
 
 
 def test_shipped_coefficients_match_the_features_and_the_script():
-    spec = json.loads((ROOT / "unified/adapters/offline_judge.json").read_text())
+    spec = json.loads((ROOT / "unified/adapters/embedding/offline_judge.json").read_text())
     model = spec["models"]["faithfulness"]
     assert tuple(model["features"]) == FEATURES and spec["script"] == "benchmarks/fit_offline_judge.py"
     assert set(model["auc"]["held_out"]) == {"ares", "summary", "data2txt"}

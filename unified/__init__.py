@@ -6,7 +6,7 @@ Every public name is loaded on first use (PEP 562), so ``import unified`` — an
 layer and its HTTP client only when a run starts.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.3.0.dev0"  # pyproject.toml and CHANGELOG.md say the same (tests/test_rooms.py)
 
 _LAZY = {
     "Sample": "unified.sample",

@@ -234,7 +234,7 @@ def unsupported_terms(text: str | None, vocabulary: Vocabulary) -> tuple[float, 
 # the source ("The context explains ...") instead of the subject. Both are what RAGAS calls
 # noncommittal (its answer relevancy scores them 0), and a claim about "the context" is not
 # a fact the context itself states. The list was written from ARES's negative rows (all 111
-# rows read, see unified/adapters/embedding.py's caveat); counting such sentences as unsupported
+# rows read, see unified/adapters/embedding/backend.py's caveat); counting such sentences as unsupported
 # lifts faithfulness AUC on the whole set from 0.76 (mean best cosine) to 0.88.
 _MISSING = (
     r"not (?:explicitly |directly |clearly )?(?:mentioned|stated|provided|specified|clear|"

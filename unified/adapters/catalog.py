@@ -201,3 +201,24 @@ def metric_name_table() -> str:
         cells.append(", ".join(others) or "—")
         lines.append(f"| `{metric_label(spec)}` | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _install(info: Any) -> str:
+    return "core" if info.extra is None else f"`.[{info.extra}]`"
+
+
+def _needs_judge(info: Any) -> str:
+    if not info.uses_judges:
+        return "no"
+    return "for LLM metrics" if info.custom_metrics else "yes"
+
+
+def backend_table_markdown() -> str:
+    """The backends page's table, generated from the rooms' facts: name (with its page),
+    install, whether it needs a judge, and what it is."""
+    lines = ["| backend | install | needs a judge | what it is |", "|---|---|---|---|"]
+    for name in builtin_backends():
+        info = backend_info(name)
+        page = f" ([details](backends/{info.doc}))" if info.doc else ""
+        lines.append(f"| `{name}` | {_install(info)} | {_needs_judge(info)} | {info.summary}{page} |")
+    return "\n".join(lines) + "\n"

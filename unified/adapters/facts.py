@@ -91,7 +91,8 @@ class BackendFacts:
     """One backend room, as the registry reads it.
 
     ``name``: the backend's name (``--backend NAME``); ``title``: the framework as its
-    users know it, with the version served (tables); ``backend``: the import path of its
+    users know it (tables, the docs' menu); ``summary``: what it is, in one line (the
+    backends page); ``backend``: the import path of its
     ``Backend`` class (``"unified.adapters.ragas.backend:RagasBackend"``); ``order``: its
     place in tables (built-ins: native 0, embedding 10, then the frameworks);
     ``metrics``: its table (canonical name → ``FrameworkMetric``), or the
@@ -115,6 +116,7 @@ class BackendFacts:
     order: int
     hint: str
     title: str = ""
+    summary: str = ""
     metrics: Mapping[str, FrameworkMetric] | frozenset[str] | str | None
     extra: str | None = None
     package: str | None = None

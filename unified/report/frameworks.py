@@ -7,7 +7,7 @@ Names. A metric's RAGAS column is the name ragas gives the collections metric th
 ``details['ragas_metric']``, else from the registry alias ``MetricSpec.aliases['ragas']``.
 A metric's DeepEval name is the metric's ``__name__`` in deepeval (``FaithfulnessMetric``
 -> ``Faithfulness``, ``ContextualRelevancyMetric`` -> ``Contextual Relevancy``; the GEval
-correctness rubric of ``unified/adapters/deepeval.py`` -> ``Correctness [GEval]``), from
+correctness rubric of ``unified/adapters/deepeval/__init__.py`` -> ``Correctness [GEval]``), from
 ``details['deepeval_metric']`` or the alias ``aliases['deepeval']``. A metric the
 framework has no name for keeps ours (``precision@3``). tests/test_report_frameworks.py
 checks these rules against the installed frameworks; nothing here imports them.
@@ -26,7 +26,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 SAMPLE_COLUMNS = ("user_input", "retrieved_contexts", "response", "reference")
-# unified/adapters/deepeval.py runs answer_correctness as GEval(name="Correctness", ...)
+# unified/adapters/deepeval/__init__.py runs answer_correctness as GEval(name="Correctness", ...)
 _GEVAL_NAME = "Correctness [GEval]"
 
 

@@ -77,6 +77,7 @@ DEEPEVAL_METRICS: dict[str, DeepEvalMetric] = {
 FACTS = BackendFacts(
     name="deepeval",
     title="DeepEval",
+    summary="DeepEval 4.3.1's metrics, called through deepeval itself over your judge",
     backend="unified.adapters.deepeval.backend:DeepEvalBackend",
     order=30,
     hint="the deepeval backend needs deepeval: pip install 'unified-rag-eval[deepeval]'",

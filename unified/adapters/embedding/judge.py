@@ -2,7 +2,7 @@
 its coefficients shipped as JSON (``offline_judge.json`` beside this module) and loaded at
 run time.
 
-    x_j   = the response's feature j (``embedding_signals.FEATURES``)
+    x_j   = the response's feature j (``signals.FEATURES``)
     c_j   = w_j · (x_j − μ_j) / σ_j            (standardised, so contributions compare)
     z     = b + Σ_j c_j,      p = 1 / (1 + e^(−z))
 

@@ -64,6 +64,7 @@ MLFLOW_JUDGES: dict[str, MlflowJudge] = {
 FACTS = BackendFacts(
     name="mlflow",
     title="MLflow 3 judges",
+    summary="MLflow 3's built-in GenAI judges over your judge",
     backend="unified.adapters.mlflow.backend:MlflowBackend",
     order=50,
     hint="the mlflow backend needs full mlflow 3: pip install 'unified-rag-eval[mlflow]'",

@@ -17,6 +17,7 @@ from unified.adapters.facts import BackendFacts
 FACTS = BackendFacts(
     name="native",
     title="native",
+    summary="our own metrics: deterministic IR metrics (`precision@k`, `recall@k`, `mrr`, `ndcg@k`, `hit_rate@k`) and dual-judge LLM metrics",
     backend="unified.adapters.native.backend:NativeBackend",
     order=0,
     hint="the native backend is part of unified-rag-eval; reinstall it",

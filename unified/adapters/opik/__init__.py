@@ -80,6 +80,7 @@ OPIK_METRICS: dict[str, OpikMetric] = {
 FACTS = BackendFacts(
     name="opik",
     title="Opik",
+    summary="Opik's RAG judge metrics over your judge",
     backend="unified.adapters.opik.backend:OpikBackend",
     order=40,
     hint="the opik backend needs opik: pip install 'unified-rag-eval[opik]'",

@@ -79,6 +79,7 @@ PHOENIX_METRICS: dict[str, PhoenixMetric] = {
 FACTS = BackendFacts(
     name="phoenix",
     title="Phoenix evals",
+    summary="Arize Phoenix evals' classification templates over your judge",
     backend="unified.adapters.phoenix.backend:PhoenixBackend",
     order=60,
     hint="the phoenix backend needs arize-phoenix-evals: pip install 'unified-rag-eval[phoenix]'",

@@ -79,21 +79,22 @@ RAGAS_METRICS: dict[str, RagasMetric] = {
         domain=COSINE,
         calls=(0, 0, 2),
     ),
-    # further collections metrics whose inputs a Sample has (no measured call count: the
-    # dry run says so instead of guessing)
-    "factual_correctness": RagasMetric(cls="FactualCorrectness", fields=_fields(RESP, REF), calls=None),
+    # further collections metrics whose inputs a Sample has (where no call count was
+    # measured, the dry run says so instead of guessing)
+    "factual_correctness": RagasMetric(cls="FactualCorrectness", fields=_fields(RESP, REF), calls=(4, 0, 0)),
     "context_utilization": RagasMetric(cls="ContextPrecisionWithoutReference", fields=_fields(Q, RESP, C), calls=None),
     "context_entity_recall": RagasMetric(cls="ContextEntityRecall", fields=_fields(REF, C), calls=None),
-    "answer_accuracy": RagasMetric(cls="AnswerAccuracy", fields=_fields(Q, RESP, REF), calls=None),
+    "answer_accuracy": RagasMetric(cls="AnswerAccuracy", fields=_fields(Q, RESP, REF), calls=(2, 0, 0)),
     # share of the response's claims that are wrong: lower is better, so it is inverted
     "noise_sensitivity": RagasMetric(
-        cls="NoiseSensitivity", fields=_fields(Q, RESP, REF, C), higher_is_better=False, calls=None
+        cls="NoiseSensitivity", fields=_fields(Q, RESP, REF, C), higher_is_better=False, calls=(3, 2, 0)
     ),
 }
 
 FACTS = BackendFacts(
     name="ragas",
     title="RAGAS 0.4 (collections)",
+    summary="RAGAS 0.4.3's collections metrics, called through ragas itself over your judge",
     backend="unified.adapters.ragas.backend:RagasBackend",
     order=20,
     hint="the ragas backend needs ragas: pip install 'unified-rag-eval[ragas]'",

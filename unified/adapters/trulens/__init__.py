@@ -82,6 +82,7 @@ def trulens_calls(refs: Sequence[Any], sample: Any, *, single_judge: bool = Fals
 FACTS = BackendFacts(
     name="trulens",
     title="TruLens",
+    summary="TruLens feedback functions through a provider over your judge",
     backend="unified.adapters.trulens.backend:TruLensBackend",
     order=70,
     hint="the trulens backend needs trulens-feedback: pip install 'unified-rag-eval[trulens]'",
