@@ -11,8 +11,11 @@ coders (backends; a unit with fewer values is not pairable and is left out)::
 
 with n = Σ_u m_u, δ(a, b) = (a − b)² for *interval* data (our 0–10 values) and [a ≠ b] for
 *nominal* data (pass/fail). The sums over ordered pairs are computed in closed form:
-Σ_{i≠j}(v_i − v_j)² = 2(m Σv² − (Σv)²) and Σ_{i≠j}[v_i ≠ v_j] = m² − Σ_c m_c².
-α = 1 is perfect agreement, 0 is what chance gives, < 0 systematic disagreement.
+Σ_{i≠j}(v_i − v_j)² = 2m Σ(v − v̄)² (centred: never below 0, so α ≤ 1 by construction —
+the uncentred 2(m Σv² − (Σv)²) loses its digits to cancellation and gave α = 1.75 on
+near-constant data) and Σ_{i≠j}[v_i ≠ v_j] = m² − Σ_c m_c². α = 1 is perfect agreement, 0
+is what chance gives, < 0 systematic disagreement. D_e at floating-point noise
+(``unified.analysis.stats.negligible``) is D_e = 0: no disagreement is possible.
 
 Test–retest ICC — the one-way random-effects, single-measurement form ICC(1,1) of Shrout &
 Fleiss (1979): repeats are exchangeable draws (no "repeat 1" effect is meaningful: the seeds
@@ -23,7 +26,10 @@ are arbitrary), so the model is x_ij = μ + s_i + e_ij. With n samples × k repe
     ICC(1,1) = (MSB − MSW) / (MSB + (k − 1) MSW)
     ICC(1,k) = (MSB − MSW) / MSB                  reliability of the mean of k (what Score.value is)
 
-Undefined (``unified.analysis.stats``'s rule) with n < 3, k < 2, or no variance at all.
+Undefined (``unified.analysis.stats``'s rule) with n < 3, k < 2, or no variance at all. With
+equal sample means but noise within samples (MSB = 0 < MSW) ICC(1,1) is −1/(k − 1), its
+floor — the repeats disagree more than the samples differ — and ICC(1,k) is undefined (it
+divides by MSB). MSB and MSW are compared with zero at the data's scale, never exactly.
 """
 
 from __future__ import annotations
@@ -32,7 +38,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from unified.analysis.stats import MIN_N, Stat, Undefined
+from unified.analysis.stats import MIN_N, Stat, Undefined, data_scale, negligible
 
 
 def _units(ratings: Sequence[Sequence[Any]]) -> list[list[Any]]:
@@ -58,7 +64,8 @@ def krippendorff_alpha(ratings: Sequence[Sequence[Any]], level: str = "interval"
     n = sum(len(u) for u in units)
     d_o = sum(_pair_sum(u, level) / (len(u) - 1) for u in units) / n
     d_e = _pair_sum([v for u in units for v in u], level) / (n * (n - 1))
-    if d_e <= 0.0:
+    scale = data_scale([v for u in units for v in u]) ** 2 if level == "interval" else 1.0
+    if negligible(d_e, scale):
         return Undefined("every value is the same: no disagreement is possible (D_e = 0)")
     return 1.0 - d_o / d_e
 
@@ -68,7 +75,8 @@ def _pair_sum(values: Sequence[Any], level: str) -> float:
     m = len(values)
     if level == "interval":
         v = np.asarray(values, dtype=float)
-        return float(2.0 * (m * float(v @ v) - float(v.sum()) ** 2))
+        centred = v - v.mean()
+        return float(2.0 * m * float(centred @ centred))
     counts: dict[Any, int] = {}
     for v in values:
         counts[v] = counts.get(v, 0) + 1
@@ -87,18 +95,32 @@ def icc_oneway(table: Sequence[Sequence[float]]) -> dict[str, Stat]:
     why: str | None = (
         f"n={n} < {MIN_N} samples with every repeat scored" if n < MIN_N else f"k={k} < 2 repeats" if k < 2 else None
     )
-    if why is None:
-        row_means = x.mean(axis=1)
-        msb = k * float(((row_means - x.mean()) ** 2).sum()) / (n - 1)
-        msw = float(((x - row_means[:, None]) ** 2).sum()) / (n * (k - 1))
-        if msb + (k - 1) * msw <= 0.0 or msb <= 0.0:
-            why = "every sample scored the same on every repeat: no variance to split"
-        else:
-            out["icc1"] = (msb - msw) / (msb + (k - 1) * msw)
-            out["icc1k"] = (msb - msw) / msb
-            return out
-    out["icc1"] = out["icc1k"] = Undefined(why)
+    if why is not None:
+        out["icc1"] = out["icc1k"] = Undefined(why)
+        return out
+    out.update(_icc_from_squares(x))
     return out
+
+
+def _icc_from_squares(x: np.ndarray) -> dict[str, Stat]:
+    """ICC(1,1) and ICC(1,k) of an n × k table from its mean squares (module docstring),
+    each undefined when what it divides by is noise at the data's scale."""
+    n, k = x.shape
+    row_means = x.mean(axis=1)
+    msb = k * float(((row_means - x.mean()) ** 2).sum()) / (n - 1)
+    msw = float(((x - row_means[:, None]) ** 2).sum()) / (n * (k - 1))
+    scale = data_scale(x.ravel()) ** 2
+    msb = 0.0 if negligible(msb, scale) else msb
+    msw = 0.0 if negligible(msw, scale) else msw
+    if msb == 0.0 and msw == 0.0:
+        none = Undefined("every sample scored the same on every repeat: no variance to split")
+        return {"icc1": none, "icc1k": none}
+    icc1k: Stat = (
+        (msb - msw) / msb
+        if msb > 0.0
+        else Undefined("the samples' means are all equal: ICC(1,k) divides by the between-sample variance")
+    )
+    return {"icc1": (msb - msw) / (msb + (k - 1) * msw), "icc1k": icc1k}
 
 
 def flip_probability(passes: Sequence[bool]) -> Stat:

@@ -14,6 +14,16 @@ a kappa or an AUC needs at least 2 distinct values on each side (it divides by a
 variance). A mean, a share, a difference need no variance and stay defined for constant
 values.
 
+Floating point: scores are on 0–10 and arithmetic on them errs by about 1e-15 of their
+size (10/3 · 3 is not 10; the mean of three 7.1s is not 7.1). A quantity a statistic
+divides by is therefore compared with zero at the data's own scale, never with ``== 0``::
+
+    negligible(x, scale)  ⇔  |x| ≤ REL_TOL · scale,   REL_TOL = 1e-9,  scale = max(1, max |v|)
+
+(squared quantities against scale²). Values that differ by less than that are one value:
+a "difference" of 1e-16 is noise, and a statistic built on it (a power analysis asking for
+1.7e33 samples, an ICC of −8.6e30, an alpha of 1.75) is a number without meaning.
+
 The statistics are written out here (a few lines each, formula in the docstring) rather
 than called from scipy, so a reader sees exactly what is reported; the tests check them
 against scipy and scikit-learn. numpy only.
@@ -32,6 +42,30 @@ Numbers = Sequence[Any] | np.ndarray
 
 UNDEFINED = "undefined"
 MIN_N = 3
+#: relative size under which a floating-point quantity is noise (module docstring)
+REL_TOL = 1e-9
+
+
+def data_scale(*arrays: Numbers) -> float:
+    """max(1, the largest |value|) of ``arrays``: the size floating-point noise is relative to."""
+    biggest = [float(np.max(np.abs(np.asarray(a, dtype=float)))) for a in arrays if len(a)]
+    return max([1.0, *biggest])
+
+
+def negligible(x: float, scale: float) -> bool:
+    """``|x| ≤ REL_TOL · scale``: zero up to floating-point noise at the data's scale (pass
+    scale² for a squared quantity such as a variance)."""
+    return abs(x) <= REL_TOL * scale
+
+
+def is_constant(values: Numbers) -> bool:
+    """Every value the same: exactly for categories, up to noise at the data's scale for
+    numbers (7.1 and 7.100000000000001 are one value)."""
+    arr = np.asarray(values)
+    if arr.dtype.kind not in "fiu":  # booleans, text: categories
+        return bool((arr == arr.flat[0]).all())
+    num = arr.astype(float)
+    return negligible(float(num.max() - num.min()), data_scale(num))
 
 
 class Undefined(str):
@@ -81,7 +115,7 @@ def undefined_reason(x: Numbers, y: Numbers | None = None, names: tuple[str, str
         if v is None:
             continue
         arr = np.asarray(v)
-        if bool((arr == arr.flat[0]).all()):
+        if is_constant(arr):
             return f"{name} has a single distinct value ({arr.flat[0].item()!r}) on all {n} samples"
     return None
 
@@ -116,7 +150,7 @@ def pearson(x: Numbers, y: Numbers) -> Stat:
     a = np.asarray(x, dtype=float) - np.mean(x)
     b = np.asarray(y, dtype=float) - np.mean(y)
     denom = math.sqrt(float(a @ a) * float(b @ b))
-    if denom == 0.0:  # distinct values that cancel in floating point
+    if negligible(denom, len(a) * data_scale(x) * data_scale(y)):  # distinct values that cancel
         return Undefined("zero variance in floating point")
     return float(min(1.0, max(-1.0, float(a @ b) / denom)))
 
@@ -144,7 +178,7 @@ def cohen_kappa(a: Numbers, b: Numbers) -> Stat:
     p_o = sum(x == y for x, y in zip(a, b)) / n
     pa, pb = sum(a) / n, sum(b) / n
     p_e = pa * pb + (1 - pa) * (1 - pb)
-    if p_e >= 1.0:
+    if negligible(1.0 - p_e, 1.0):
         return Undefined("chance agreement is 1")
     return (p_o - p_e) / (1 - p_e)
 
@@ -348,14 +382,15 @@ def n_for_power(diffs: Numbers, power: float = 0.8, alpha: float = 0.05) -> Stat
 
     with d̄ and s_d (ddof 1) the observed differences' mean and standard deviation. A
     planning figure: it treats the observed effect as the true one. Undefined when n < 3,
-    when d̄ = 0 (no effect to detect) or s_d = 0 (every difference equal)."""
+    when d̄ = 0 (no effect to detect) or s_d = 0 (every difference equal), both at the
+    data's scale (``negligible``)."""
     d = np.asarray(diffs, dtype=float)
     if len(d) < MIN_N:
         return Undefined(f"n={len(d)} < {MIN_N} paired samples")
-    mean, sd = float(d.mean()), float(d.std(ddof=1))
-    if mean == 0.0:
+    mean, sd, scale = float(d.mean()), float(d.std(ddof=1)), data_scale(d)
+    if negligible(mean, scale):
         return Undefined("the observed difference is 0: no effect to detect")
-    if sd == 0.0:
+    if negligible(sd, scale):
         return Undefined("every paired difference is the same: no variance to plan with")
     z = NormalDist()
     k = z.inv_cdf(1 - alpha / 2) + z.inv_cdf(power)
