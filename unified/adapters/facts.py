@@ -127,6 +127,7 @@ class BackendFacts:
     estimate: Estimate | str | None = None
     bound: Callable[[Any], float | None] | str | None = None
     objects: Sequence[ObjectReader] = ()
+    verdicts: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
     doc: str | None = None
 
     @property

@@ -30,7 +30,9 @@ import contextvars
 import math
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Coroutine, Mapping, TypeVar
+from typing import Any, Callable, ClassVar, Coroutine, Literal, Mapping, TypeVar, get_args, get_origin
+
+from pydantic import BaseModel, create_model
 
 from unified.adapters.base import Backend, missing_field_error, unknown_param_error
 from unified.adapters.facts import BackendFacts, FrameworkMetric
@@ -58,6 +60,49 @@ def run_blocking(factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
     ctx = contextvars.copy_context()
     with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(ctx.run, lambda: asyncio.run(factory())).result()
+
+
+#: (answer model's class name, field) -> the values a framework's prompt allows there
+Verdicts = Mapping[tuple[str, str], tuple[int, ...]]
+_strict: dict[tuple[type, int], type] = {}
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def strict_answer_model(model: type[M], verdicts: Verdicts) -> type[M]:
+    """``model`` with each numeric verdict field of ``verdicts`` narrowed to the values the
+    framework's prompt allows (``Literal[0, 1]``), nested models and lists of them too.
+
+    A framework that reads an integer verdict as a number or a truth value (ragas counts a
+    verdict of −3 as "faithful") would score an answer its metric never allows; asked with
+    the strict model, the judge layer validates the answer (one repair turn, as for any
+    invalid answer; nothing invalid is cached) and the task fails with what the judge said.
+    The strict class subclasses ``model``, so the framework's own type checks still hold.
+    A model with nothing to narrow is returned as it is."""
+    key = (model, id(verdicts))
+    if key not in _strict:
+        fields: dict[str, Any] = {}
+        for name, info in model.model_fields.items():
+            narrowed = _narrow(model.__name__, name, info.annotation, verdicts)
+            if narrowed is not info.annotation:
+                fields[name] = (narrowed, info)
+        _strict[key] = create_model(model.__name__, __base__=model, **fields) if fields else model
+    return _strict[key]
+
+
+def _narrow(owner: str, field: str, annotation: Any, verdicts: Verdicts) -> Any:
+    """A field's type with verdicts narrowed (a nested model, a list of models)."""
+    allowed = verdicts.get((owner, field))
+    if allowed is not None:
+        return Literal[allowed]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return strict_answer_model(annotation, verdicts)
+    if get_origin(annotation) is list:
+        (item,) = get_args(annotation) or (Any,)
+        narrowed = _narrow(owner, field, item, verdicts)
+        return annotation if narrowed is item else list[narrowed]  # type: ignore[valid-type]
+    return annotation
 
 
 @dataclass

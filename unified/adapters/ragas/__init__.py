@@ -91,6 +91,20 @@ RAGAS_METRICS: dict[str, RagasMetric] = {
     ),
 }
 
+#: ragas's integer verdicts and the values its prompts allow. ragas reads them as numbers or
+#: truth values (a verdict of -3 counts as "faithful", a noncommittal of 11 as noncommittal),
+#: so the judge is held to them: an answer outside fails the task (tests/test_ragas_backend.py
+#: checks that every integer field of the served metrics' answer models is listed here)
+VERDICTS: dict[tuple[str, str], tuple[int, ...]] = {
+    ("StatementFaithfulnessAnswer", "verdict"): (0, 1),
+    ("ContextPrecisionOutput", "verdict"): (0, 1),
+    ("AnswerRelevanceOutput", "noncommittal"): (0, 1),
+    ("ContextRecallClassification", "attributed"): (0, 1),
+    ("ContextRelevanceOutput", "rating"): (0, 1, 2),
+    ("ResponseGroundednessOutput", "rating"): (0, 1, 2),
+    ("AnswerAccuracyOutput", "rating"): (0, 2, 4),
+}
+
 FACTS = BackendFacts(
     name="ragas",
     title="RAGAS 0.4 (collections)",
@@ -123,5 +137,6 @@ FACTS = BackendFacts(
             target="unified.adapters.ragas.objects:records",
         ),
     ),
+    verdicts=VERDICTS,
     doc="ragas.md",
 )

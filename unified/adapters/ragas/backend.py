@@ -36,7 +36,7 @@ from pydantic import BaseModel  # noqa: E402
 from ragas.embeddings.base import BaseRagasEmbedding  # noqa: E402
 from ragas.llms.base import InstructorBaseRagasLLM  # noqa: E402
 
-from unified.adapters.framework import FrameworkBackend, Outcome, run_blocking  # noqa: E402
+from unified.adapters.framework import FrameworkBackend, Outcome, run_blocking, strict_answer_model  # noqa: E402
 from unified.adapters.ragas import FACTS, RagasMetric  # noqa: E402
 from unified.judge.base import Judges  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
@@ -99,8 +99,11 @@ class JudgeRagasLLM(InstructorBaseRagasLLM):
         self.provider = "unified"
 
     async def agenerate(self, prompt: str, response_model: type[T]) -> T:
+        """The judge's answer to ``prompt`` as ``response_model``, its integer verdicts held
+        to the values ragas's prompts allow (``FACTS.verdicts``)."""
+        strict = strict_answer_model(response_model, FACTS.verdicts)
         try:
-            answer = await self.judges.require_chat().ask([{"role": "user", "content": prompt}], response_model)
+            answer = await self.judges.require_chat().ask([{"role": "user", "content": prompt}], strict)
         except Exception as e:
             _note_error(e)
             raise

@@ -95,7 +95,10 @@ class JudgeTruLensProvider(LLMProvider):
         chat = self._judges.require_chat()
         if response_format is not None:
             return await chat.ask(messages, response_format)
-        return await chat.ask_text(messages)
+        text = await chat.ask_text(messages)
+        if (problem := negative_rating(text)) is not None:
+            raise ValueError(problem)
+        return text
 
     def _create_chat_completion(
         self,
@@ -112,6 +115,24 @@ class JudgeTruLensProvider(LLMProvider):
             return asyncio.run(coro)
         ctx = (self._context or contextvars.copy_context()).copy()  # one Context per thread
         return ctx.run(asyncio.run_coroutine_threadsafe, coro, self._loop).result()
+
+
+#: a number with a minus sign: TruLens's rating parser reads the digits and drops the sign
+_NEGATIVE = re.compile(r"(?<![\w.])[-−–]\s*\d+(?:\.\d+)?")
+
+
+def negative_rating(text: str) -> str | None:
+    """Why a free-text rating cannot be handed to TruLens, or None. TruLens reads a rating
+    out of the text with a pattern that has no sign: "-3" is read as 3 and "-1" (TruLens's
+    own "could not grade") as 1, each a confident score. Every TruLens scale starts at 0,
+    so a negative number in a rating answer is out of scale: the task fails saying what the
+    judge answered."""
+    found = _NEGATIVE.search(text)
+    if found is None:
+        return None
+    return (
+        f"the judge answered a negative rating ({found.group(0).strip()!r}), which TruLens would read without its sign"
+    )
 
 
 # ---------------------------------------------------------------- how each row is called
