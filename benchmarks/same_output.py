@@ -22,17 +22,32 @@ and an empty ranking.
 After each step it compares ``scores.jsonl`` (bytes), ``summary.json`` without
 ``timings``, stdout without the wall seconds, stderr, ``report.html`` without the
 generation time, the run's wall and the plots' SVG date, ``index.json``'s key and
-aggregates, ``scores.parquet``'s rows, and the exit code. Prints each difference; exits 1
+aggregates, ``scores.parquet``'s rows, and the exit code. Prints each difference (for
+``scores.jsonl``, the tasks whose lines differ: value and calls in each tree); exits 1
 if there is one.
 
     python benchmarks/same_output.py --against /work/main [--n 1500]
+
+Judged metrics: ``--judge`` starts the loopback judge (``tests/judge_server.py``, whose
+answers are a pure function of the request, with the frameworks' answer modules) and
+runs with ``--base-url``/``--embedding`` on it and ``--no-cache``, so every request
+reaches it; the seconds judge calls took (``cost.seconds``, busy-s, task seconds) are
+masked, and score lines and Parquet rows are compared sorted (tasks finish in an order
+of their own). ``--input FILE`` scores a file of your own instead of the hostile rows (they
+have no contexts to judge), ``--metrics`` other metrics, e.g.
+
+    python benchmarks/same_output.py --against /tmp/before --judge \
+        --input examples/data/rag_examples.jsonl \
+        --metrics faithfulness,answer_relevancy,context_relevancy,context_recall,context_precision
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
+import os
 import random
 import re
 import shutil
@@ -40,7 +55,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 METRICS = "precision@5,ndcg@10"
@@ -86,6 +101,22 @@ def hostile_rows(n: int, seed: int = 5) -> list[str]:
     return lines
 
 
+_SECONDS = re.compile(rb'"seconds":[-+0-9.eE]+')
+_BUSY_CELL = re.compile(r"(\d+(?:\.\d+)?)( │)$")  # the table's last column, busy-s
+
+
+def _no_seconds(obj: Any) -> Any:
+    """``obj`` with every ``seconds`` (a judge call's time) set to 0, in JSON text too
+    (scores.parquet keeps ``cost`` as a JSON string)."""
+    if isinstance(obj, dict):
+        return {k: 0 if k == "seconds" else _no_seconds(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_no_seconds(v) for v in obj]
+    if isinstance(obj, str) and '"seconds":' in obj:
+        return _SECONDS.sub(b'"seconds":0', obj.encode()).decode()
+    return obj
+
+
 def python_of(tree: Path) -> str:
     """The tree's own venv python when it has one: an editable install maps
     ``unified.adapters`` to the tree it was installed from, whatever ``sys.path`` says,
@@ -107,6 +138,8 @@ def _clean_text(text: str, folder: Path) -> str:
     # change in the table's own alignment still shows
     text = re.sub(r"^ +(.*wall Xs) *$", r"\1", text, flags=re.M)
     text = re.sub(r"^progress: .*\n", "", text, flags=re.M)  # the periodic lines come every 10 s of wall
+    if "busy-s" in text:  # judge calls' seconds, right-aligned in a column as wide as its header
+        text = "\n".join(_BUSY_CELL.sub(lambda m: "X".rjust(len(m[1])) + m[2], line) for line in text.split("\n"))
     return re.sub(r"\d+(\.\d+)? ?s\b", "Xs", text) if "nothing to do" in text else text
 
 
@@ -116,6 +149,13 @@ def _html(path: Path) -> str:
     text = path.read_text(encoding="utf-8")
     text = re.sub(r"generated \d{4}-\d\d-\d\dT[\d:+]+", "generated X", text)
     text = re.sub(r"<dc:date>[^<]*</dc:date>", "", text)
+    # the spend table's task seconds: the time judge calls took
+    text = re.sub(
+        r"<th>task seconds</th></tr>.*?</table>",
+        lambda m: re.sub(r"<td class='num'>[\d.]+</td></tr>", "<td class='num'>X</td></tr>", m[0]),
+        text,
+        flags=re.S,
+    )
     return re.sub(r"run time \d+(\.\d+)? s", "run time X", text)
 
 
@@ -124,44 +164,56 @@ def _summary(path: Path) -> Any:
         return "<absent>"
     data = json.loads(path.read_text(encoding="utf-8"))
     data.pop("timings", None)
-    return data
+    return _no_seconds(data)
 
 
 def _index(path: Path) -> Any:
     if not path.exists():
         return "<absent>"
     data = json.loads(path.read_text(encoding="utf-8"))
-    return {k: data.get(k) for k in ("key", "aggregates")}
+    return _no_seconds({k: data.get(k) for k in ("key", "aggregates")})
 
 
-def _parquet(path: Path) -> Any:
+def _parquet(path: Path, ordered: bool) -> Any:
     if not path.exists():
         return "<absent>"
     import pyarrow.parquet as pq
 
-    return pq.read_table(path).to_pylist()
+    rows = _no_seconds(pq.read_table(path).to_pylist())
+    return rows if ordered else sorted(rows, key=lambda r: json.dumps(r, sort_keys=True, default=str))
 
 
-def snapshot(folder: Path, rc: int, out: str, err: str) -> dict[str, Any]:
-    """What one step left behind, with the parts that may differ (times, paths) masked."""
-    scores = folder / "scores.jsonl"
+def _scores(path: Path, ordered: bool) -> bytes:
+    if not path.exists():
+        return b"<absent>"
+    data = _SECONDS.sub(b'"seconds":0', path.read_bytes())
+    return data if ordered else b"".join(sorted(data.splitlines(keepends=True)))
+
+
+def snapshot(folder: Path, rc: int, out: str, err: str, ordered: bool = True) -> dict[str, Any]:
+    """What one step left behind, with the parts that may differ (times, paths) masked;
+    not ``ordered``: score lines and rows compared sorted (with judge calls, tasks finish
+    in an order of their own)."""
     return {
         "exit code": rc,
         "stdout": _clean_text(out, folder),
         "stderr": _clean_text(err, folder),
-        "scores.jsonl": scores.read_bytes() if scores.exists() else b"<absent>",
+        "scores.jsonl": _scores(folder / "scores.jsonl", ordered),
         "summary.json": _summary(folder / "summary.json"),
         "report.html": _html(folder / "report.html"),
         "index.json": _index(folder / "index.json"),
-        "scores.parquet": _parquet(folder / "scores.parquet"),
+        "scores.parquet": _parquet(folder / "scores.parquet", ordered),
     }
 
 
-def cut_like_kill9(folder: Path) -> None:
+def cut_like_kill9(folder: Path, ordered: bool = True) -> None:
     """The state a kill -9 mid-run leaves: a third of the lines, a torn last line, no
-    derived files (a run removes them before it changes the folder)."""
+    derived files (a run removes them before it changes the folder). Not ``ordered``
+    (judge calls: tasks finish in an order of their own), the lines are sorted first, so
+    that both trees resume the same tasks."""
     scores = folder / "scores.jsonl"
     lines = scores.read_bytes().splitlines(keepends=True)
+    lines = lines if ordered else sorted(lines)
     keep = lines[: len(lines) // 3]
     scores.write_bytes(b"".join(keep) + lines[len(keep)][: len(lines[len(keep)]) // 2])
     for name in ("index.json", "scores.parquet", "summary.json", "report.html"):
@@ -169,7 +221,9 @@ def cut_like_kill9(folder: Path) -> None:
 
 
 def change_input(src: Path, dst: Path) -> None:
-    lines = src.read_text(encoding="utf-8").splitlines()[:-25]
+    """Rows edited (every 40th of the file) and the last 60th of them removed."""
+    lines = src.read_text(encoding="utf-8").splitlines()
+    lines = lines[: -max(1, len(lines) // 60)]
     for i in range(0, len(lines), max(1, len(lines) // 40)):
         try:
             row = json.loads(lines[i])
@@ -180,44 +234,108 @@ def change_input(src: Path, dst: Path) -> None:
     dst.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
+def _tasks(data: bytes) -> dict[tuple, dict]:
+    """scores.jsonl's lines by task (sample, metric, backend); unreadable lines by number."""
+    out: dict[tuple, dict] = {}
+    for i, line in enumerate(data.splitlines()):
+        try:
+            row = json.loads(line)
+            out[(row.get("sample_id"), row.get("metric"), row.get("backend"))] = row
+        except (json.JSONDecodeError, AttributeError):
+            out[("line", i)] = {"raw": line[:80]}
+    return out
+
+
+def _brief(row: dict | None, other: dict | None) -> str:
+    """A line's value and calls, and the fields (``details.*`` one level down) that
+    differ from ``other``'s."""
+    if row is None:
+        return "absent"
+    text = f"value {row.get('value')}, calls {(row.get('cost') or {}).get('calls', 0)}"
+    if row.get("error"):
+        text += f", error {row['error'][:60]!r}"
+    if other is not None:
+        paths = [k for k in {**other, **row} if k != "details" and row.get(k) != other.get(k)]
+        mine, theirs = row.get("details") or {}, other.get("details") or {}
+        paths += [f"details.{k}" for k in {**theirs, **mine} if mine.get(k) != theirs.get(k)]
+        text += f" [{', '.join(paths)} differ]"
+    return text
+
+
+def show_difference(part: str, this: Any, other: Any, limit: int = 12) -> None:
+    """What differs in ``part``: for scores.jsonl the tasks whose lines differ (each
+    tree's value and calls), for text the first lines of a diff."""
+    if part == "scores.jsonl" and isinstance(this, bytes) and isinstance(other, bytes):
+        mine, theirs = _tasks(this), _tasks(other)
+        keys = [k for k in {**theirs, **mine} if mine.get(k) != theirs.get(k)]
+        print(f"    {len(keys)} of {len(mine)} tasks differ (other -> this):")
+        for key in keys[:limit]:
+            print(f"    {key}: {_brief(theirs.get(key), None)} -> {_brief(mine.get(key), theirs.get(key))}")
+    elif isinstance(this, str) and isinstance(other, str):
+        for line in list(difflib.unified_diff(other.splitlines(), this.splitlines(), lineterm="", n=0))[2:8]:
+            print(f"    {line[:200]}")
+
+
+@contextlib.contextmanager
+def loopback_judge(on: bool) -> Iterator[list[str]]:
+    """The CLI flags of a run on the loopback judge, with it started (no flags when off)."""
+    if not on:
+        yield []
+        return
+    sys.path.insert(0, str(ROOT / "tests"))
+    from judge_server import JudgeServer, framework_answers
+
+    os.environ.setdefault("OPENAI_API_KEY", "loopback-no-key")  # the server ignores it; the client wants one
+    with JudgeServer(answer_fn=framework_answers) as srv:
+        url = srv.base_url
+        # no judge cache: every request reaches the server, so what each tree asks decides what it writes
+        yield [
+            *("--base-url", url, "--model", "loopback", "--no-cache"),
+            *("--embedding", url, "--embedding-model", "loopback-embed"),
+        ]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--against", type=Path, required=True, help="the other tree (e.g. /work/main)")
     ap.add_argument("--this", type=Path, default=ROOT, help="this tree (default: the one holding this script)")
     ap.add_argument("--n", type=int, default=1500, help="input rows")
+    ap.add_argument("--input", type=Path, help="score this file instead of the hostile rows")
+    ap.add_argument("--metrics", default=METRICS, help=f"the run's metrics (default {METRICS})")
+    ap.add_argument("--judge", action="store_true", help="run on the loopback judge, without a judge cache")
     args = ap.parse_args()
     trees = {"this": args.this.resolve(), "other": args.against.resolve()}
     work = Path(tempfile.mkdtemp(prefix="same_output_"))
-    data = work / "hostile.jsonl"
-    data.write_text("\n".join(hostile_rows(args.n)) + "\n", encoding="utf-8")
+    data = work / "input.jsonl"
+    if args.input is not None:
+        shutil.copyfile(args.input, data)
+    else:
+        data.write_text("\n".join(hostile_rows(args.n)) + "\n", encoding="utf-8")
     changed = work / "changed.jsonl"
     change_input(data, changed)
     steps = [("first run", data, None), ("rerun", data, None), ("resume after kill -9", data, cut_like_kill9)]
     steps.append(("changed input", changed, None))
     differences = 0
-    for name, src, before in steps:
-        got = {}
-        for label, tree in trees.items():
-            # each tree's folder is moved to the one path for its run: paths in the outputs agree
-            folder, kept = work / "out", work / f"out_{label}"
-            if kept.exists():
-                kept.rename(folder)
-            if before is not None:
-                before(folder)
-            rc, out, err = run_cli(tree, ["run", str(src), "-m", METRICS, "--out", str(folder)], work)
-            got[label] = snapshot(folder, rc, out, err)
-            folder.rename(kept)
-        for part in got["this"]:
-            same = got["this"][part] == got["other"][part]
-            differences += not same
-            print(f"{name:22s} {part:15s} {'same' if same else 'DIFFERENT'}")
-            if not same and isinstance(got["this"][part], str):
-                for line in list(
-                    difflib.unified_diff(
-                        got["other"][part].splitlines(), got["this"][part].splitlines(), lineterm="", n=0
-                    )
-                )[2:8]:
-                    print(f"    {line[:200]}")
+    with loopback_judge(args.judge) as judge:
+        flags = ["-m", args.metrics, *judge]
+        for name, src, before in steps:
+            got = {}
+            for label, tree in trees.items():
+                # each tree's folder is moved to the one path for its run: paths in the outputs agree
+                folder, kept = work / "out", work / f"out_{label}"
+                if kept.exists():
+                    kept.rename(folder)
+                if before is not None:
+                    before(folder, ordered=not args.judge)
+                rc, out, err = run_cli(tree, ["run", str(src), *flags, "--out", str(folder)], work)
+                got[label] = snapshot(folder, rc, out, err, ordered=not args.judge)
+                folder.rename(kept)
+            for part in got["this"]:
+                same = got["this"][part] == got["other"][part]
+                differences += not same
+                print(f"{name:22s} {part:15s} {'same' if same else 'DIFFERENT'}")
+                if not same:
+                    show_difference(part, got["this"][part], got["other"][part])
     print(f"{differences} difference(s); folders in {work}")
     if differences == 0:
         shutil.rmtree(work, ignore_errors=True)

@@ -134,9 +134,10 @@ async def test_extractions_are_shared_across_score_calls_through_the_cache(judge
         retrieved_contexts=["The Seine flows through Paris."],
     )
     backend = NativeBackend(loopback_judges(judge_server, tmp_path / "c.sqlite"))
-    await backend.score(s, parse_metrics("faithfulness"))  # response claims + 2 verifications
-    assert judge_server.chat_count == 3
+    # response and reference claims (the verification asks both) + 2 verifications
+    await backend.score(s, parse_metrics("faithfulness"))
+    assert judge_server.chat_count == 4
     judge_server.reset_counts()
     [ac] = await backend.score(s, parse_metrics("answer_correctness"))
-    assert ac.ok and ac.cost.cache_hits == 1  # the response claims come from the cache
-    assert judge_server.chat_count == 1 + 2  # reference claims + comparison A/B
+    assert ac.ok and ac.cost.cache_hits == 2  # both claim lists come from the cache
+    assert judge_server.chat_count == 2  # comparison A/B

@@ -90,17 +90,30 @@ async def test_fused_calls_are_charged_to_the_first_metric_and_noted_as_shared()
     assert "relevance" in a_text and "REFERENCE ANSWER" in a_text
 
 
-async def test_each_metric_alone_uses_its_own_smaller_prompt():
+def _texts(calls, prefix):
+    return ["\n".join(m["content"] for m in msgs) for name, msgs in calls if name.startswith(prefix)]
+
+
+async def test_a_fused_step_asks_what_the_sample_allows_not_what_was_requested():
     judges, j, _ = bundle()
-    await NativeBackend(judges).score(make(3), parse_metrics("context_relevancy"))
-    schemas = [(name, msgs) for name, msgs in j.calls]
-    assert [n for n, _ in schemas] == ["ContextJudgementA", "ContextJudgementB"]
-    user_text = schemas[0][1][-1]["content"]
-    assert "The Seine." not in user_text  # relevance alone never shows the reference
+    with_ref, without_ref = make(3), make(3).model_copy(update={"reference": None})
+    await NativeBackend(judges).score(with_ref, parse_metrics("context_relevancy"))
+    alone = _texts(j.calls, "ContextJudgementA")
     j.calls.clear()
-    await NativeBackend(judges).score(make(3), parse_metrics("context_recall"))
-    verify = [m for n, m in j.calls if n.startswith("Verification")]
-    assert len(verify) == 2 and "STATEMENTS FROM THE RESPONSE" not in verify[0][-1]["content"]
+    await NativeBackend(judges).score(with_ref, parse_metrics("context_relevancy,context_precision"))
+    assert alone == _texts(j.calls, "ContextJudgementA") and "REFERENCE ANSWER: The Seine." in alone[0]
+    j.calls.clear()
+    await NativeBackend(judges).score(without_ref, parse_metrics("context_relevancy"))
+    assert [n for n, _ in j.calls] == ["ContextJudgementA", "ContextJudgementB"]
+    assert "REFERENCE" not in _texts(j.calls, "ContextJudgementA")[0]  # usefulness needs a reference
+    j.calls.clear()
+    await NativeBackend(judges).score(with_ref, parse_metrics("context_recall"))
+    assert [n for n, _ in j.calls].count("ClaimList") == 2  # the response's claims too
+    assert "STATEMENTS FROM THE RESPONSE" in _texts(j.calls, "VerificationA")[0]
+    j.calls.clear()
+    await NativeBackend(judges).score(without_ref, parse_metrics("faithfulness"))
+    assert [n for n, _ in j.calls].count("ClaimList") == 1
+    assert "STATEMENTS FROM THE REFERENCE" not in _texts(j.calls, "VerificationA")[0]
 
 
 async def test_extraction_prompt_is_identical_whichever_metric_asks():
@@ -275,4 +288,4 @@ async def test_planned_chat_calls_matches_what_a_sample_really_costs(single):
     refs = parse_metrics(CORE + ",answer_correctness,hallucination")
     judges, j, _ = bundle(single)
     await NativeBackend(judges).score(make(4), refs)
-    assert sum(c[0] for c in estimate_calls(refs, None, single_judge=single) if c) == len(j.calls)
+    assert sum(c[0] for c in estimate_calls(refs, make(4), single_judge=single) if c) == len(j.calls)

@@ -1,11 +1,12 @@
 """A native value never depends on the run's fault history.
 
 The native backend asks one verification call for faithfulness and context_recall (and
-one contexts call for context_relevancy and context_precision). Asked without a sibling's
-section, the call is another prompt, and a judge answers another prompt otherwise: the
-loopback server seeds its synthesised answer with the request's text, as any judge's
-answer depends on its prompt. So a retried metric must be asked as a clean run asks it.
-Plumbing only: the answers are synthesised, never evidence of judgment quality."""
+one contexts call for context_relevancy and context_precision). Asked without a section,
+the call is another prompt, and a judge answers another prompt otherwise: the loopback
+server seeds its synthesised answer with the request's text, as any judge's answer
+depends on its prompt. So a retried metric must be asked as a clean run asks it: the
+fused calls ask what the sample allows, whichever metrics are scored (the canonical
+plan). Plumbing only: the answers are synthesised, never evidence of judgment quality."""
 
 from __future__ import annotations
 
@@ -25,10 +26,13 @@ DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples
 KEY = "sk-loopback-retry-prompts"
 
 
-def _run(srv, out, cache, **kw):
+FUSED = "faithfulness,context_recall,context_relevancy,context_precision"
+
+
+def _run(srv, out, cache, metrics=FUSED, **kw):
     return evaluate(
         str(DATA),
-        "faithfulness,context_recall,context_relevancy,context_precision",
+        metrics,
         ["native"],
         judge=JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0),
         out=out,
@@ -43,18 +47,21 @@ def _values(report):
     return {(s.sample_id, s.metric): (s.value, s.error) for s in report.iter_scores()}
 
 
-@pytest.mark.parametrize("seed", [3, 11])
-def test_values_after_faults_and_retry_equal_a_clean_run(seed, tmp_path, monkeypatch):
+@pytest.mark.parametrize("seed, metrics", [(3, FUSED), (11, FUSED), (5, "context_precision,faithfulness")])
+def test_values_after_faults_and_retry_equal_a_clean_run(seed, metrics, tmp_path, monkeypatch):
+    # the clean run scores the four metrics whose calls are fused; the faulty one, retried,
+    # the same four or two of them (one of each fused call): the same values either way
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with JudgeServer(fault_rate=0.15, faults=("500",), seed=seed) as srv:
-        first = _run(srv, tmp_path / "run", tmp_path / "c.sqlite")
+        first = _run(srv, tmp_path / "run", tmp_path / "c.sqlite", metrics)
         failed = {k for k, (v, err) in _values(first).items() if err}
         assert failed, "the faults must fail some tasks for the test to mean anything"
         srv.fault_rate = 0.0
-        retried = _run(srv, tmp_path / "run", tmp_path / "c.sqlite", retry_errors=True)
+        retried = _run(srv, tmp_path / "run", tmp_path / "c.sqlite", metrics, retry_errors=True)
         clean = _run(srv, tmp_path / "clean", tmp_path / "clean.sqlite")
     got, want = _values(retried), _values(clean)
     assert not [e for _, e in want.values() if e and "missing" not in e and "no retrieved" not in e]
+    want = {k: v for k, v in want.items() if k[1] in metrics.split(",")}
     assert got.keys() == want.keys()
     differ = {k: (got[k], want[k]) for k in want if got[k] != want[k]}
     assert not differ, f"{len(differ)} of {len(want)} values depend on the faults: {sorted(differ.items())[:3]}"
@@ -82,7 +89,38 @@ async def test_an_extraction_failure_fails_the_fused_call_for_every_metric_it_se
     assert asked and all(json.dumps(sample.response)[1:-1] in a or reference in a for a in asked)  # no verification
 
 
-async def test_a_metric_scored_with_its_companions_is_asked_the_prompts_of_the_full_set(tmp_path, monkeypatch):
+async def test_a_failed_extraction_only_the_canonical_plan_asks_fails_the_metric_and_its_retry_is_clean(
+    tmp_path, monkeypatch
+):
+    # faithfulness alone: the reference's claims are asked for its verification only; when
+    # their extraction fails, faithfulness fails (never verified on the response alone),
+    # pays for what was sent, and once retried it has its clean value beside the others
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    sample = next(s for s in read_samples(DATA) if s.has("reference") and s.has("response"))
+    reference = json.dumps(sample.reference)[1:-1]
+
+    def break_reference_extraction(body):
+        return "<html>bad gateway</html>" if reference in json.dumps(body.get("messages", [])) else None
+
+    faithfulness = parse_metrics("faithfulness")
+    with JudgeServer(raw_fn=break_reference_extraction) as srv:
+        backend = NativeBackend(build_judges(JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0)))
+        (failed,) = await backend.score(sample, faithfulness)
+        assert failed.value is None and failed.error.startswith("verify not asked: claims reference extraction")
+        assert failed.cost.calls == srv.chat_count == 2  # both extractions, no verification
+        srv.raw_fn = None
+        srv.reset_counts()
+        (retried,) = await backend.score(sample, faithfulness)
+        asked = [str(b["messages"]) for b in srv.requests]
+        srv.reset_counts()
+        beside = await backend.score(sample, parse_metrics("faithfulness,context_recall,context_precision"))
+        asked_beside = [str(b["messages"]) for b in srv.requests]
+    assert retried.ok and retried.value == beside[0].value
+    assert len(asked) == 4 and set(asked) <= set(asked_beside)
+
+
+async def test_a_metric_scored_alone_is_asked_the_prompts_of_the_full_set(tmp_path, monkeypatch):
+    # what a retry or a resume scoring context_recall alone asks: its value is the first run's
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     sample = next(s for s in read_samples(DATA) if s.has("reference") and s.has("response"))
     both = parse_metrics("faithfulness,context_recall")
@@ -91,19 +129,14 @@ async def test_a_metric_scored_with_its_companions_is_asked_the_prompts_of_the_f
         together = await backend.score(sample, both)
         prompts_together = sorted(str(b["messages"]) for b in srv.requests)
         srv.reset_counts()
-        alone = await backend.score(sample, both[1:])
+        (alone,) = await backend.score(sample, both[1:])
         prompts_alone = sorted(str(b["messages"]) for b in srv.requests)
-        srv.reset_counts()
-        (with_companion,) = await backend.score_with(sample, both[1:], both[:1])
-        prompts_with = sorted(str(b["messages"]) for b in srv.requests)
-    assert prompts_with == prompts_together != prompts_alone  # the first run's calls, all of them
-    assert with_companion.value == together[1].value and with_companion.metric == "context_recall"
-    # the extraction only the companion needs is paid by the metric scored now
-    assert with_companion.cost.calls == len(prompts_with) == 4
-    shared = with_companion.details["shared_steps"]
-    assert shared["verify"]["asked_with_scored_earlier"] == ["faithfulness"]
-    assert shared["claims:response"] == {"charged_to": "context_recall", "asked_for": "verify"}
-    assert alone[0].cost.calls == len(prompts_alone) == 3
+    assert prompts_alone == prompts_together  # the same calls, all of them
+    assert alone.value == together[1].value and alone.metric == "context_recall"
+    # the extraction only faithfulness reads is paid by the metric scored now, and noted
+    assert alone.cost.calls == len(prompts_alone) == 4
+    assert alone.details["shared_steps"]["claims:response"] == {"charged_to": "context_recall", "asked_for": "verify"}
+    assert together[1].cost.calls == 1 and "asked_for" not in str(together[1].details["shared_steps"])
 
 
 def test_a_group_sent_to_a_ray_actor_keeps_what_scoring_reads():
@@ -141,8 +174,8 @@ def test_a_group_sent_to_a_ray_actor_keeps_what_scoring_reads():
 @pytest.mark.parametrize("repeats", [1, 2])
 def test_a_metric_added_to_a_folder_is_asked_with_the_metrics_it_holds(repeats, tmp_path, monkeypatch):
     # context_recall added to a folder of faithfulness scores: its verification is the
-    # clean two-metric run's call (faithfulness's own values stay those of its solo run:
-    # another configuration, see docs/run-promises.md)
+    # clean two-metric run's call, and faithfulness's values from its solo run are those
+    # of the two-metric run too
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
 
     def run(srv, out, metrics):
@@ -156,13 +189,13 @@ def test_a_metric_added_to_a_folder_is_asked_with_the_metrics_it_holds(repeats, 
         run(srv, tmp_path / "grown", "faithfulness")
         grown = run(srv, tmp_path / "grown", "faithfulness,context_recall")
         clean = run(srv, tmp_path / "clean", "faithfulness,context_recall")
-    got = {s.sample_id: s.value for s in grown.iter_scores() if s.metric == "context_recall"}
-    want = {s.sample_id: s.value for s in clean.iter_scores() if s.metric == "context_recall"}
-    assert len(got) == 10 and got == want
+    got = {(s.sample_id, s.metric): s.value for s in grown.iter_scores()}
+    want = {(s.sample_id, s.metric): s.value for s in clean.iter_scores()}
+    assert len(got) == 20 and got == want
 
 
 #: PROMPTS_VERSION -> the digest of the prompt and answer-schema sources it names
-PROMPT_PINS = {3: "7ae8dd93c5782b25"}
+PROMPT_PINS = {3: "c2d799e9da540c64"}
 
 
 def test_a_prompt_change_comes_with_a_new_prompts_version():

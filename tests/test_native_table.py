@@ -144,7 +144,10 @@ def test_toy_metric_is_in_the_call_estimate(toy, single, per_sample):
     by = {r["metric"]: r for r in est}
     assert by["toy_politeness"]["calls"] == per_sample * len(rows)
     assert by["toy_politeness"]["embedding_calls"] == 0 and by["toy_politeness"]["input_tokens"] > 0
-    assert by["faithfulness"]["calls"] == (1 + per_sample) * len(rows)  # its own steps, unchanged
+    # its own steps, unchanged, and the reference's extraction its verification asks (the
+    # canonical plan): every row has what context_recall reads
+    assert all(s.has("reference") and s.has("user_input") for s in rows)
+    assert by["faithfulness"]["calls"] == (2 + per_sample) * len(rows)
 
 
 def test_toy_metric_in_the_cli_dry_run_and_metric_matrix(toy):

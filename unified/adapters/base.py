@@ -102,10 +102,12 @@ class Backend(ABC):
     async def score_with(self, sample: Sample, metrics: list[MetricRef], companions: list[MetricRef]) -> list[Score]:
         """``score(sample, metrics)`` when ``companions`` — the sample's other metrics on
         this backend — were scored by an earlier run (a retry or a resume scores what is
-        left). A backend that asks one call for several metrics (the native backend's
-        fused steps) asks it as it did with them, so a value never depends on which
-        siblings failed the first time; they get no Score. Default: ``score``, for a
-        backend that asks each metric on its own."""
+        left). A backend whose calls depend on which metrics are requested together
+        would ask them as it did with the companions, so a value never depends on which
+        siblings failed the first time; they get no Score. Default: ``score``, right for
+        a backend whose calls do not depend on their company — every built-in one (the
+        native backend's fused calls ask what the sample allows, not what was
+        requested)."""
         return await self.score(sample, metrics)
 
     async def aclose(self) -> None:

@@ -25,6 +25,7 @@ A room may replace a derived fact with a function of its own (``estimate``, ``bo
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
@@ -129,6 +130,16 @@ class BackendFacts:
     objects: Sequence[ObjectReader] = ()
     verdicts: Mapping[tuple[str, str], tuple[int, ...]] = field(default_factory=dict)
     doc: str | None = None
+
+    @property
+    def available(self) -> bool:
+        """Whether the backend's package can be imported (checked without importing it)."""
+        if self.package is None:
+            return True
+        try:  # a dotted name ("phoenix.evals") imports its parent, which may be absent
+            return importlib.util.find_spec(self.package) is not None
+        except ModuleNotFoundError:
+            return False
 
     @property
     def table(self) -> Mapping[str, FrameworkMetric]:

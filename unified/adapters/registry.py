@@ -96,13 +96,8 @@ def backend_info(name: str) -> BackendFacts:
 
 
 def available(info: BackendFacts) -> bool:
-    """Whether the backend's package can be imported (checked without importing it)."""
-    if info.package is None:
-        return True
-    try:  # a dotted name ("phoenix.evals") imports its parent, which may be absent
-        return importlib.util.find_spec(info.package) is not None
-    except ModuleNotFoundError:
-        return False
+    """Whether the backend's package can be imported (``BackendFacts.available``)."""
+    return info.available
 
 
 def resolve(path: str) -> Any:

@@ -4,8 +4,11 @@ metrics, deterministic retrieval metrics and user-registered custom metrics.
 One ``score()`` call plans the judge calls for the whole set of metrics requested on a
 sample (see ``plan.py``): judgments that read the same texts are fused into one call per
 judge, extractions are made once, and each call is charged to the first metric that
-needs it. Five core metrics cost 8 judge calls (dual) or 5 (single judge) whatever the
-number of contexts, plus one embedding call.
+needs it. A fused call asks what the sample allows, whichever metrics were requested, so
+a metric's value never depends on the metrics scored beside it. Five core metrics cost
+8 judge calls (dual) or 5 (single judge) whatever the number of contexts, plus one
+embedding call; faithfulness or context_recall alone costs 4 (3) on a sample with both a
+response and a reference (``table.py``).
 
 Every native metric is declared once in ``table.py`` (function, steps, parameters, needs);
 each metric's formula is in its docstring in ``metrics.py``; what each judge step asks is
@@ -109,11 +112,3 @@ class NativeBackend(Backend):
         """Exactly one Score per metric, in order; never raises for a per-sample problem."""
         plan = SamplePlan(self.judges, sample, list(metrics), self.options)
         return await plan.run()
-
-    async def score_with(self, sample: Sample, metrics: list[MetricRef], companions: list[MetricRef]) -> list[Score]:
-        """``score``, with the fused steps asking the sections of ``companions`` too
-        (``SamplePlan``): the prompt a retried metric gets is the first run's. A subclass
-        that overrides ``score`` is called through it."""
-        if type(self).score is not NativeBackend.score:
-            return await self.score(sample, metrics)
-        return await SamplePlan(self.judges, sample, list(metrics), self.options, companions).run()

@@ -8,7 +8,8 @@ change without touching them, and a new metric needs nothing from it beyond thes
 
 Accounting is implicit: every judge or embedding call made through a context is billed
 to the metric that owns it (``MetricContext``: that metric; ``StepContext``: the first
-requested metric that needs the step).
+requested metric that needs the step, or — for an extraction only a fused step's section
+awaits — the metric that owns that fused step; ``table.bill``).
 """
 
 from __future__ import annotations
@@ -72,10 +73,11 @@ class StepContext(Protocol):
     def contexts(self) -> list[str]:
         """The sample's retrieved contexts (an empty list when it has none)."""
 
-    def wants(self, section: str) -> bool:
-        """True when some metric requested on the sample needs ``section`` (a name from
-        the ``sections`` of its table entry, e.g. ``"verify.response"``): a fused step
-        asks only the sections its requested metrics need."""
+    def asks(self, section: str) -> bool:
+        """True when the canonical plan asks ``section`` (a name from the ``sections`` of
+        table entries, e.g. ``"verify.response"``) of this sample: whenever some metric
+        reading it could be scored on the sample (``table.asks``), whichever metrics were
+        requested — a fused step's prompt never depends on its company."""
 
     def option(self, key: str) -> Any:
         """One of the step's own options (its ``Step.options``) as the owning metric set it."""

@@ -1,26 +1,33 @@
 """The per-sample plan: run the metrics requested together, sharing their judge steps.
 
 Everything metric-specific comes from ``table.py``: which steps a metric awaits, which
-sections of a fused step it asks for, its parameters and what it needs (contexts, a
-chat judge, an embedder). The plan checks each metric against its entry (a metric that
+sections of a fused step it reads, its parameters and what it needs (contexts, a chat
+judge, an embedder). The plan checks each metric against its entry (a metric that
 cannot run leaves the plan and owns no step), runs each step at most once per
 ``score()`` call (memoised as an asyncio task) and hands every metric a
 ``MetricContext`` bound to it, every step a ``StepContext`` (``context.py``).
 
-Cost: every step runs inside ``task_scope(backend, metric, sample_id)`` of the first
-requested metric that needs it (its *owner*); the others note ``shared_steps`` in
-``details``. Each Score's ``cost`` is the sum of the steps it owns. Sharing across
-separate ``score()`` calls happens through the judge cache: extraction prompts depend
-only on (question, text).
+The plan is canonical: a fused step asks the sections the sample allows (``table.asks``),
+never those of the metrics that happen to be requested, so a metric alone, with others,
+retried after a fault or added to a folder later is asked the same prompts and gets the
+same value.
+
+Cost (``table.bill``): every step runs inside ``task_scope(backend, metric, sample_id)``
+of the first requested metric that needs it (its *owner*); the others note
+``shared_steps`` in ``details``. An extraction that only a fused step's section awaits
+(faithfulness alone: the reference's claims) is owned by the owner of that fused step.
+Each Score's ``cost`` is the sum of the steps it owns. Sharing across separate
+``score()`` calls happens through the judge cache: extraction prompts depend only on
+(question, text).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator
 
-from unified.adapters import missing_field_error, unknown_param_error
+from unified.adapters import unknown_param_error
 from unified.judge.base import JudgeError, Judges, current_meter, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
@@ -30,14 +37,12 @@ from .dual import DualResult, StepFailed, ask_dual, ask_one
 from .metrics import retrieval
 from .prompts import Ask, Variant
 from .retrieval import retrieval_fields
-from .table import STEPS, NativeMetric, entry_for, step_key
+from .table import STEPS, NativeMetric, asks, bill, entry_for, sample_error, step_key
 
 BACKEND = "native"
 
 
-def precheck(
-    entry: NativeMetric | None, ref: MetricRef, sample: Sample, judges: Judges, contexts: list[str]
-) -> str | None:
+def precheck(entry: NativeMetric | None, ref: MetricRef, sample: Sample, judges: Judges) -> str | None:
     """Why ``ref`` cannot run on ``sample`` natively (one line), or None."""
     if entry is None:
         return f"metric '{ref.name}' is not implemented by the native backend"
@@ -45,11 +50,9 @@ def precheck(
     bad_param = unknown_param_error(ref, entry.accepted_params()) if ref.params else None
     if bad_param or entry.checks_fields:
         return bad_param
-    missing = missing_field_error(sample, ref)
-    if missing:
-        return missing
-    if entry.needs_contexts and not contexts:
-        return f"sample '{sample.id}': no retrieved contexts; {ref.name} needs at least one"
+    lacking = sample_error(entry, ref, sample)
+    if lacking:
+        return lacking
     if entry.needs_chat and judges.chat is None:
         return f"{ref.name} needs an LLM judge: pass --base-url/--model or set UNIFIED_JUDGE_BASE_URL"
     if entry.needs_embedder and judges.embedder is None:
@@ -86,10 +89,9 @@ def compute_fields(judges: Judges, sample: Sample, refs: list[MetricRef]) -> lis
     the same precheck, the same formula (``retrieval_fields``, which ``retrieval`` wraps
     into a Score) and the same failure texts (``failure_text``). No cost: a formula
     makes no call."""
-    contexts = list(sample.retrieved_contexts or [])
     out: list[dict[str, Any]] = []
     for ref in refs:
-        err = precheck(entry_for(ref.spec), ref, sample, judges, contexts)
+        err = precheck(entry_for(ref.spec), ref, sample, judges)
         if err is None:
             try:
                 out.append(retrieval_fields(sample, ref, BACKEND))
@@ -101,24 +103,11 @@ def compute_fields(judges: Judges, sample: Sample, refs: list[MetricRef]) -> lis
 
 
 class SamplePlan:
-    """Scores one sample on a list of metrics, sharing judge calls between them.
+    """Scores one sample on a list of metrics, sharing judge calls between them. Which
+    step each metric pays for is ``table.bill``'s rule; what a fused step asks is
+    ``table.asks``'s (the sample's, not the request's)."""
 
-    ``companions``: the sample's other metrics on this backend that an earlier run
-    already scored (a retry or a resume scores only what is left). A fused step asks the
-    sections of every requested metric, so without them a retried metric would be asked
-    another prompt than the first run asked, and its value would depend on which of its
-    siblings failed. A companion adds its sections to the fused steps the scored
-    metrics use; it gets no Score and owns no step (an extraction only it needs is
-    charged to the owner of the fused step that asks for it)."""
-
-    def __init__(
-        self,
-        judges: Judges,
-        sample: Sample,
-        refs: list[MetricRef],
-        options: dict[str, Any],
-        companions: Sequence[MetricRef] = (),
-    ):
+    def __init__(self, judges: Judges, sample: Sample, refs: list[MetricRef], options: dict[str, Any]):
         self.judges = judges
         self.sample = sample
         self.refs = refs
@@ -127,43 +116,37 @@ class SamplePlan:
         self.entries = [entry_for(r.spec) for r in refs]
         self.costs: list[Cost] = [Cost() for _ in refs]
         self.results: list[Score | None] = [None] * len(refs)
-        self.owner: dict[str, int] = {}
         self.users: dict[str, list[int]] = {}
         self._tasks: dict[str, asyncio.Future] = {}
         self._outer = current_meter()
-        sections: set[str] = set()
+        needs: list[list[str] | None] = []
         for i, (ref, entry) in enumerate(zip(refs, self.entries)):
-            err = precheck(entry, ref, sample, judges, self.contexts)
+            err = precheck(entry, ref, sample, judges)
             if err is not None:
                 self.results[i] = Score.failure(ref.name, BACKEND, sample.id, err)
-                continue
-            assert entry is not None
-            sections |= entry.sections
-            for key in self.step_keys(i):
-                self.owner.setdefault(key, i)
+            needs.append(None if err is not None else self.step_keys(i))
+            for key in needs[-1] or ():
                 self.users.setdefault(key, []).append(i)
-        self.asked_with: dict[str, list[str]] = {}  # fused step -> companions whose sections it asks
-        self.pulled: dict[str, str] = {}  # a step only a companion needs -> the fused step that asked it
-        used = {key.split("[")[0] for key in self.owner}
-        for ref in companions:
-            entry = entry_for(ref.spec)
-            if entry is None or precheck(entry, ref, sample, judges, self.contexts) is not None:
-                continue  # a metric that cannot run on this sample asks nothing
-            for section in entry.sections:
-                step = section.split(".")[0]
-                if step in used and section not in sections:
-                    sections.add(section)
-                    self.asked_with.setdefault(step, []).append(ref.name)
-        self.sections = frozenset(sections)
+        billed = bill(needs, sample)
+        self.owner: dict[str, int] = {key: i for key, (i, _) in billed.items()}
+        # a step only a fused step's section awaits -> that fused step (its owner pays)
+        self.asked_for: dict[str, str] = {key: by for key, (_, by) in billed.items() if by is not None}
 
     # ------------------------------------------------------------ orchestration
 
     async def run(self) -> list[Score]:
         todo = [i for i, r in enumerate(self.results) if r is None]
-        if len(todo) > 1 and not self._all_computed(todo):
-            done = await asyncio.gather(*(self._score_one(i) for i in todo))
-        else:  # nothing to overlap: no task per metric (a 100k-sample retrieval run makes 200k)
-            done = [await self._score_one(i) for i in todo]
+        # The extractions only a fused step's canonical sections await start now, beside
+        # the metrics' own first steps: awaited when the fused step starts, they would add
+        # a round trip to every sample (and a job round to a --batch run).
+        early = [self._task(key) for key in self.asked_for]
+        try:
+            done = await self._score_all(todo)
+            await asyncio.gather(*early, return_exceptions=True)  # billed before the costs are read
+        except BaseException:
+            for task in early:
+                task.cancel()
+            raise
         for i, got in zip(todo, done):
             self.results[i] = got
         out: list[Score] = []
@@ -173,6 +156,12 @@ class SamplePlan:
                 s = s.model_copy(update={"cost": s.cost.add(self.costs[i])})
             out.append(s)
         return out
+
+    async def _score_all(self, todo: list[int]) -> list[Score]:
+        if len(todo) > 1 and not self._all_computed(todo):
+            return list(await asyncio.gather(*(self._score_one(i) for i in todo)))
+        # nothing to overlap: no task per metric (a 100k-sample retrieval run makes 200k)
+        return [await self._score_one(i) for i in todo]
 
     def _all_computed(self, todo: list[int]) -> bool:
         """True when every metric in ``todo`` is a built-in deterministic one (retrieval
@@ -212,7 +201,9 @@ class SamplePlan:
 
     def shared_note(self, i: int) -> dict[str, Any]:
         """``{step: {"charged_to": metric, "shared_with": [metrics]}}`` for the steps
-        metric ``i`` shares with other requested metrics."""
+        metric ``i`` shares with other requested metrics, and ``{step: {"charged_to":
+        metric, "asked_for": fused step}}`` for an extraction it paid for only because
+        its fused step's canonical prompt awaits it."""
         note: dict[str, Any] = {}
         for key in self.step_keys(i):
             users = self.users.get(key, [])
@@ -221,9 +212,7 @@ class SamplePlan:
                     "charged_to": self.refs[self.owner[key]].name,
                     "shared_with": [self.refs[j].name for j in users if j != i],
                 }
-            if earlier := self.asked_with.get(key.split("[")[0]):
-                note.setdefault(key, {})["asked_with_scored_earlier"] = earlier
-        for key, parent in self.pulled.items():  # paid by this metric for its fused call
+        for key, parent in self.asked_for.items():
             if self.owner[key] == i:
                 note[key] = {"charged_to": self.refs[i].name, "asked_for": parent}
         return note
@@ -241,16 +230,15 @@ class SamplePlan:
 
     # ------------------------------------------------------------ steps
 
-    async def step(self, key: str, asked_by: str | None = None) -> Any:
-        """Result of step ``key``, computed once per sample (raises StepFailed);
-        ``asked_by``: the step that awaits it, whose owner pays for it when no scored
-        metric needs it itself (a companion's extraction)."""
-        if key not in self.owner and asked_by is not None:
-            self.owner[key] = self.owner[asked_by]
-            self.pulled[key] = asked_by
+    def _task(self, key: str) -> asyncio.Future:
+        """Step ``key``'s one task on this sample, started on first use."""
         if key not in self._tasks:
             self._tasks[key] = asyncio.ensure_future(STEPS[key.split("[")[0]].run(_StepView(self, key)))
-        return await self._tasks[key]
+        return self._tasks[key]
+
+    async def step(self, key: str) -> Any:
+        """Result of step ``key``, computed once per sample (raises StepFailed)."""
+        return await self._task(key)
 
     async def ask_one(self, key: str, ask: Ask) -> Any:
         chat = self.judges.require_chat()
@@ -325,15 +313,15 @@ class _StepView:
     def contexts(self) -> list[str]:
         return self._plan.contexts
 
-    def wants(self, section: str) -> bool:
-        return section in self._plan.sections
+    def asks(self, section: str) -> bool:
+        return asks(section, self._plan.sample)
 
     def option(self, key: str) -> Any:
         default = STEPS[self._key.split("[")[0]].options[key]
         return type(default)(self._plan.option(self._plan.owner[self._key], key, default))
 
     async def step(self, name: str) -> Any:
-        return await self._plan.step(name, asked_by=self._key)
+        return await self._plan.step(name)
 
     async def ask_one(self, ask: Ask) -> Any:
         return await self._plan.ask_one(self._key, ask)

@@ -1,10 +1,11 @@
 """The judge steps of the native metrics: what each step asks, given a ``StepContext``.
 
 A step runs at most once per sample however many requested metrics need it; which
-metrics need which step is declared in ``table.py``. Fused steps ask only the sections
-their requested metrics need (``ctx.wants``), so a metric alone gets a smaller prompt.
-A step that has nothing to ask returns None without a call; the metrics that use it
-decide their value without a judge in that case.
+metrics need which step is declared in ``table.py``. A fused step asks every section the
+sample allows (``ctx.asks``, the canonical plan), whichever of its metrics were
+requested: a metric alone is asked what it is asked beside the others, so its value
+does not depend on them. A step that has nothing to ask returns None without a call;
+the metrics that use it decide their value without a judge in that case.
 """
 
 from __future__ import annotations
@@ -28,39 +29,45 @@ async def reference_claims(ctx: StepContext) -> list[str]:
     return await ctx.ask_one(claims_prompts.extraction(ctx.sample.user_input, ctx.sample.reference or ""))
 
 
-async def _claims_for_verify(ctx: StepContext, step: str) -> list[str]:
+async def _claims_for_verify(ctx: StepContext, section: str, step: str) -> list[str]:
+    """The claims of ``step`` when the canonical plan asks ``section`` of the sample,
+    else none."""
+    if not ctx.asks(section):
+        return []
     # A failed extraction fails the fused call too. Asked without that section it would
     # be another prompt than the one a run without the fault asks, and the metric it
-    # still served would keep a value that depends on the fault; failed, it is retried
-    # with the other, in the same call as a clean run (``SamplePlan``: companions).
+    # still served would keep a value that depends on the fault; failed, every metric
+    # it serves is retried, and asked the clean run's call.
     try:
         return await ctx.step(step)
     except StepFailed as e:
         raise StepFailed(
-            f"verify not asked: {e} (the verification asks every requested metric's claims in one call; "
-            "the metrics it serves are retried together)"
+            f"verify not asked: {e} (the verification asks the response's and the reference's claims in one "
+            "call; the metrics it serves are retried together)"
         ) from None
 
 
 async def verify(ctx: StepContext) -> DualResult | None:
     """Per judge, one call: support of the response's claims AND attribution of the
-    reference's claims, against all contexts. None (no call) when there is no claim.
-    The sections asked are those of the sample's requested metrics, including the ones
-    scored before a retry (``ctx.wants``), so the prompt never depends on which of them
-    failed earlier."""
-    resp = await _claims_for_verify(ctx, "claims:response") if ctx.wants("verify.response") else []
-    refc = await _claims_for_verify(ctx, "claims:reference") if ctx.wants("verify.reference") else []
+    reference's claims, against all contexts — each side whenever the sample allows it
+    (``ctx.asks``), whichever metrics were requested, so faithfulness alone is asked
+    what it is asked beside context_recall (and pays the reference's extraction). None
+    (no call) when there is no claim."""
+    resp = await _claims_for_verify(ctx, "verify.response", "claims:response")
+    refc = await _claims_for_verify(ctx, "verify.reference", "claims:reference")
     if not resp and not refc:
         return None
     return await ctx.ask_dual(lambda v: claims_prompts.verification(v, ctx.contexts, resp, refc))
 
 
 async def judge_contexts(ctx: StepContext) -> DualResult:
-    """Per judge, one call: relevance 0/1/2 AND usefulness yes/no of every context
-    (usefulness needs the reference, so it is asked only when the sample has one)."""
+    """Per judge, one call: relevance 0/1/2 AND usefulness yes/no of every context —
+    each whenever the sample allows it (``ctx.asks``): relevance on every sample this step
+    runs on, usefulness when it has a reference too, whether context_relevancy,
+    context_precision or both were requested."""
     s = ctx.sample
-    use = ctx.wants("contexts.usefulness") and s.has("reference")
-    rel = ctx.wants("contexts.relevance")
+    use = ctx.asks("contexts.usefulness")
+    rel = ctx.asks("contexts.relevance")
     return await ctx.ask_dual(
         lambda v: contexts_prompts.context_judgement(
             v, s.user_input or "", ctx.contexts, s.reference, relevance=rel, usefulness=use

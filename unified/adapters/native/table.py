@@ -2,7 +2,7 @@
 
 Every native metric is declared once, here (in the spirit of sklearn's
 ``_MultimetricScorer``): its function (``metrics.py``), the steps it awaits
-(``steps.py``), the sections of fused steps it asks for, its bracket parameters, and
+(``steps.py``), the sections of fused steps it reads, its bracket parameters, and
 whether it needs retrieved contexts or an embedder. The plan's prechecks, its sharing of
 calls, the planned call counts and the ``--dry-run`` estimates are all derived from this
 table. Adding a native metric is a table entry (``register_native_metric``, or the scoped
@@ -29,8 +29,20 @@ sufficiency           1 per judge                            context_sufficiency
 groundedness          1 per judge                            response_groundedness
 ====================  =====================================  ===========================
 
+The canonical plan: a fused step asks every section the *sample* allows (``asks``) —
+whichever metrics were requested — so a metric's judge input, and its value, never
+depend on the metrics scored beside it. ``verify`` asks the response's claims when
+faithfulness (or hallucination) could be scored on the sample, the reference's claims
+when context_recall (or context_correctness) could; ``contexts`` asks relevance, and
+usefulness when the sample has a reference. An extraction a fused section awaits that no
+requested metric needs is billed to the metric that owns the fused step (``bill``).
+
 Five core metrics (faithfulness, answer_relevancy, context_relevancy, context_recall,
-context_precision): 1 + 1 + 2 + 2 + 2 = 8 chat calls dual, 5 single, for any K, plus one
+context_precision) on a sample with every field: 1 + 1 + 2 + 2 + 2 = 8 chat calls dual,
+5 single, for any K, plus one embedding call. A metric alone asks the same prompts as in
+that set: faithfulness or context_recall alone 4 dual, 3 single (the other side's
+extraction included, started beside its own so that it adds no round trip);
+context_relevancy or context_precision alone 2 (1); answer_relevancy 2 (1) and one
 embedding call.
 """
 
@@ -39,8 +51,9 @@ from __future__ import annotations
 import contextlib
 import inspect
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterator, Mapping, Sequence
 
+from unified.adapters.base import missing_field_error
 from unified.metrics import MetricRef, MetricSpec, get_metric, register, unregister
 from unified.scores import Score
 
@@ -49,17 +62,23 @@ from . import retrieval as R
 from . import steps as S
 from .context import MetricContext, StepContext
 
+if TYPE_CHECKING:
+    from unified.sample import Sample
+
 
 @dataclass(frozen=True)
 class Step:
     """One judge step. ``run(ctx)`` computes it; ``per_judge``: one call per judge (one in
     single-judge mode) rather than one call (an extraction); ``options``: option ->
     default that change what the step asks — metrics setting other values get a step of
-    their own, named ``name[key=value]``, and accept the option as a bracket parameter."""
+    their own, named ``name[key=value]``, and accept the option as a bracket parameter;
+    ``sections``: a fused step's parts -> the steps each part awaits (``verify``'s
+    ``response`` part awaits ``claims:response``), asked as ``asks`` decides."""
 
     run: Callable[[StepContext], Awaitable[Any]]
     per_judge: bool = True
     options: Mapping[str, Any] = field(default_factory=dict)
+    sections: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     def calls(self, single_judge: bool) -> int:
         """Chat calls one run of this step makes."""
@@ -78,7 +97,9 @@ def judged(build: Callable[[StepContext, Any], Any], **options: Any) -> Step:
 @dataclass(frozen=True)
 class NativeMetric:
     """One native metric. ``fn(ctx) -> Score``; ``steps``: the steps it awaits, in
-    order; ``sections``: the parts of fused steps it needs (``"verify.response"``);
+    order; ``sections``: the parts of fused steps it reads (``"verify.response"``; a
+    fused step asks a part on every sample one of its readers could be scored on, see
+    ``asks``);
     ``params``: bracket parameters it reads besides ``threshold`` and its steps'
     options; ``needs_contexts``: at least one retrieved context; ``needs_embedder``: one
     embedding call per sample; ``own_dual_calls``: judgments it asks itself through
@@ -115,8 +136,8 @@ class NativeMetric:
 STEPS: dict[str, Step] = {
     "claims:response": Step(S.response_claims, per_judge=False),
     "claims:reference": Step(S.reference_claims, per_judge=False),
-    "verify": Step(S.verify),
-    "contexts": Step(S.judge_contexts),
+    "verify": Step(S.verify, sections={"response": ("claims:response",), "reference": ("claims:reference",)}),
+    "contexts": Step(S.judge_contexts, sections={"relevance": (), "usefulness": ()}),
     "questions": Step(S.generate_questions, options={"strictness": 3}),
     "compare": Step(S.compare_claims),
     "sufficiency": Step(S.rate_sufficiency),
@@ -185,26 +206,79 @@ def step_key(name: str, option: Callable[[str, Any], Any]) -> str:
     return name + ("[" + ",".join(f"{k}={v}" for k, v in changed) + "]" if changed else "")
 
 
+def sample_error(entry: NativeMetric, ref: MetricRef, sample: Sample) -> str | None:
+    """Why ``sample`` lacks what ``ref`` reads — a missing field, no retrieved context —
+    or None: the part of the plan's precheck that the sample alone decides (a metric
+    that ``checks_fields`` reports its fields itself)."""
+    if entry.checks_fields:
+        return None
+    missing = missing_field_error(sample, ref)
+    if missing:
+        return missing
+    if entry.needs_contexts and not sample.retrieved_contexts:
+        return f"sample '{sample.id}': no retrieved contexts; {ref.name} needs at least one"
+    return None
+
+
+def asks(section: str, sample: Sample) -> bool:
+    """The canonical plan: a fused step asks ``section`` (``"verify.reference"``) of
+    ``sample`` whenever some metric of the table that reads the section could be scored
+    on it (``sample_error``). The sample decides, never the metrics requested with it, so
+    a metric's prompt — and its value — is the same whatever company it keeps."""
+    return any(
+        section in entry.sections and sample_error(entry, MetricRef(name, get_metric(name)), sample) is None
+        for name, entry in NATIVE_METRICS.items()
+    )
+
+
+def bill(needs: Sequence[Sequence[str] | None], sample: Sample) -> dict[str, tuple[int, str | None]]:
+    """Who pays for each step of one sample: ``{step key: (metric index, asked_for)}``,
+    from ``needs[i]``, the step keys metric ``i`` awaits (None: it does not run). A step
+    goes to the first metric that awaits it (``asked_for`` None). A step that only a fused
+    step's section awaits — an extraction the canonical plan asks (``asks``) though no
+    requested metric reads it — goes to the metric that owns that fused step, and
+    ``asked_for`` names the fused step. Every step has one payer: a backend's rows add up
+    to what it spends."""
+    owners: dict[str, tuple[int, str | None]] = {}
+    for i, keys in enumerate(needs):
+        for key in keys or ():
+            owners.setdefault(key, (i, None))
+    queue = list(owners)
+    for key in queue:  # the list grows as it is read: an awaited step may await others
+        name = key.split("[")[0]
+        for section, awaited in STEPS[name].sections.items():
+            for dep in awaited if asks(f"{name}.{section}", sample) else ():
+                if dep not in owners:
+                    owners[dep] = (owners[key][0], key)
+                    queue.append(dep)
+    return owners
+
+
 def estimate_calls(
-    refs: Sequence[MetricRef], sample: Any, *, single_judge: bool = False
+    refs: Sequence[MetricRef], sample: Sample, *, single_judge: bool = False
 ) -> list[tuple[int, int] | None]:
-    """(chat calls, embedding calls) one sample costs per metric requested together, as
-    the plan bills them: each step once, to the first metric that needs it; judged steps
-    1 call per judge, extractions 1; ``needs_embedder`` 1 embedding call. None for a
-    metric native does not implement. An upper bound: a step with nothing to ask (no
-    claims) makes no call."""
-    seen: set[str] = set()
+    """(chat calls, embedding calls) ``sample`` costs per metric requested together, as
+    the plan runs and bills them (``bill``): each step once, the extractions a fused
+    step's sections await on this sample included; judged steps 1 call per judge,
+    extractions 1; ``needs_embedder`` 1 embedding call. (0, 0) for a metric the sample
+    lacks a field for (``sample_error``: it fails before any call); None for a metric
+    native does not implement. An upper bound: a step with nothing to ask (no claims)
+    makes no call."""
+    entries = [entry_for(ref.spec) for ref in refs]
+    runs = [e is not None and sample_error(e, ref, sample) is None for ref, e in zip(refs, entries)]
+    needs = [
+        [step_key(st, ref.param) for st in e.steps] if ok and e is not None else None
+        for ref, e, ok in zip(refs, entries, runs)
+    ]
+    chat = [0] * len(refs)
+    for key, (i, _) in bill(needs, sample).items():
+        chat[i] += STEPS[key.split("[")[0]].calls(single_judge)
     out: list[tuple[int, int] | None] = []
-    for ref in refs:
-        entry = entry_for(ref.spec)
-        if entry is None:
-            out.append(None)
+    for entry, ok, c in zip(entries, runs, chat):
+        if entry is None or not ok:
+            out.append(None if entry is None else (0, 0))
             continue
-        keys = [step_key(st, ref.param) for st in entry.steps]
-        chat = sum(STEPS[k.split("[")[0]].calls(single_judge) for k in dict.fromkeys(keys) if k not in seen)
-        seen.update(keys)
-        chat += entry.own_dual_calls * (1 if single_judge else 2)
-        out.append((chat, 1 if entry.needs_embedder else 0))
+        out.append((c + entry.own_dual_calls * (1 if single_judge else 2), 1 if entry.needs_embedder else 0))
     return out
 
 

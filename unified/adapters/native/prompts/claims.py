@@ -6,8 +6,9 @@ only on (question, text): the same request from any metric is a judge-cache hit.
 
 Verification is one call per judge for all claims against all contexts. It has up to two
 sections — the response's claims (faithfulness, hallucination) and the reference's
-claims (context_recall, context_correctness) — so metrics requested together share one
-call, while a metric alone gets a prompt with only its own section.
+claims (context_recall, context_correctness). The plan asks every section the sample
+allows, whichever of these metrics are requested (``table.asks``), so they share one
+call and a metric alone is asked the same prompt.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Per-context judgments: relevance to the question (0/1/2) and usefulness for arriving
 at the reference answer (yes/no), all contexts in one call per judge.
 
-``context_relevancy`` alone asks relevance only; ``context_precision`` alone asks
-usefulness only; requested together they share one call that asks both (the judge reads
-the same texts either way).
+The plan asks relevance on every sample and usefulness on every sample with a reference
+(``table.asks``), whether ``context_relevancy``, ``context_precision`` or both are
+requested: one call serves both, and a metric alone is asked the same prompt.
 
 Judge A's prompt opens like every prompt over the sample's contexts (``evidence``), so a
 local judge's prompt cache serves the contexts it already read for the verification.
