@@ -76,11 +76,11 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "from unified.metrics import parse_metrics\nfrom unified.sample import Sample\n"
         "m = metric_matrix(); d = describe_metric('faithfulness')\n"
         "s = [Sample(user_input='q?', response='r', retrieved_contexts=['c'])]\n"
-        "bs = ('ragas', 'deepeval', 'native', 'opik', 'mlflow', 'phoenix', 'trulens', 'dingo')\n"
+        "bs = ('ragas', 'deepeval', 'native', 'opik', 'mlflow', 'phoenix', 'trulens', 'dingo', 'evidently')\n"
         "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in bs]\n"
         "print(len(m['rows']), sorted(d['backends']), *[r[0]['calls'] for r in rows[:1] + rows[3:]],"
         " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers', 'opik', 'mlflow',"
-        " 'phoenix.evals', 'trulens.core', 'dingo')])"
+        " 'phoenix.evals', 'trulens.core', 'dingo', 'evidently')])"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stderr
@@ -89,6 +89,7 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "['deepeval',",
         "'dingo',",
         "'embedding',",
+        "'evidently',",
         "'mlflow',",
         "'native',",
         "'opik',",
@@ -101,6 +102,8 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "1",
         "2",
         "1",
+        "1",
+        "False",
         "False",
         "False",
         "False",
