@@ -112,8 +112,9 @@ class JudgeDingoClient:
     our judges: ``chat.completions.create(model, messages, **params)`` -> a
     ``ChatCompletion`` whose content is ``ChatJudge.ask_text(messages)`` (dingo parses the
     JSON itself); ``embeddings.create(model, input)`` -> a ``CreateEmbeddingResponse`` of
-    ``Embedder.embed``. Dingo's sampling settings (``temperature``, ``threshold``) are not
-    sent: the judge's own settings decide the answer, as for every backend.
+    ``Embedder.embed``. The keywords dingo passes along from its config (its
+    ``temperature``, even its ``threshold``) are not sent: the judge's own settings decide
+    the answer, as for every backend.
 
     Put it in an evaluator's ``client`` slot (and ``embedding_model = {"model_name": ...,
     "client": it}``). Inside a backend task, calls run on the task's loop; called from
