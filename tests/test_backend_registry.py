@@ -76,18 +76,20 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "from unified.metrics import parse_metrics\nfrom unified.sample import Sample\n"
         "m = metric_matrix(); d = describe_metric('faithfulness')\n"
         "s = [Sample(user_input='q?', response='r', retrieved_contexts=['c'])]\n"
-        "bs = ('ragas', 'deepeval', 'native', 'opik', 'mlflow', 'phoenix', 'trulens')\n"
+        "bs = ('ragas', 'deepeval', 'native', 'opik', 'mlflow', 'phoenix', 'trulens', 'dingo', 'evidently')\n"
         "rows = [estimate_calls(b, s, parse_metrics('faithfulness')) for b in bs]\n"
         "print(len(m['rows']), sorted(d['backends']), *[r[0]['calls'] for r in rows[:1] + rows[3:]],"
         " *[x in sys.modules for x in ('ragas', 'deepeval', 'torch', 'sentence_transformers', 'opik', 'mlflow',"
-        " 'phoenix.evals', 'trulens.core')])"
+        " 'phoenix.evals', 'trulens.core', 'dingo', 'evidently')])"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == [
         "22",
         "['deepeval',",
+        "'dingo',",
         "'embedding',",
+        "'evidently',",
         "'mlflow',",
         "'native',",
         "'opik',",
@@ -99,6 +101,10 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "1",
         "1",
         "2",
+        "1",
+        "1",
+        "False",
+        "False",
         "False",
         "False",
         "False",

@@ -411,7 +411,6 @@ _builtin(
     (R, C),
     "llm",
     7.0,
-    dingo="LLMRAGFaithfulness",
     patronus="answer-faithfulness",
     embedchain="groundedness",
 )
@@ -422,7 +421,6 @@ _builtin(
     (Q, R),
     "llm",
     5.0,
-    dingo="LLMRAGAnswerRelevancy",
     patronus="answer-relevance",
     embedchain="answer_relevancy",
 )
@@ -433,7 +431,6 @@ _builtin(
     (Q, C),
     "llm",
     5.0,
-    dingo="LLMRAGContextRelevancy",
     patronus="context-relevance",
     embedchain="context_relevancy",
 )
@@ -443,7 +440,6 @@ _builtin(
     (Q, C, REF),
     "llm",
     5.0,
-    dingo="LLMRAGContextRecall",
     patronus="context-recall",
 )
 _builtin(
@@ -452,7 +448,6 @@ _builtin(
     (Q, C, REF),
     "llm",
     5.0,
-    dingo="LLMRAGContextPrecision",
 )
 _builtin(
     "answer_correctness",

@@ -24,7 +24,7 @@ from unified.adapters.registry import (
 from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
 
 #: alias keys of frameworks that are no backend here (yet): their users' names are accepted
-NAMING_ONLY = ("dingo", "patronus", "embedchain")
+NAMING_ONLY = ("patronus", "embedchain")
 
 
 def frameworks() -> tuple[str, ...]:
