@@ -5,10 +5,11 @@ List fields (``retrieved_contexts``, ``retrieved_ids``, ``relevant_ids``,
 
 1. a string that parses as a JSON array is that array (any source: Patronus'
    ``task_context`` is often one); one that looks like a JSON array (``["…``) but does
-   not parse is a row error. A Python list of strings (``['d1', 'd2']``: what pandas'
-   ``to_csv`` writes for a list column) is that list; one that does not parse as a list
-   of strings is a row error (read as one string, it scored ``['d1', 'd2']`` as a
-   single id);
+   not parse is a row error. A Python list of strings (``['d1', 'd2']``, or
+   ``["It's here.", 'plain']`` where an element holds an apostrophe: what pandas'
+   ``to_csv`` writes for a list column, RAGAS's exports included) is that list, read by
+   literal parsing only; one that does not parse as a list of strings is a row error
+   (read as one string, it scored ``['d1', 'd2']`` as a single id);
 2. in tabular sources (CSV, TSV, parquet, DataFrame, HF datasets) the string is split on
    the list separator: ``list_sep`` when given (``""`` = never split), else the first of
    the layout's separators found in the cell — ``|`` (DeepEval's CSV writer), and for
@@ -105,6 +106,10 @@ def list_value(text: str, key: str, field: str, *, split: bool, sep: str | None,
             return json.loads(stripped)
         except (ValueError, RecursionError) as e:
             head = stripped[1:].lstrip()[:1]
+            # pandas' to_csv writes a list cell as its Python repr, which quotes an element
+            # holding an apostrophe with double quotes: ["It's here.", 'plain']
+            if head in ("'", '"') and (found := _python_strings(stripped)) is not None:
+                return found
             if head == "'":
                 return python_list(stripped, key, field)
             if head in ('"', "]", "[", "{"):  # meant as JSON
@@ -121,14 +126,23 @@ def list_value(text: str, key: str, field: str, *, split: bool, sep: str | None,
     return [p.strip() for p in text.split(used) if p.strip()]
 
 
-def python_list(text: str, key: str, field: str) -> list[str]:
-    """``['a', "b's"]``, a Python list of strings as ``repr`` writes it, as that list;
-    anything else that starts ``['`` is a row error naming the column."""
+def _python_strings(text: str) -> list[str] | None:
+    """``text`` as a Python list of strings, read by literal parsing only
+    (``ast.literal_eval``: no name, call or expression is evaluated), or None."""
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, RecursionError, MemoryError):
-        value = None
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        return None
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value
+    return None
+
+
+def python_list(text: str, key: str, field: str) -> list[str]:
+    """``['a', "b's"]``, a Python list of strings as ``repr`` writes it, as that list;
+    anything else that starts ``['`` is a row error naming the column."""
+    value = _python_strings(text)
+    if value is None:
         raise SampleError(
             field, f"column '{key}' starts like a Python list but is not a list of strings: {text[:40]!r}"
         )
