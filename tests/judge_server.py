@@ -250,7 +250,12 @@ def binary_answer_fn(max_items: int | None = None, seed: int = 7) -> Callable[[d
 
 #: framework answer modules (tests/judge_answers_<framework>.py), each with
 #: ``answer_fn(body) -> answer | None``; ``framework_answers`` tries them in order
-ANSWER_MODULES = ("judge_answers_opik", "judge_answers_mlflow", "judge_answers_trulens")
+ANSWER_MODULES = (
+    "judge_answers_opik",
+    "judge_answers_mlflow",
+    "judge_answers_trulens",
+    "judge_answers_lynx",
+)
 
 
 def framework_answers(body: dict) -> Any:

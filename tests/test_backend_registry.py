@@ -88,6 +88,7 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
         "22",
         "['deepeval',",
         "'embedding',",
+        "'lynx',",
         "'mlflow',",
         "'native',",
         "'opik',",
