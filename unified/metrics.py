@@ -423,7 +423,6 @@ _builtin(
     "llm",
     5.0,
     dingo="LLMRAGAnswerRelevancy",
-    patronus="answer-relevance",
     embedchain="answer_relevancy",
 )
 _builtin(
@@ -434,7 +433,6 @@ _builtin(
     "llm",
     5.0,
     dingo="LLMRAGContextRelevancy",
-    patronus="context-relevance",
     embedchain="context_relevancy",
 )
 _builtin(
@@ -468,7 +466,6 @@ _builtin(
     (Q, C, REF),
     "llm",
     5.0,
-    patronus="context-sufficiency",
 )
 _builtin(
     "context_correctness",
@@ -492,7 +489,6 @@ _builtin(
     (R, C),
     "llm",
     5.0,
-    patronus="hallucination",
     dingo="LLMRAGHallucination",
 )
 _builtin(
