@@ -255,6 +255,7 @@ ANSWER_MODULES = (
     "judge_answers_mlflow",
     "judge_answers_trulens",
     "judge_answers_lynx",
+    "judge_answers_autoevals",
 )
 
 

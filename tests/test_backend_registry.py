@@ -86,7 +86,8 @@ def test_listing_and_estimating_import_no_framework_and_no_model():
     assert res.returncode == 0, res.stderr
     assert res.stdout.split() == [
         "22",
-        "['deepeval',",
+        "['autoevals',",
+        "'deepeval',",
         "'embedding',",
         "'lynx',",
         "'mlflow',",

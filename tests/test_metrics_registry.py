@@ -205,7 +205,7 @@ def test_describe_metric_names_every_framework_spelling():
     assert d["name"] == "faithfulness" and d["label"] == "faithfulness" and d["kind"] == "llm"
     assert d["required"] == ["response", "retrieved_contexts"]  # no question needed (summaries)
     assert d["aliases"]["ragas"] == ["Faithfulness"] and d["aliases"]["deepeval"] == ["FaithfulnessMetric"]
-    backends = ("native", "embedding", "ragas", "deepeval", "opik", "mlflow", "phoenix", "trulens", "lynx")
+    backends = ("native", "embedding", "ragas", "deepeval", "opik", "mlflow", "phoenix", "trulens", "autoevals", "lynx")
     assert d["thresholds"] == {b: 4.5 if b == "embedding" else 7.0 for b in backends}  # the fitted offline bound
     assert d["scales"]["opik"].startswith("Hallucination: ") and "1 − raw" in d["scales"]["opik"]
     assert d["scales"]["mlflow"].startswith("RetrievalGroundedness: ") and '"yes" (raw 1)' in d["scales"]["mlflow"]
