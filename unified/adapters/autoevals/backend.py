@@ -53,10 +53,11 @@ from unified.sample import Sample
 #: the model name autoevals puts in its requests (never "gpt-5…": see the module docstring)
 MODEL = "unified-judge"
 #: constructor keywords a bracket parameter may not set: the client and models are ours,
-#: and the judge's own settings decide sampling (autoevals' ``temperature`` would be ignored)
+#: the judge's own settings decide sampling (autoevals' ``temperature`` would be ignored),
+#: and ``pairwise_scorer``/``answer_similarity`` take scorer objects, not values
 NOT_PARAMS = frozenset(
-    {"self", "kwargs", "model", "client", "api_key", "base_url", "temperature", "embedding_model", "pairwise_scorer"}
-    | {"answer_similarity"}
+    ("self", "kwargs", "model", "client", "api_key", "base_url", "temperature", "embedding_model")
+    + ("pairwise_scorer", "answer_similarity")
 )
 _LEAVES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool}
 _MODELS: dict[str, type[BaseModel]] = {}
