@@ -256,6 +256,8 @@ ANSWER_MODULES = (
     "judge_answers_trulens",
     "judge_answers_dingo",
     "judge_answers_evidently",
+    "judge_answers_lynx",
+    "judge_answers_autoevals",
 )
 
 

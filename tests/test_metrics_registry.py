@@ -199,25 +199,15 @@ def test_registered_and_unregister_leave_the_registry_as_found():
 
 
 def test_describe_metric_names_every_framework_spelling():
-    from unified.adapters import describe_metric
+    from unified.adapters import builtin_backends, describe_metric, implemented_metrics
 
     d = describe_metric("FaithfulnessMetric")
     assert d["name"] == "faithfulness" and d["label"] == "faithfulness" and d["kind"] == "llm"
     assert d["required"] == ["response", "retrieved_contexts"]  # no question needed (summaries)
     assert d["aliases"]["ragas"] == ["Faithfulness"] and d["aliases"]["deepeval"] == ["FaithfulnessMetric"]
-    backends = (
-        "native",
-        "embedding",
-        "ragas",
-        "deepeval",
-        "opik",
-        "mlflow",
-        "phoenix",
-        "trulens",
-        "dingo",
-        "evidently",
-    )
-    assert d["thresholds"] == {b: 4.5 if b == "embedding" else 7.0 for b in backends}  # the fitted offline bound
+    serving = [b for b in builtin_backends() if "faithfulness" in implemented_metrics(b)]
+    assert d["backends"] == serving
+    assert d["thresholds"] == {b: 4.5 if b == "embedding" else 7.0 for b in serving}  # the fitted offline bound
     assert d["scales"]["opik"].startswith("Hallucination: ") and "1 − raw" in d["scales"]["opik"]
     assert d["scales"]["mlflow"].startswith("RetrievalGroundedness: ") and '"yes" (raw 1)' in d["scales"]["mlflow"]
     # what the label-valued and rating-valued frameworks return, read without importing them

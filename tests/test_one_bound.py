@@ -67,6 +67,8 @@ def test_threshold_is_accepted_and_never_passed_to_the_framework(backend):
         pytest.skip(f"{backend_info(backend).package} not installed")
     b = get_backend(backend, build_judges(JudgeConfig(base_url="http://127.0.0.1:9/v1", model="m")))
     metric = next(iter(sorted(backend_info(backend).table)))
+    if (refused := b.param_error(parse_metric(metric))) is not None:  # a setting it needs (patronus: a key)
+        pytest.skip(f"{backend} refuses {metric} itself here: {refused}")
     ref = parse_metric(f"{metric}[threshold=8]")
     assert b.param_error(ref) is None
     assert b.bound(ref) == 8.0

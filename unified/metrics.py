@@ -421,7 +421,6 @@ _builtin(
     (Q, R),
     "llm",
     5.0,
-    patronus="answer-relevance",
     embedchain="answer_relevancy",
 )
 _builtin(
@@ -431,7 +430,6 @@ _builtin(
     (Q, C),
     "llm",
     5.0,
-    patronus="context-relevance",
     embedchain="context_relevancy",
 )
 _builtin(
@@ -463,7 +461,6 @@ _builtin(
     (Q, C, REF),
     "llm",
     5.0,
-    patronus="context-sufficiency",
 )
 _builtin(
     "context_correctness",
@@ -487,7 +484,6 @@ _builtin(
     (R, C),
     "llm",
     5.0,
-    patronus="hallucination",
     dingo="LLMRAGHallucination",
 )
 _builtin(

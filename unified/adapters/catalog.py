@@ -24,7 +24,8 @@ from unified.adapters.registry import (
 from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
 
 #: alias keys of frameworks that are no backend here (yet): their users' names are accepted
-NAMING_ONLY = ("patronus", "embedchain")
+#: (dingo and Patronus are backend rooms; their names for metrics no room serves stay accepted)
+NAMING_ONLY = ("embedchain",)
 
 
 def frameworks() -> tuple[str, ...]:
