@@ -52,7 +52,6 @@ from unified.run.options import RunOptions
 from unified.run.progress import Progress
 from unified.run.repeats import RepeatBook, folded_tasks, retest_lines, retest_summary, seed_of
 from unified.run.runfolder import (  # noqa: F401
-    CACHE_FILE,
     PARQUET_FILE,
     REPORT_FILE,
     SAMPLES_FILE,
