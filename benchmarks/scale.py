@@ -150,7 +150,7 @@ import json, os, resource, sys, time
 sys.path.insert(0, {tree!r})
 from pathlib import Path
 from unified.report import Report
-from unified.analysis.diff import diff_runs
+from unified.report.diff import diff_runs
 from unified.run import columnar
 import pandas, pyarrow.parquet  # both ways' imports before the clock: the reads alone are timed
 folder, what = Path({folder!r}), {what!r}

@@ -361,7 +361,7 @@ def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_label
     opts = {"labels": "mrr=lab", "quiet": True, "progress": False}
     evaluate(data, "mrr", ["native"], out=tmp_path / "fit", **opts)
     cal = tmp_path / "cal.json"
-    cal.write_text(_json.dumps(fit_run(tmp_path / "fit")))
+    cal.write_text(_json.dumps(fit_run(Report(tmp_path / "fit"))))
     evaluate(data, "mrr", ["native"], out=tmp_path / "same", calibration=cal, **opts)
     (note,) = in_sample_notes(cal, Report(tmp_path / "same"))
     assert "mrr (native): 8 of the 8 labelled samples here were in the fit" in note and "is in-sample" in note
@@ -422,7 +422,7 @@ def test_to_pandas_has_the_calibrated_values(tmp_path):
     evaluate(data, "mrr", ["native"], out=tmp_path / "fit", **opts)
     assert Report(tmp_path / "fit").to_pandas()["calibrated"].isna().all()
     cal = tmp_path / "cal.json"
-    cal.write_text(_json.dumps(fit_run(tmp_path / "fit")))
+    cal.write_text(_json.dumps(fit_run(Report(tmp_path / "fit"))))
     evaluate(data, "mrr", ["native"], out=tmp_path / "cal", calibration=cal, **opts)
     df = Report(tmp_path / "cal").to_pandas()
     lines = {

@@ -23,8 +23,8 @@ from support import hostile_retrieval_rows
 from test_scale import METRICS, OLD, rows, run, write
 from typer.testing import CliRunner
 
-from unified.analysis.diff import diff_runs
 from unified.report import Report
+from unified.report.diff import diff_runs
 from unified.report.model import FileSource, ParquetSource, build_model
 from unified.run import columnar
 from unified.run.runner import RunInterrupted, evaluate

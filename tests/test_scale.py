@@ -19,8 +19,8 @@ import pytest
 from support import as_read
 
 import unified.data.io as io_module
-from unified.analysis.diff import diff_runs
 from unified.report import Report
+from unified.report.diff import diff_runs
 from unified.report.model import FileSource
 from unified.run.runner import evaluate
 from unified.scores import Score, full_line, score_line

@@ -22,7 +22,7 @@ default bound — the registry's unless the backend sets one). Never a silent pa
   ...", with the reasons) propagates.
 
 ``assert_gates(report, {"faithfulness": 7})`` is ``--fail-under`` for a Report: the same
-gate rules (``unified.analysis.diff``) and the same error-rate rule as the CLI (a gated metric
+gate rules (``unified.analysis.gates``) and the same error-rate rule as the CLI (a gated metric
 with a failed task fails at the default ``max_error_rate=0``).
 
 Defaults: ``backend=None`` means the pytest plugin's ``--unified-backend`` (see

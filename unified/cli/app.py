@@ -271,12 +271,13 @@ def calibrate_cmd(
     pass (labels in RUN_DIR); use it with run/compare --calibration FILE."""
     from unified.analysis.calibrated import describe_fit, fit_run
     from unified.analysis.verdict import parse_label_cuts
+    from unified.report import Report
 
     with user_errors():
         cuts = parse_label_cuts(label_cut)
         if not run_dir.exists():
             raise FileNotFoundError(f"{run_dir} does not exist")
-        data = fit_run(run_dir, cuts)
+        data = fit_run(Report.from_dir(run_dir), cuts)
     for line in describe_fit(data):
         out_console.print(line, highlight=False, soft_wrap=True, markup=False)
     if not data["entries"]:
@@ -297,7 +298,7 @@ def diff_cmd(
 ) -> None:
     """Change in mean per metric and backend from RUN_A to RUN_B: configuration differences
     first, then Δ with a bootstrap 95% CI, a Holm-adjusted p and the samples needed for 80% power."""
-    from unified.analysis.diff import describe_config_changes, diff_runs, format_diff, unpaired_note
+    from unified.report.diff import describe_config_changes, diff_runs, format_diff, unpaired_note
 
     with user_errors(), plain_warnings():
         rows = diff_runs(run_a, run_b, n_boot=n_boot, seed=seed, top=top)

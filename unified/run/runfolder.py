@@ -47,8 +47,8 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # the C strin
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
+from unified.analysis.configdiff import diff_configs
 from unified.data.files import OutputError, atomic_path, os_error, write_json
-from unified.run.fingerprint import diff_configs
 from unified.scores import Cost, line_problem
 
 SCORES_FILE = "scores.jsonl"
