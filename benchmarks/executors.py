@@ -113,7 +113,7 @@ async def client_cost(url: str, c: int, n: int, ours: bool) -> tuple[float, floa
 
 
 def part1(data: Path, url: str, levels: list[int]) -> None:
-    from unified.integrations.ray_executor import RayExecutor, connect
+    from unified.platforms.ray_executor import RayExecutor, connect
 
     t0 = time.perf_counter()
     ray, started = connect(num_cpus=os.cpu_count())

@@ -69,7 +69,7 @@ def child(data: str, executor: str, concurrency: int) -> None:
 
     ex: object = "local"
     if executor == "ray":
-        from unified.integrations.ray_executor import RayExecutor
+        from unified.platforms.ray_executor import RayExecutor
 
         ex = RayExecutor(num_actors=2, num_cpus=2)
     out = tempfile.mkdtemp(prefix="ray-mem-")

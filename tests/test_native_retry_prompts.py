@@ -111,7 +111,7 @@ def test_a_group_sent_to_a_ray_actor_keeps_what_scoring_reads():
     # dropped on the wire, and a retried metric on Ray was asked its solo prompt
     import dataclasses
 
-    from unified.integrations.ray_executor.worker import WireGroup
+    from unified.platforms.ray_executor.worker import WireGroup
     from unified.run.executor import Pair, TaskGroup
 
     sample = next(iter(read_samples(DATA)))

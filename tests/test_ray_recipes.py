@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from unified.integrations.ray_executor import (
+from unified.judge import JudgeConfig, build_judges
+from unified.judge.base import ChatJudge, Judges
+from unified.metrics import parse_metric
+from unified.platforms.ray_executor import (
     INSTALL_HINT,
     Block,
     RayExecutorError,
@@ -22,9 +25,6 @@ from unified.integrations.ray_executor import (
     run_recipe,
     share,
 )
-from unified.judge import JudgeConfig, build_judges
-from unified.judge.base import ChatJudge, Judges
-from unified.metrics import parse_metric
 from unified.run.executor import Pair, TaskGroup
 from unified.sample import Sample
 

@@ -26,7 +26,7 @@ def _with_integrations(options: dict[str, Any]) -> dict[str, Any]:
     timeout = options.pop("mlflow_timeout", None)
     if tracking in (None, False):
         return options
-    from unified.integrations.mlflow_log import logging_timeout, require_mlflow
+    from unified.platforms.mlflow_log import logging_timeout, require_mlflow
 
     require_mlflow(
         tracking
@@ -37,7 +37,7 @@ def _with_integrations(options: dict[str, Any]) -> dict[str, Any]:
 
 
 def _log_to_mlflow(tracking: Any, budget: float, report: Report, summary: Any, folder: Path | None) -> None:
-    from unified.integrations.mlflow_log import log_run
+    from unified.platforms.mlflow_log import log_run
 
     log_run(report, tracking, summary=summary, folder=folder, timeout=budget)
 

@@ -531,7 +531,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     if (
         v.get("mlflow") is not None
     ):  # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
-        from unified.integrations.mlflow_log import logging_timeout, require_mlflow
+        from unified.platforms.mlflow_log import logging_timeout, require_mlflow
 
         require_mlflow(v["mlflow"])
         logging_timeout(v.get("mlflow_timeout"))
@@ -1059,7 +1059,7 @@ def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str, time
     asked for it, it did not happen; SIGINT / SIGTERM while logging give 130 / 143)."""
     import warnings
 
-    from unified.integrations import mlflow_log as ml
+    from unified.platforms import mlflow_log as ml
     from unified.redact import redact_url
 
     tags = {"unified.exit_code": str(exit_code), "unified.gates": gates}

@@ -159,7 +159,7 @@ class CacheStore(Protocol):
     miss and a failed write is dropped (after one warning), so a broken cache can cost
     calls but never a score. A networked store for several machines implements them,
     plus ``remote_factory()`` — a picklable zero-argument callable that opens the same
-    store in another process (``unified.integrations.ray_executor`` ships it to its actors)."""
+    store in another process (``unified.platforms.ray_executor`` ships it to its actors)."""
 
     def lookup_chat(self, key: str) -> tuple[str, int, int] | None: ...
 

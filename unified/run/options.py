@@ -33,7 +33,7 @@ class RunOptions:
     MLflow logger here, so the run path never imports an integration).
     Where: ``executor`` ("local", "ray", or an Executor object), ``ray_address`` (None: a
     local Ray for the run; "auto": the running cluster; or an address — see
-    ``unified.integrations.ray_executor``). Test–retest: ``repeats`` (N > 1 scores every
+    ``unified.platforms.ray_executor``). Test–retest: ``repeats`` (N > 1 scores every
     judge-using task N times with seeds 0…N−1 and keeps their mean; ``unified.run.repeats``).
     Batch: ``batch`` (True, or a dict of ``unified.judge.batch.BatchSettings`` fields such as
     ``{"poll_max": 10}``) sends uncached judge calls as Batch API jobs at the batch price;
