@@ -46,8 +46,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from judge_overhead import Verdicts, start_server  # noqa: E402
 
+from unified.api import evaluate  # noqa: E402
 from unified.judge import JudgeConfig, OpenAIChatJudge, task_scope  # noqa: E402
-from unified.run.runner import evaluate  # noqa: E402
 
 
 def write_samples(path: Path, n: int) -> None:

@@ -349,8 +349,8 @@ def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_label
     import json as _json
 
     from unified.analysis.calibrated import fit_run, in_sample_notes
+    from unified.api import evaluate
     from unified.report import Report
-    from unified.run.runner import evaluate
 
     rows = [
         {"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": [rel], "lab": lab}
@@ -409,8 +409,8 @@ def test_to_pandas_has_the_calibrated_values(tmp_path):
     import json as _json
 
     from unified.analysis.calibrated import fit_run
+    from unified.api import evaluate
     from unified.report import Report
-    from unified.run.runner import evaluate
 
     rows = [
         {"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": [rel], "lab": lab}

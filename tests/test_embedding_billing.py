@@ -12,9 +12,9 @@ from support import as_read
 
 from unified.adapters import get_backend
 from unified.adapters.embedding import texts_for
+from unified.api import aevaluate
 from unified.judge.base import Embedder, JudgeConnectionError, Judges
 from unified.metrics import parse_metrics
-from unified.run.runner import aevaluate
 from unified.sample import Sample
 
 pytestmark = pytest.mark.local

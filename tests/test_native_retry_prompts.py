@@ -16,10 +16,10 @@ import pytest
 from judge_server import JudgeServer
 
 from unified.adapters.native import NativeBackend
+from unified.api import evaluate
 from unified.data.io import read_samples
 from unified.judge import JudgeConfig, build_judges
 from unified.metrics import parse_metrics
-from unified.run.runner import evaluate
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples.jsonl"
 KEY = "sk-loopback-retry-prompts"

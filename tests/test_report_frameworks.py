@@ -31,11 +31,11 @@ from report_runs import two_backend_run
 
 from unified.adapters.deepeval import DEEPEVAL_METRICS, DeepEvalBackend
 from unified.adapters.ragas import RAGAS_METRICS, JudgeRagasEmbedding, JudgeRagasLLM
+from unified.api import evaluate
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.report import Report
 from unified.report.frameworks import deepeval_name, ragas_name
-from unified.run.runner import evaluate
 from unified.sample import Sample
 
 pytestmark = [pytest.mark.ragas, pytest.mark.deepeval]

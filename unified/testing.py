@@ -1,6 +1,6 @@
 """Assertions for test suites: score samples through the normal runner and fail loudly.
 
-``assert_scores(samples, metrics)`` runs ``unified.run.runner.evaluate`` (the same plan,
+``assert_scores(samples, metrics)`` runs ``unified.api.evaluate`` (the same plan,
 fingerprints, judge cache and error handling as ``unified-eval run``) and raises an
 ``AssertionError`` listing every failing check, one (sample, metric, backend) a row::
 
@@ -126,10 +126,10 @@ def assert_scores(
     ``run_options``: any ``evaluate`` keyword (``judge=``, ``embedding=``, ``cache=``,
     ``out=`` to keep the run folder, ...). Returns the run's ``Report``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this frame
-    from unified.run.runner import _as_metric_refs
+    from unified.run.runner import as_metric_refs
 
     opts = _merged_options(backend, run_options)
-    names = [r.name for r in _as_metric_refs(metrics)]
+    names = [r.name for r in as_metric_refs(metrics)]
     backends = [getattr(b, "name", b) for b in opts["backends"]]
     bounds = _bounds(thresholds, names)
     report, skipped = _score(samples, names, opts)

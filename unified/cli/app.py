@@ -247,12 +247,12 @@ def report_cmd(
     """(Re)write RUN_DIR/report.html and print the summary table."""
     from unified.report import Report
     from unified.run.runfolder import REPORT_FILE
-    from unified.run.runner import print_summary
+    from unified.run.runsummary import print_table
 
     with user_errors(), plain_warnings():  # skipped unreadable lines are said, not hidden
         report = Report.from_dir(run_dir)
         path = report.write_html(run_dir / REPORT_FILE, max_drilldown=max_samples)
-        print_summary(report.summary())
+        print_table(report.summary())
     out_console.print(f"wrote {path}", highlight=False)
 
 

@@ -452,7 +452,7 @@ DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval"}
 def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
     """What ``run`` and ``compare`` do: check the arguments, run, report, exit."""
     from unified.cli import common as cli
-    from unified.run.runner import RunInterrupted
+    from unified.run.interrupts import RunInterrupted
 
     with cli.plain_warnings(), _sigterm_deferred() as terminated:
         with cli.user_errors():
@@ -511,6 +511,7 @@ class _Setup:
     judges: Any
     judge_desc: dict[str, Any]
     label_cuts: dict[str, float]  # --label-cut, by canonical metric (compare)
+    mlflow: Any = None  # --mlflow: unified.api's MLflow logging, checked before any judge is paid
 
 
 def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
@@ -528,13 +529,10 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     gates = parse_gates(v.get("fail_under"))
     _check_gates_name_metrics(gates, refs)
     cuts = _label_cuts(v, refs)  # a bad --label-cut is said before any judge is paid
-    if (
-        v.get("mlflow") is not None
-    ):  # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
-        from unified.platforms.mlflow_log import logging_timeout, require_mlflow
+    from unified.api import mlflow_logging
 
-        require_mlflow(v["mlflow"])
-        logging_timeout(v.get("mlflow_timeout"))
+    # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
+    mlflow = mlflow_logging(v.get("mlflow"), v.get("mlflow_timeout"))
     if not file.exists():
         raise cli.UserError(f"no such file: {file}")
     if v.get("dry_run"):
@@ -549,7 +547,7 @@ def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
     objs = [get_backend(b, judges, run_dir=out) for b in backends]
     _check_parameters(refs, objs)
-    return _Setup(file, refs, backends, objs, gates, out, judges, desc, cuts)
+    return _Setup(file, refs, backends, objs, gates, out, judges, desc, cuts, mlflow)
 
 
 def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any]) -> None:
@@ -824,8 +822,8 @@ def _judges(v: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
 
 
 def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
+    from unified.api import evaluate
     from unified.cli import common as cli
-    from unified.run.runner import evaluate
 
     return evaluate(
         str(s.file),
@@ -926,14 +924,8 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
         for line in lines:
             (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
     code = exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))
-    if v.get("mlflow") is not None:  # last: the MLflow run records the exit code and the cross-check
-        code = log_cli_run(
-            report,
-            v["mlflow"],
-            code,
-            "none" if not s.gates else "passed" if gates_ok else "failed",
-            timeout=v.get("mlflow_timeout"),
-        )
+    if s.mlflow is not None:  # last: the MLflow run records the exit code and the cross-check
+        code = log_cli_run(report, s.mlflow, code, "none" if not s.gates else "passed" if gates_ok else "failed")
     return code
 
 
@@ -1053,10 +1045,12 @@ def register(app: typer.Typer) -> None:
     )(make_command("migrate", body_for("migrate")))
 
 
-def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str, timeout: float | None = None) -> int:
-    """``--mlflow`` at the end of ``run``/``compare``: log within ``timeout`` seconds, say
-    where, and return the exit code (a failed or overdue log turns a 0 into 2: the user
-    asked for it, it did not happen; SIGINT / SIGTERM while logging give 130 / 143)."""
+def log_cli_run(report: Any, logging: Any, exit_code: int, gates: str) -> int:
+    """``--mlflow`` at the end of ``run``/``compare``: log through ``unified.api``'s MLflow
+    logging (``logging``, within its budget), say where, and return the exit code (a failed
+    or overdue log turns a 0 into 2: the user asked for it, it did not happen; SIGINT /
+    SIGTERM while logging give 130 / 143). The MLflow run records the exit code and the
+    gates, so it is logged after them, not by ``evaluate``."""
     import warnings
 
     from unified.platforms import mlflow_log as ml
@@ -1066,7 +1060,7 @@ def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str, time
     try:
         with warnings.catch_warnings(), ml.signals_interrupt():
             warnings.simplefilter("ignore", FutureWarning)  # the file store's note is printed below, once
-            run_id = ml.log_run(report, tracking_uri, tags=tags, timeout=timeout)
+            run_id = logging.log(report, tags=tags)
     except ml.MlflowInterrupted as e:
         print(
             f"interrupted by {e.signal} while logging to MLflow; the run folder is complete",
@@ -1077,7 +1071,7 @@ def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str, time
     except (ml.MlflowLogError, ml.MlflowUnavailable, ml.MlflowUriError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return exit_code or EXIT_USAGE
-    uri = ml.resolve_tracking_uri(tracking_uri)
+    uri = logging.uri
     print(f"logged MLflow run {run_id} to {redact_url(uri)}", flush=True)
     note = ml.file_store_note(uri)
     if note is not None:
