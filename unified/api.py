@@ -102,8 +102,17 @@ def evaluate(
     or SIGTERM raise ``RunInterrupted`` (a ``KeyboardInterrupt``) after leaving the run
     folder consistent, summarised and resumable (``unified.run.blocking``)."""
 
-    def start(on_interrupt: Callable[[Any], None]) -> Any:
-        given = {"on_interrupt": on_interrupt, **options}
+    own = options.pop("on_interrupt", None)
+
+    def start(record: Callable[[Any], None]) -> Any:
+        def on_interrupt(
+            why: Any,
+        ) -> None:  # the raised RunInterrupted carries the details; a caller's hook hears them too
+            record(why)
+            if own is not None:
+                own(why)
+
+        given = {**options, "on_interrupt": on_interrupt}
         return aevaluate(samples, metrics, backends, judges, out, resume, concurrency, progress, quiet, **given)
 
     return run_blocking(start, out)

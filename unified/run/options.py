@@ -97,3 +97,9 @@ class RunOptions:
         if opts.max_samples is not None and opts.max_samples < 1:
             raise ValueError(f"max_samples must be at least 1, got {opts.max_samples}")
         return opts
+
+    def keywords(self) -> dict[str, Any]:
+        """These options as the keyword arguments that build them again
+        (``unified.api.evaluate(samples, metrics, **opts.keywords())``): the CLI builds
+        its ``RunOptions`` once from the flags and runs through the API."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -48,6 +48,7 @@ class RunState:
     say: Callable[[str], None]
     folder: RunFolder
     stop: StopState
+    book: RepeatBook  # the repeats of --repeats pairs (none until the plan is made)
     t0: float = field(default_factory=time.monotonic)
     # microseconds: an invocation's identity in run.json (two runs within one second,
     # a no-op rerun, were one entry, the later overwriting the earlier)
@@ -58,7 +59,6 @@ class RunState:
     own_judges: bool = False
     judge_desc: dict[str, Any] = field(default_factory=dict)
     plan: RunPlan = field(default_factory=RunPlan)
-    book: RepeatBook = field(default_factory=lambda: RepeatBook(Path("."), {}))  # set by start and the plan
     calibration: Any = None  # a loaded calibration.json (unified.analysis.calibrated)
     batch: Any = None  # BatchSettings of a --batch run
     executor: Any = None
