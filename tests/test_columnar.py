@@ -329,6 +329,27 @@ def test_a_sigterm_interrupted_run_leaves_no_parquet(tmp_path):
     assert columnar.fresh_parquet(out)["rows"] == 16
 
 
+def test_a_callers_on_interrupt_hook_hears_the_interruption_and_the_raise_keeps_its_details(tmp_path):
+    """``evaluate(on_interrupt=hook)``: the hook used to replace the one that records the
+    details, so the RunInterrupted raised said 0 tasks done and named no resume command."""
+    from unified.adapters.native import NativeBackend
+
+    data, out = _first(tmp_path)
+
+    class Terminating(NativeBackend):
+        async def score(self, sample, metrics):
+            if sample.id == "s5":
+                os.kill(os.getpid(), signal.SIGTERM)
+            return await super().score(sample, metrics)
+
+    write(data, rows(4) + rows(4, start=4))
+    heard: list[RunInterrupted] = []
+    with pytest.raises(RunInterrupted) as info:
+        evaluate(data, METRICS, [Terminating(None)], out=out, quiet=True, progress=False, on_interrupt=heard.append)
+    assert heard == [info.value] and info.value.signal == "SIGTERM"
+    assert info.value.done >= 8 and info.value.total == 16 and f"out={str(out)!r}" in info.value.hint
+
+
 def test_the_no_op_rerun_leaves_the_parquet_alone(tmp_path):
     data, out = _first(tmp_path)
     st = (out / PQ).stat()
