@@ -14,7 +14,7 @@ from support import as_read
 
 from unified.api import evaluate
 from unified.report import Report, render_html
-from unified.report.analysis import odd_one_out, pairs
+from unified.report.agreement import odd_one_out, pairs
 from unified.report.html_base import anchor
 from unified.report.model import FileSource, ParquetSource, Task, metric_order
 from unified.report.view import build_view
