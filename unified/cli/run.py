@@ -57,13 +57,20 @@ class Flag:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("metrics", ("--metrics", "-m"), str, ..., "comma list, e.g. faithfulness,mrr,precision@3", _INPUT),
+    Flag(
+        "metrics",
+        ("--metrics", "-m"),
+        list[str],
+        ...,
+        "comma list, e.g. faithfulness,mrr,precision@3 (repeatable)",
+        _INPUT,
+    ),
     Flag(
         "backend",
         ("--backend", "--backends", "-b"),
-        Optional[str],
+        Optional[list[str]],
         None,
-        "backend or comma list (run: native; compare: native,ragas,deepeval)",
+        "backend or comma list (run: native; compare: native,ragas,deepeval; repeatable)",
         _INPUT,
         commands=("run", "compare"),
     ),
@@ -126,7 +133,7 @@ FLAGS: tuple[Flag, ...] = (
         Optional[list[str]],
         None,
         "METRIC=CUT: graded human labels from CUT up count as a pass, e.g. faithfulness=4 for 1–5 ratings "
-        "(default: the metric's bound on 0–1 or 0–10 labels)",
+        "(default: the metric's bound on 0–1 or 0–10 labels; repeatable)",
         _INPUT,
         commands=("compare",),
     ),
@@ -139,7 +146,14 @@ FLAGS: tuple[Flag, ...] = (
         _INPUT,
     ),
     Flag("max_samples", ("--max-samples",), Optional[int], None, "score only the first N rows", _INPUT, min=1),
-    Flag("plugins", ("--plugins",), Optional[str], None, "modules registering custom metrics (comma list)", _INPUT),
+    Flag(
+        "plugins",
+        ("--plugins",),
+        Optional[list[str]],
+        None,
+        "modules registering custom metrics (comma list; repeatable)",
+        _INPUT,
+    ),
     Flag("base_url", ("--base-url",), Optional[str], None, "OpenAI-compatible judge URL", _JUDGE),
     Flag("model", ("--model",), Optional[str], None, "judge model name", _JUDGE),
     Flag(
@@ -230,7 +244,14 @@ FLAGS: tuple[Flag, ...] = (
         _FOLDER,
     ),
     Flag("no_cache", ("--no-cache",), bool, False, "do not cache judge calls", _FOLDER),
-    Flag("fail_under", ("--fail-under",), Optional[str], None, "gates on means, e.g. faithfulness=7,mrr=6", _GATES),
+    Flag(
+        "fail_under",
+        ("--fail-under",),
+        Optional[list[str]],
+        None,
+        "gates on means, e.g. faithfulness=7,mrr=6 (repeatable; every gate applies)",
+        _GATES,
+    ),
     Flag(
         "max_error_rate",
         ("--max-error-rate",),
@@ -551,7 +572,7 @@ class Invocation:
             file=file,
             options=_run_options(command, file, values),
             judge=judge,
-            **{k: values[k] for k in own if values.get(k) is not None},
+            **{k: _one_list(k, values[k]) for k in own if values.get(k) is not None},
         )
 
     @property
@@ -559,6 +580,14 @@ class Invocation:
         """The run folder (``--out``, else ``runs/<timestamp>``)."""
         assert self.options.out is not None  # the CLI always names one (_run_options)
         return Path(self.options.out)
+
+
+_COMMA_LISTS = ("metrics", "backend", "plugins")  # repeatable flags whose items are comma lists
+
+
+def _one_list(name: str, value: Any) -> Any:
+    """A repeatable comma-list flag as one comma list (``-m a,b -m c`` is ``a,b,c``)."""
+    return ",".join(value) if name in _COMMA_LISTS else value
 
 
 def _run_options(command: str, file: Path, v: dict[str, Any]) -> RunOptions:
@@ -1058,13 +1087,9 @@ def _migration(report: Any, inv: Invocation, s: _Setup) -> bool:
 def _label_cuts(label_cut: list[str] | None, refs: Any) -> dict[str, float]:
     """``--label-cut`` as {canonical metric: cut}; a cut for a metric the run does not
     score (``refs``) is refused (it would apply to nothing, the default cut to the rest)."""
-    from unified.analysis.verdict import parse_label_cuts
     from unified.cli import common as cli
 
-    try:
-        cuts = parse_label_cuts(label_cut)
-    except ValueError as e:
-        raise cli.UserError(str(e)) from None
+    cuts = cli.label_cuts(label_cut)
     scored = {r.canonical for r in refs}
     for name in cuts:
         if name not in scored:
