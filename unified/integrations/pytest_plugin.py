@@ -85,7 +85,9 @@ def _one(config: pytest.Config, dest: str) -> str | None:
     given = list(dict.fromkeys(config.getoption(dest) or []))
     if len(given) > 1:
         flag = "--" + dest.replace("_", "-")
-        raise pytest.UsageError(f"{flag} is given twice, {given[0]!r} and {given[1]!r}: it keeps one value; give it once")
+        raise pytest.UsageError(
+            f"{flag} is given twice, {given[0]!r} and {given[1]!r}: it keeps one value; give it once"
+        )
     return given[0] if given else None
 
 
