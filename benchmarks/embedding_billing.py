@@ -32,7 +32,7 @@ from unified.adapters import get_backend
 from unified.adapters.embedding.backend import texts_for
 from unified.data.io import load_samples
 from unified.judge.base import Embedder, Judges
-from unified.judge.local import LocalEmbedder
+from unified.judge.minilm import LocalEmbedder
 from unified.metrics import parse_metrics
 
 REPO = Path(__file__).resolve().parent.parent

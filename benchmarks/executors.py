@@ -46,8 +46,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from judge_overhead import Verdicts, start_server  # noqa: E402
 
+from unified.api import evaluate  # noqa: E402
 from unified.judge import JudgeConfig, OpenAIChatJudge, task_scope  # noqa: E402
-from unified.run.runner import evaluate  # noqa: E402
 
 
 def write_samples(path: Path, n: int) -> None:
@@ -113,7 +113,7 @@ async def client_cost(url: str, c: int, n: int, ours: bool) -> tuple[float, floa
 
 
 def part1(data: Path, url: str, levels: list[int]) -> None:
-    from unified.integrations.ray_executor import RayExecutor, connect
+    from unified.platforms.ray_executor import RayExecutor, connect
 
     t0 = time.perf_counter()
     ray, started = connect(num_cpus=os.cpu_count())

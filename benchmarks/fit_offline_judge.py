@@ -72,7 +72,7 @@ from unified.adapters.embedding.signals import (  # noqa: E402
     response_features,
     sentence_signals,
 )
-from unified.judge.local import encode_both  # noqa: E402
+from unified.judge.minilm import encode_both  # noqa: E402
 from unified.text import split_sentences  # noqa: E402
 
 SETS = ("ares", "summary", "data2txt")
@@ -144,7 +144,7 @@ def load_sets(data: Path, sources: int | None) -> dict[str, list[dict[str, Any]]
 def trim(text: str, pair: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
     """A preloaded pair with its word-piece vectors cut to the text's own pieces: an
     earlier version of this script kept the batch padding (``encode_both`` explains)."""
-    from unified.judge.local import get_sentence_model
+    from unified.judge.minilm import get_sentence_model
 
     ids = get_sentence_model().tokenizer(text, truncation=True, max_length=256)["input_ids"]
     n = max(len(ids) - 2, 1) if len(ids) > 2 else len(ids)

@@ -5,7 +5,7 @@ regularised logistic regression over the MiniLM vectors the backend already comp
         [--vectors old_vectors.pkl] [--rows /tmp/learned_rows.pkl] [--C 0.003,0.01,0.03,0.1]
 
 Same data, ``--sources`` selection and loading as ``benchmarks/fit_offline_judge.py``
-(its functions are imported), same vectors (``unified.judge.local.encode_both``, or a
+(its functions are imported), same vectors (``unified.judge.minilm.encode_both``, or a
 ``--vectors`` pickle of them, trimmed as that script trims), same signal code
 (``unified/adapters/embedding/signals.py``).
 

@@ -86,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     args = ap.parse_args(argv)
     if args.model is None:
-        from unified.judge.models import packaged_model_path
+        from unified.judge.packaged_model import packaged_model_path
 
         args.model = packaged_model_path()
     rows = labelled_rows(args.data, per_set=args.per_set)

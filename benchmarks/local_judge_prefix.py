@@ -81,7 +81,7 @@ async def main() -> None:
     ap.add_argument("--single-judge", action="store_true")
     args = ap.parse_args()
     if args.model is None:
-        from unified.judge.models import packaged_model_path
+        from unified.judge.packaged_model import packaged_model_path
 
         args.model = str(packaged_model_path())
     judge = make_chat_judge(JudgeConfig(model=args.model))

@@ -43,7 +43,7 @@ CONFIGS = ("native", "native --single-judge", "ragas", "deepeval")
 
 
 def default_model() -> Path:
-    from unified.judge.models import packaged_model_path
+    from unified.judge.packaged_model import packaged_model_path
 
     return packaged_model_path()
 

@@ -287,7 +287,7 @@ def embedding_params(metrics: list[str], lexical_w: float | None) -> dict[str, d
 
 def _embedding_backend(judges: Judges, cache: str | None) -> tuple[Any, MemoEmbedder]:
     from unified.adapters import get_backend
-    from unified.judge.local import LocalEmbedder
+    from unified.judge.minilm import LocalEmbedder
 
     memo = MemoEmbedder(judges.embedder or LocalEmbedder())
     if cache and Path(cache).exists():

@@ -55,7 +55,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import fit_offline_judge as fit  # noqa: E402
 
-from unified.judge.local import encode_both  # noqa: E402
+from unified.judge.minilm import encode_both  # noqa: E402
 from unified.text import split_sentences  # noqa: E402
 
 

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from unified.adapters import get_backend  # noqa: E402
-from unified.judge.local import clear_vector_cache  # noqa: E402
+from unified.judge.minilm import clear_vector_cache  # noqa: E402
 from unified.metrics import parse_metrics  # noqa: E402
 from unified.sample import Sample  # noqa: E402
 

@@ -65,11 +65,11 @@ def _status(field: str) -> float:
 def child(data: str, executor: str, concurrency: int) -> None:
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     sys.path.insert(0, str(ROOT))
-    from unified.run.runner import evaluate
+    from unified.api import evaluate
 
     ex: object = "local"
     if executor == "ray":
-        from unified.integrations.ray_executor import RayExecutor
+        from unified.platforms.ray_executor import RayExecutor
 
         ex = RayExecutor(num_actors=2, num_cpus=2)
     out = tempfile.mkdtemp(prefix="ray-mem-")

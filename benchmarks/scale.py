@@ -100,7 +100,7 @@ _WORKER = r"""
 import json, os, resource, sys, time
 sys.path.insert(0, {tree!r})
 t0 = time.perf_counter()
-from unified.run.runner import evaluate
+from unified.api import evaluate
 import unified.adapters
 imported = time.perf_counter() - t0
 c0, t1 = time.process_time(), time.perf_counter()
@@ -150,7 +150,7 @@ import json, os, resource, sys, time
 sys.path.insert(0, {tree!r})
 from pathlib import Path
 from unified.report import Report
-from unified.analysis.diff import diff_runs
+from unified.report.diff import diff_runs
 from unified.run import columnar
 import pandas, pyarrow.parquet  # both ways' imports before the clock: the reads alone are timed
 folder, what = Path({folder!r}), {what!r}
@@ -315,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def llm_part(args: argparse.Namespace, work: Path) -> dict:
     """Part 3: native LLM metrics against the loopback judge (in this process)."""
+    from unified.api import evaluate
     from unified.judge import JudgeConfig, build_judges
-    from unified.run.runner import evaluate
 
     server = None
     base_url = args.base_url

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from rank_bm25 import BM25Okapi
 
-from unified.run.pipeline import build_samples
+from unified.data.pipeline import build_samples
 from unified.text import split_sentences
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -59,7 +59,7 @@ def load_questions(path: Path = DATA / "questions.jsonl") -> list[dict]:
 
 
 async def run(out: Path, quiet: bool = False):
-    from unified.run.runner import aevaluate
+    from unified.api import aevaluate
 
     rows = load_questions()
     questions = [r["user_input"] for r in rows]

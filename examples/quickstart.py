@@ -15,6 +15,6 @@ for name in ["precision@3", "recall@3", "mrr", "ndcg@3", "hit_rate@1"]:
 
 # The same through the runner, with LLM metrics (needs a judge: --base-url/--model or
 # UNIFIED_JUDGE_BASE_URL / UNIFIED_JUDGE_MODEL):
-# from unified.run.runner import evaluate
+# from unified.api import evaluate
 # report = evaluate(samples, metrics=["faithfulness", "precision@3", "ndcg@10"],
 #                   backends=["native"], out="runs/quick")

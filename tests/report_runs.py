@@ -1,4 +1,4 @@
-"""Real run folders for the report tests, made by ``unified.run.runner.evaluate``: a two-backend
+"""Real run folders for the report tests, made by ``unified.api.evaluate``: a two-backend
 retrieval run (no judge needed) and a native / ragas / deepeval compare against the
 loopback judge with awkward sample ids and samples that lack a field."""
 
@@ -8,9 +8,9 @@ import json
 from pathlib import Path
 
 from unified.adapters import Backend
+from unified.api import evaluate
 from unified.judge.base import Judges
 from unified.report import Report
-from unified.run.runner import evaluate
 from unified.scores import Score
 
 ROOT = Path(__file__).resolve().parents[1]

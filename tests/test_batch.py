@@ -19,12 +19,12 @@ from judge_batch_server import BatchEndpoints
 from judge_server import JudgeServer, binary_answer_fn
 from support import cli_env
 
+from unified.api import evaluate
 from unified.judge import JudgeConfig
 from unified.judge.base import CallRecord
 from unified.judge.batch import BatchSettings, batch_settings, progress_line
 from unified.judge.batch_ledger import BatchLedger
 from unified.judge.prices import batch_price, parse_prices, usd_cost
-from unified.run.runner import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"

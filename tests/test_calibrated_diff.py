@@ -16,9 +16,9 @@ from support import as_read
 from typer.testing import CliRunner
 
 from unified.analysis.calibrated import Calibration, CalibrationError
-from unified.analysis.diff import diff_runs
 from unified.analysis.stats import holm
 from unified.cli.app import app
+from unified.report.diff import diff_runs
 from unified.scores import Score
 
 # the shared human-labelled data sits beside the checkout (a worktree is one level deeper)

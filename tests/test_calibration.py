@@ -349,8 +349,8 @@ def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_label
     import json as _json
 
     from unified.analysis.calibrated import fit_run, in_sample_notes
+    from unified.api import evaluate
     from unified.report import Report
-    from unified.run.runner import evaluate
 
     rows = [
         {"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": [rel], "lab": lab}
@@ -361,7 +361,7 @@ def test_compare_says_when_calibrated_agreement_is_measured_on_the_fitting_label
     opts = {"labels": "mrr=lab", "quiet": True, "progress": False}
     evaluate(data, "mrr", ["native"], out=tmp_path / "fit", **opts)
     cal = tmp_path / "cal.json"
-    cal.write_text(_json.dumps(fit_run(tmp_path / "fit")))
+    cal.write_text(_json.dumps(fit_run(Report(tmp_path / "fit"))))
     evaluate(data, "mrr", ["native"], out=tmp_path / "same", calibration=cal, **opts)
     (note,) = in_sample_notes(cal, Report(tmp_path / "same"))
     assert "mrr (native): 8 of the 8 labelled samples here were in the fit" in note and "is in-sample" in note
@@ -409,8 +409,8 @@ def test_to_pandas_has_the_calibrated_values(tmp_path):
     import json as _json
 
     from unified.analysis.calibrated import fit_run
+    from unified.api import evaluate
     from unified.report import Report
-    from unified.run.runner import evaluate
 
     rows = [
         {"id": f"s{i}", "user_input": "q?", "retrieved_ids": ["a", "b", "c"], "relevant_ids": [rel], "lab": lab}
@@ -422,7 +422,7 @@ def test_to_pandas_has_the_calibrated_values(tmp_path):
     evaluate(data, "mrr", ["native"], out=tmp_path / "fit", **opts)
     assert Report(tmp_path / "fit").to_pandas()["calibrated"].isna().all()
     cal = tmp_path / "cal.json"
-    cal.write_text(_json.dumps(fit_run(tmp_path / "fit")))
+    cal.write_text(_json.dumps(fit_run(Report(tmp_path / "fit"))))
     evaluate(data, "mrr", ["native"], out=tmp_path / "cal", calibration=cal, **opts)
     df = Report(tmp_path / "cal").to_pandas()
     lines = {

@@ -23,11 +23,12 @@ from support import hostile_retrieval_rows
 from test_scale import METRICS, OLD, rows, run, write
 from typer.testing import CliRunner
 
-from unified.analysis.diff import diff_runs
+from unified.api import evaluate
 from unified.report import Report
+from unified.report.diff import diff_runs
 from unified.report.model import FileSource, ParquetSource, build_model
 from unified.run import columnar
-from unified.run.runner import RunInterrupted, evaluate
+from unified.run.interrupts import RunInterrupted
 from unified.scores import full_line
 
 PQ = "scores.parquet"
@@ -328,6 +329,27 @@ def test_a_sigterm_interrupted_run_leaves_no_parquet(tmp_path):
     assert columnar.fresh_parquet(out)["rows"] == 16
 
 
+def test_a_callers_on_interrupt_hook_hears_the_interruption_and_the_raise_keeps_its_details(tmp_path):
+    """``evaluate(on_interrupt=hook)``: the hook used to replace the one that records the
+    details, so the RunInterrupted raised said 0 tasks done and named no resume command."""
+    from unified.adapters.native import NativeBackend
+
+    data, out = _first(tmp_path)
+
+    class Terminating(NativeBackend):
+        async def score(self, sample, metrics):
+            if sample.id == "s5":
+                os.kill(os.getpid(), signal.SIGTERM)
+            return await super().score(sample, metrics)
+
+    write(data, rows(4) + rows(4, start=4))
+    heard: list[RunInterrupted] = []
+    with pytest.raises(RunInterrupted) as info:
+        evaluate(data, METRICS, [Terminating(None)], out=out, quiet=True, progress=False, on_interrupt=heard.append)
+    assert heard == [info.value] and info.value.signal == "SIGTERM"
+    assert info.value.done >= 8 and info.value.total == 16 and f"out={str(out)!r}" in info.value.hint
+
+
 def test_the_no_op_rerun_leaves_the_parquet_alone(tmp_path):
     data, out = _first(tmp_path)
     st = (out / PQ).stat()
@@ -489,12 +511,12 @@ def test_the_model_read_a_batch_at_a_time_is_the_model_read_a_line_at_a_time(tmp
 
 
 def _spy_builds(monkeypatch) -> list[Path]:
-    """The folders whose scores.parquet the runner built from the file (not the stream's copy)."""
-    from unified.run import runner
+    """The folders whose scores.parquet the run's end built from the file (not the stream's copy)."""
+    from unified.run import finish
 
     built: list[Path] = []
-    real = runner.build_parquet
-    monkeypatch.setattr(runner, "build_parquet", lambda folder: built.append(Path(folder)) or real(folder))
+    real = finish.build_parquet
+    monkeypatch.setattr(finish, "build_parquet", lambda folder: built.append(Path(folder)) or real(folder))
     return built
 
 
@@ -542,12 +564,14 @@ def test_a_copy_the_file_no_longer_matches_is_not_used(tmp_path, monkeypatch, ch
     edited to the same size (the stat alone cannot tell), the run's own rewrite of its
     lines after the stream (as a calibration or a jury does) — the digests differ and
     the copy comes from the file."""
+    from unified.run import finish
     from unified.run.runfolder import AppendLog
-    from unified.run.runner import _Run
 
     if change == "rewrite":
         built = _spy_builds(monkeypatch)
-        monkeypatch.setattr(_Run, "_calibrate", lambda self: self.folder.map_lines(lambda d: {**d, "calibrated": 1.0}))
+        monkeypatch.setattr(
+            finish, "calibrate", lambda state: state.folder.map_lines(lambda d: {**d, "calibrated": 1.0})
+        )
         run(write(tmp_path / "in.jsonl", rows(4)), tmp_path / "out")
         assert built == [tmp_path / "out"] and columnar.fresh_parquet(tmp_path / "out") is not None
         assert all(r["calibrated"] == 1.0 for _, r in columnar.iter_raw(tmp_path / "out" / PQ))
@@ -649,23 +673,25 @@ def test_a_line_nested_past_the_recursion_limit_is_unreadable_not_a_crash(tmp_pa
     assert rewrite_jsonl(scores, lambda _i, d: d is not None) == 1 and scores.read_text() == good + "\n"
 
 
-@pytest.mark.parametrize("where", ["_write_parquet", "_write_index"])
+@pytest.mark.parametrize("where", ["parquet", "index"])
 def test_a_sigterm_after_every_task_was_scored_ends_with_a_complete_folder(tmp_path, capsys, monkeypatch, where):
-    """A real SIGTERM while ``finish`` writes the folder of a run whose tasks are all
-    scored: the files end as a complete run's (summary not interrupted, parquet, index:
-    the same command again is a no-op) and the message says the folder is complete —
-    it used to say "resume with" over a finished folder, whose summary said interrupted."""
-    from unified.run import runner
+    """A real SIGTERM while the end of the run writes the folder of a run whose tasks are
+    all scored — the run layer's ``scores.parquet`` or the report layer's ``index.json``:
+    the files end as a complete run's (summary not interrupted, parquet, index: the same
+    command again is a no-op) and the message says the folder is complete — it used to
+    say "resume with" over a finished folder, whose summary said interrupted."""
+    from unified.run import finish, prepare
 
     data, out = _first(tmp_path)
     write(data, rows(4) + rows(4, start=4))
-    real = getattr(runner._Run, where)
+    owner, name = (finish, "write_parquet") if where == "parquet" else (prepare.IndexRule, "write")
+    real = getattr(owner, name)
 
-    def under_sigterm(self, *args, **kwargs):
+    def under_sigterm(*args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)  # delivered now, in the main thread
-        return real(self, *args, **kwargs)
+        return real(*args, **kwargs)
 
-    monkeypatch.setattr(runner._Run, where, under_sigterm)
+    monkeypatch.setattr(owner, name, under_sigterm)
     capsys.readouterr()
     with pytest.raises(RunInterrupted) as info:
         evaluate(data, METRICS, ["native"], out=out, progress=False)
@@ -682,13 +708,13 @@ def test_a_sigterm_on_the_no_op_path_says_the_folder_is_complete(tmp_path, capsy
     from unified.run import runner
 
     data, out = _first(tmp_path)
-    real = runner._Run.finish_unchanged
+    real = runner.finish_unchanged
 
-    def unchanged_under_sigterm(self):
+    def unchanged_under_sigterm(*args):
         os.kill(os.getpid(), signal.SIGTERM)
-        return real(self)
+        return real(*args)
 
-    monkeypatch.setattr(runner._Run, "finish_unchanged", unchanged_under_sigterm)
+    monkeypatch.setattr(runner, "finish_unchanged", unchanged_under_sigterm)
     capsys.readouterr()
     with pytest.raises(RunInterrupted) as info:
         evaluate(data, METRICS, ["native"], out=out, progress=False)

@@ -21,10 +21,10 @@ from support import cli_env, hostile_retrieval_rows
 
 from unified.adapters.native import NativeBackend
 from unified.adapters.native.plan import SamplePlan, compute_fields
+from unified.api import evaluate
 from unified.judge.base import Judges
 from unified.metrics import parse_metric
 from unified.run.runfolder import AppendLog
-from unified.run.runner import evaluate
 from unified.sample import Sample
 from unified.scores import Score, line_of, score_line
 

@@ -146,7 +146,7 @@ class CountingEmbedder(Embedder):
     """Wraps the real local embedder and counts calls (plumbing check only)."""
 
     def __init__(self, fail: bool = False):
-        from unified.judge.local import LocalEmbedder
+        from unified.judge.minilm import LocalEmbedder
 
         self.inner, self.calls, self.fail, self.model = LocalEmbedder(), [], fail, "counting"
 

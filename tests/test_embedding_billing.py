@@ -12,9 +12,9 @@ from support import as_read
 
 from unified.adapters import get_backend
 from unified.adapters.embedding.backend import texts_for
+from unified.api import aevaluate
 from unified.judge.base import Embedder, JudgeConnectionError, Judges
 from unified.metrics import parse_metrics
-from unified.run.runner import aevaluate
 from unified.sample import Sample
 
 pytestmark = pytest.mark.local
@@ -46,7 +46,7 @@ class CountingEmbedder(Embedder):
     """The real local model, with every call's texts recorded."""
 
     def __init__(self, fail_after: int | None = None):
-        from unified.judge.local import LocalEmbedder
+        from unified.judge.minilm import LocalEmbedder
 
         self.inner, self.model, self.calls, self.fail_after = LocalEmbedder(), "counting", [], fail_after
 
@@ -106,7 +106,7 @@ def test_run_bills_each_metric_its_own_calls_and_the_bills_add_up(tmp_path):
 
 
 def test_values_match_one_batched_call_per_sample_up_to_float_noise():
-    from unified.judge.local import LocalEmbedder
+    from unified.judge.minilm import LocalEmbedder
 
     refs = parse_metrics(METRICS)
     split = [asyncio.run(get_backend("embedding", Judges(embedder=CountingEmbedder())).score(s, refs)) for s in SAMPLES]

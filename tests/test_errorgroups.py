@@ -13,9 +13,9 @@ from support import as_read
 
 from unified.adapters import missing_field_error
 from unified.analysis.errorgroups import cause_of, group_errors
+from unified.api import evaluate
 from unified.judge import JudgeConfig, build_judges
 from unified.metrics import parse_metric
-from unified.run.runner import evaluate
 from unified.sample import Sample
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -45,11 +45,12 @@ FRAMEWORKS = {"ragas", "deepeval", "phoenix", "trulens", "opik", "mlflow", "ray"
 
 
 def test_the_core_imports_no_framework_not_even_lazily():
-    """Only ``unified/integrations/`` (where we meet a tool) may import one."""
+    """Only where we meet a tool may import one: ``unified/integrations/`` (our metrics in
+    their runners), ``unified/platforms/`` (MLflow, Ray) and ``unified/adapters/`` (the backends)."""
     core = [
         (p, t)
         for p, t in _modules(ROOT / "unified")
-        if not {"integrations", "adapters"} & set(p.relative_to(ROOT).parts)
+        if not {"integrations", "platforms", "adapters"} & set(p.relative_to(ROOT).parts)
     ]
     offenders = [
         f"{p.relative_to(ROOT)} imports {', '.join(sorted(_imported(t) & FRAMEWORKS))}"
@@ -168,21 +169,116 @@ def test_the_cycle_check_can_fail():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-def test_only_the_cli_and_the_api_import_integrations():
-    """Arrows point down: nothing outside ``unified.integrations`` and the CLI imports an
-    integration (the run path gets hooks instead), and nothing but the CLI imports the CLI."""
+#: The layers of the house, top to bottom (docs/architecture.md, "What each module may
+#: import"): a module imports only from its own layer or below. A module belongs to the
+#: layer of the longest name below that it is or lies under.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("unified.cli", "unified.integrations", "unified.testing"),  # where people and other tools call us
+    ("unified.api",),  # evaluate(): the run, its end, the places it goes
+    ("unified.platforms",),  # where a run can go: MLflow, Ray
+    ("unified.report",),  # the Report, the end of a run, run-to-run diffs
+    ("unified.run",),  # the run path: scoring into the folder
+    ("unified.analysis",),  # reading scores: statistics, agreement, gates
+    ("unified.adapters",),  # the backends
+    ("unified.judge", "unified.data"),  # judge calls; data in and out
+    (  # the shared vocabulary
+        "unified.sample",
+        "unified.metrics",
+        "unified.scores",
+        "unified.bounds",
+        "unified.redact",
+        "unified.text",
+        "unified.console",
+    ),
+)
+#: ``unified/__init__.py``, the lazy public face, may point anywhere (it names, loads on use)
+ANYWHERE = {"unified"}
+#: Arrows that point up anyway, each with its reason; as few as possible. A lookup by name
+#: (an import path as a string, like ``run.executor.NAMED_EXECUTORS``) is no import.
+EXCEPTIONS: dict[tuple[str, str], str] = {}
+
+
+def layer_of(module: str) -> int | None:
+    """The index in ``LAYERS`` of ``module`` (0 is the top), None for ``ANYWHERE``."""
+    if module in ANYWHERE:
+        return None
+    best = max(
+        (
+            (i, name)
+            for i, names in enumerate(LAYERS)
+            for name in names
+            if module == name or module.startswith(name + ".")
+        ),
+        key=lambda hit: len(hit[1]),
+        default=None,
+    )
+    if best is None:
+        raise LookupError(f"{module} is in no layer: add its folder to LAYERS in tests/test_house.py")
+    return best[0]
+
+
+def upward(graph: dict[str, set[str]]) -> list[str]:
+    """Every arrow from a module to one in a higher layer, but the ``EXCEPTIONS``."""
+    up = []
+    for m, targets in graph.items():
+        for t in targets:
+            lm, lt = layer_of(m), layer_of(t)
+            if lm is not None and lt is not None and lt < lm and (m, t) not in EXCEPTIONS:
+                up.append(f"{m} (layer {lm + 1}) -> {t} (layer {lt + 1})")
+    return sorted(up)
+
+
+def folder_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The import graph between folders (``unified.run``, ``unified.report``, ...; a module
+    of the package root is its own node), the ``EXCEPTIONS`` left out."""
+
+    def folder(m: str) -> str:
+        parts = m.split(".")
+        return ".".join(parts[:2]) if len(parts) > 1 and (ROOT / "unified" / parts[1]).is_dir() else m
+
+    out: dict[str, set[str]] = {}
+    for m, targets in graph.items():
+        node = out.setdefault(folder(m), set())
+        node.update(folder(t) for t in targets if (m, t) not in EXCEPTIONS and folder(t) != folder(m))
+    return out
+
+
+def test_every_module_has_a_layer():
     graph = import_graph()
-    up = [
-        f"{m} -> {t}"
-        for m, ts in graph.items()
-        for t in ts
-        if (
-            t.startswith("unified.integrations")
-            and not m.startswith(("unified.integrations", "unified.cli", "unified.api", "unified.testing"))
-        )
-        or (t.startswith("unified.cli") and not m.startswith("unified.cli"))
+    for m in graph:
+        layer_of(m)  # raises naming the module
+
+
+def test_no_arrow_points_up():
+    """A folder imports only from its own layer or below, lazy imports included."""
+    up = upward(import_graph())
+    assert not up, "imports that point up (move the code to where it belongs):\n" + "\n".join(up)
+
+
+def test_no_folder_level_cycles():
+    graph = folder_graph(import_graph())
+    cycles = _cycles(graph)
+    assert not cycles, "folder-level import cycles:\n" + "\n".join(
+        " ; ".join(f"{m} -> {sorted(graph[m] & set(c))}" for m in c) for c in cycles
+    )
+
+
+def test_each_exception_is_still_needed():
+    """An exception whose arrow is gone is removed from the list, not kept 'just in case'."""
+    graph = import_graph()
+    stale = [f"{m} -> {t}" for m, t in EXCEPTIONS if t not in graph.get(m, set())]
+    assert not stale, "no longer imported; remove from EXCEPTIONS: " + ", ".join(stale)
+
+
+def test_the_layer_checks_can_fail():
+    assert upward({"unified.run.runner": {"unified.report.core", "unified.analysis.jury"}}) == [
+        "unified.run.runner (layer 5) -> unified.report.core (layer 4)"
     ]
-    assert not up, "imports that point up:\n" + "\n".join(sorted(up))
+    assert upward({"unified.api": {"unified.cli.app"}, "unified.judge.cache": {"unified.data.files"}}) == [
+        "unified.api (layer 2) -> unified.cli.app (layer 1)"
+    ]
+    loop = folder_graph({"unified.run.a": {"unified.analysis.b"}, "unified.analysis.b": {"unified.run.c"}})
+    assert _cycles(loop) == [["unified.analysis", "unified.run"]]
 
 
 def test_few_modules_in_the_package_root():

@@ -503,7 +503,7 @@ def test_deepeval_objects_load(quiet_cwd):
 def _evaluate_through_read_samples(monkeypatch, source, tmp_path):
     # the runner will consume read_samples for every source kind (issue 13): run it so now
     import unified.run.runner
-    from unified.run.runner import evaluate
+    from unified.api import evaluate
 
     monkeypatch.setattr(unified.run.runner, "iter_samples", read_samples, raising=False)
     return evaluate(source, "precision@2,recall@2,mrr", ["native"], out=tmp_path / "run", quiet=True, progress=False)
@@ -528,7 +528,7 @@ def test_framework_objects_evaluate_with_native_deterministic_metrics(monkeypatc
 @pytest.mark.ragas
 @pytest.mark.skipif(not HAS_RAGAS, reason="ragas not installed")
 def test_evaluate_takes_a_ragas_dataset_directly(tmp_path, quiet_cwd):
-    from unified.run.runner import evaluate
+    from unified.api import evaluate
 
     report = evaluate(_ragas_dataset(), "precision@2,mrr", ["native"], out=tmp_path / "run", quiet=True, progress=False)
     assert len(list(report.iter_scores())) == 4 * 2

@@ -452,7 +452,7 @@ def _python(code: str, cwd: Path) -> Any:
 
 def test_reading_modules_import_no_llm_client_and_no_framework(tmp_path):
     r = _python(
-        _BLOCK_OPENAI + "import unified.data.io, unified.sample, unified.data.convert, unified.run.pipeline\n"
+        _BLOCK_OPENAI + "import unified.data.io, unified.sample, unified.data.convert, unified.data.pipeline\n"
         "mods = sorted(m for m, v in sys.modules.items() if v is not None and m.split('.')[0] in ('openai', 'ragas', 'deepeval', 'torch'))\n"
         "print(mods)",
         tmp_path,

@@ -43,7 +43,7 @@ ROWS = [  # RAGTruth (Niu et al., 2024; MIT), summarisation, shortened
 
 @pytest.fixture(scope="module")
 def model_path(tmp_path_factory) -> Path:
-    from unified.judge.models import MODEL_BYTES, packaged_model_path
+    from unified.judge.packaged_model import MODEL_BYTES, packaged_model_path
 
     path = packaged_model_path()  # assembled once into the user cache, checksum checked
     assert path.stat().st_size == MODEL_BYTES

@@ -100,7 +100,7 @@ def _count_encodes(monkeypatch, model, delay: float = 0.0) -> list[str]:
 
 @pytest.mark.local
 def test_batched_vectors_equal_one_call_per_request_and_the_cache_is_hit(monkeypatch):
-    from unified.judge import local as L
+    from unified.judge import minilm as L
 
     texts = [
         ["Offline changes sync within 30 seconds of reconnecting.", "How fast do offline changes sync?"],
@@ -132,7 +132,7 @@ def test_batched_vectors_equal_one_call_per_request_and_the_cache_is_hit(monkeyp
 
 @pytest.mark.local
 def test_concurrent_encodes_of_the_same_text_run_the_model_once(monkeypatch):
-    from unified.judge import local as L
+    from unified.judge import minilm as L
 
     L.clear_vector_cache()
     # the second thread arrives while the first one's text is in flight
@@ -150,7 +150,7 @@ def test_concurrent_encodes_of_the_same_text_run_the_model_once(monkeypatch):
 
 @pytest.mark.local
 def test_a_failed_encode_lets_the_waiting_caller_encode_the_text_itself(monkeypatch):
-    from unified.judge import local as L
+    from unified.judge import minilm as L
 
     L.clear_vector_cache()
     model = L.get_sentence_model()
@@ -190,7 +190,7 @@ def test_a_failed_encode_lets_the_waiting_caller_encode_the_text_itself(monkeypa
 
 @pytest.mark.local
 def test_an_encode_is_cut_into_passes_by_length_on_the_pass_threads(monkeypatch):
-    from unified.judge import local as L
+    from unified.judge import minilm as L
 
     short = [f"Plan {i} keeps notes for {i} days." for i in range(12)]
     long = [
@@ -226,7 +226,7 @@ def test_a_child_forked_after_an_encode_encodes_instead_of_waiting_for_the_paren
     import os
     import signal
 
-    from unified.judge import local as L
+    from unified.judge import minilm as L
 
     L.encode_both(["The parent starts the pass threads."])  # the pool and its threads exist
     read, write = os.pipe()

@@ -13,8 +13,8 @@ from typer.testing import CliRunner
 
 from unified import Sample
 from unified.cli.app import app
-from unified.integrations import mlflow_log
-from unified.integrations.mlflow_log import _Keys, mlflow_key, resolve_tracking_uri
+from unified.platforms import mlflow_log
+from unified.platforms.mlflow_log import _Keys, mlflow_key, resolve_tracking_uri
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from unified.cli.app import app
-from unified.integrations import mlflow_log
+from unified.platforms import mlflow_log
 from unified.redact import redact_url
 
 ROOT = Path(__file__).resolve().parents[1]

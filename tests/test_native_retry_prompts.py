@@ -17,10 +17,10 @@ import pytest
 from judge_server import JudgeServer
 
 from unified.adapters.native import NativeBackend
+from unified.api import evaluate
 from unified.data.io import read_samples
 from unified.judge import JudgeConfig, build_judges
 from unified.metrics import parse_metrics
-from unified.run.runner import evaluate
 
 DATA = Path(__file__).resolve().parents[1] / "examples" / "data" / "rag_examples.jsonl"
 KEY = "sk-loopback-retry-prompts"
@@ -144,7 +144,7 @@ def test_a_group_sent_to_a_ray_actor_keeps_what_scoring_reads():
     # dropped on the wire, and a retried metric on Ray was asked its solo prompt
     import dataclasses
 
-    from unified.integrations.ray_executor.worker import WireGroup
+    from unified.platforms.ray_executor.worker import WireGroup
     from unified.run.executor import Pair, TaskGroup
 
     sample = next(iter(read_samples(DATA)))

@@ -16,9 +16,10 @@ import warnings
 import pytest
 
 from tests.test_runner import CountingBackend, make_samples
+from unified.api import evaluate
 from unified.run import progress as progress_mod
+from unified.run.interrupts import RunInterrupted
 from unified.run.progress import Progress
-from unified.run.runner import RunInterrupted, evaluate
 
 
 def test_jupyter_without_ipywidgets_gets_text_progress_and_one_warning(monkeypatch):

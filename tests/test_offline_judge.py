@@ -227,10 +227,10 @@ def test_a_refit_offline_model_is_another_configuration(tmp_path, monkeypatch, f
     configuration hash: a resume wrote the new model's values beside the old model's in
     one folder, under one hash, without a word. The model's digest is now part of the
     faithfulness fingerprint (and only of it)."""
+    from unified.api import evaluate
     from unified.judge.base import Judges
     from unified.run.fingerprint import config_hash, task_config
     from unified.run.runfolder import RunConfigChanged
-    from unified.run.runner import evaluate
 
     backend = get_backend("embedding", Judges())
     faith, relevancy, similar = parse_metrics("faithfulness,answer_relevancy,faithfulness[variant=similarity]")

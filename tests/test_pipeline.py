@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from unified.api import aevaluate_pipeline, evaluate_pipeline
 from unified.data.io import RowError
-from unified.run.pipeline import aevaluate_pipeline, build_samples, evaluate_pipeline
+from unified.data.pipeline import build_samples
 from unified.sample import Sample
 
 REPO = Path(__file__).resolve().parent.parent

@@ -27,10 +27,10 @@ pytest.importorskip("ray", reason="the ray extra is not installed: pip install '
 from judge_server import JudgeServer
 from support import as_read
 
-from unified.integrations.ray_executor import RayExecutor, connect
+from unified.api import aevaluate, evaluate
 from unified.judge import JudgeConfig, OpenAIChatJudge, build_judges
 from unified.judge.base import ChatJudge, Judges
-from unified.run.runner import aevaluate, evaluate
+from unified.platforms.ray_executor import RayExecutor, connect
 
 pytestmark = [pytest.mark.slow, pytest.mark.ray]
 

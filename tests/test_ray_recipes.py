@@ -11,7 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from unified.integrations.ray_executor import (
+from unified.judge import JudgeConfig, build_judges
+from unified.judge.base import ChatJudge, Judges
+from unified.metrics import parse_metric
+from unified.platforms.ray_executor import (
     INSTALL_HINT,
     Block,
     RayExecutorError,
@@ -22,9 +25,6 @@ from unified.integrations.ray_executor import (
     run_recipe,
     share,
 )
-from unified.judge import JudgeConfig, build_judges
-from unified.judge.base import ChatJudge, Judges
-from unified.metrics import parse_metric
 from unified.run.executor import Pair, TaskGroup
 from unified.sample import Sample
 
@@ -152,7 +152,7 @@ def test_missing_extra_is_one_line_naming_the_pip_install(monkeypatch):
 def test_evaluate_without_the_extra_fails_before_scoring(monkeypatch, tmp_path):
     import sys
 
-    from unified.run.runner import evaluate
+    from unified.api import evaluate
 
     monkeypatch.delitem(sys.modules, "ray", raising=False)
     real = importlib.util.find_spec
@@ -164,7 +164,7 @@ def test_evaluate_without_the_extra_fails_before_scoring(monkeypatch, tmp_path):
 
 
 def test_unknown_executor_is_refused(tmp_path):
-    from unified.run.runner import evaluate
+    from unified.api import evaluate
 
     data = [{"id": "a", "user_input": "q", "retrieved_ids": ["x"], "relevant_ids": ["x"]}]
     with pytest.raises(ValueError, match="unknown executor 'spark'; choose local or ray"):

@@ -33,11 +33,11 @@ from unified.adapters.deepeval import DEEPEVAL_METRICS
 from unified.adapters.deepeval.backend import DeepEvalBackend
 from unified.adapters.ragas import RAGAS_METRICS
 from unified.adapters.ragas.backend import JudgeRagasEmbedding, JudgeRagasLLM
+from unified.api import evaluate
 from unified.judge import EmbeddingConfig, JudgeConfig, build_judges
 from unified.judge.base import task_scope
 from unified.report import Report
 from unified.report.frameworks import deepeval_name, ragas_name
-from unified.run.runner import evaluate
 from unified.sample import Sample
 
 pytestmark = [pytest.mark.ragas, pytest.mark.deepeval]

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from unified.analysis.diff import GateError, check_gates, diff_runs, parse_gates
+from unified.analysis.gates import GateError, check_gates, parse_gates
 from unified.analysis.stats import UNDEFINED, bootstrap_ci
+from unified.report.diff import diff_runs
 from unified.scores import Aggregate, Cost, Score
 
 

@@ -12,12 +12,12 @@ import pytest
 from report_runs import DATA, two_backend_run
 from support import as_read
 
+from unified.api import evaluate
 from unified.report import Report, render_html
-from unified.report.analysis import odd_one_out, pairs
+from unified.report.agreement import odd_one_out, pairs
 from unified.report.html_base import anchor
 from unified.report.model import FileSource, ParquetSource, Task, metric_order
 from unified.report.view import build_view
-from unified.run.runner import evaluate
 from unified.sample import Sample
 from unified.scores import Score
 

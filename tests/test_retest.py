@@ -17,9 +17,9 @@ import pytest
 from judge_server import JudgeServer
 from support import as_read, cli_env
 
+from unified.api import evaluate
 from unified.run.repeats import fold, repeat_line, repeat_of, seed_of
 from unified.run.runfolder import RunConfigChanged
-from unified.run.runner import evaluate
 from unified.scores import Cost, Score
 
 ROOT = Path(__file__).resolve().parents[1]

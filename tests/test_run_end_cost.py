@@ -11,9 +11,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from unified.api import evaluate
 from unified.report import Report
 from unified.report.core import Report as CoreReport
-from unified.run.runner import evaluate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +43,7 @@ def test_evaluate_never_reprs_the_report_it_returns(tmp_path, monkeypatch):
 def test_an_online_run_does_not_import_the_batch_module(tmp_path):
     data = _write(tmp_path / "in.jsonl", 5)
     code = (
-        "import sys; from unified.run.runner import evaluate; "
+        "import sys; from unified.api import evaluate; "
         f"evaluate({str(data)!r}, 'precision@3', ['native'], out={str(tmp_path / 'o')!r}, quiet=True); "
         "print('unified.judge.batch' in sys.modules)"
     )

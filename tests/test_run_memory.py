@@ -69,7 +69,7 @@ CHILD = """
 import json, sys, tempfile
 from pathlib import Path
 sys.path.insert(0, {root!r})
-from unified.run.runner import evaluate
+from unified.api import evaluate
 evaluate(sys.argv[1], "precision@5,ndcg@10", out=tempfile.mkdtemp(dir=sys.argv[2]), quiet=True, concurrency=64)
 st = dict(l.split(":", 1) for l in Path("/proc/self/status").read_text().splitlines())
 print(int(st["VmHWM"].split()[0]))

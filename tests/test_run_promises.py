@@ -801,15 +801,15 @@ def test_sigterm_while_compare_finishes_its_run_still_writes_the_comparison(tmp_
     """A SIGTERM after every task was scored, while the run wrote its folder, ended the
     command before ``crosscheck.json`` was written, under a message that said the folder
     was complete."""
-    from unified.run import runner
+    from unified.run.prepare import IndexRule
 
-    real = runner._Run._write_index
+    real = IndexRule.write
 
     def index_under_sigterm(self, *args, **kwargs):
         os.kill(os.getpid(), signal.SIGTERM)
         return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(runner._Run, "_write_index", index_under_sigterm)
+    monkeypatch.setattr(IndexRule, "write", index_under_sigterm)
     out = tmp_path / "o"
     r = invoke(*SMALL_COMPARE, "--out", out, "--quiet")
     assert r.exit_code == 143, r.output
@@ -967,8 +967,8 @@ def test_a_dropped_repeat_is_counted_once_beside_its_folded_line(tmp_path):
 def test_retried_spend_is_on_record_before_anything_else_can_fail(tmp_path, monkeypatch):
     """The lines go first: a kill or an error between the drop and the manifest lost what
     the dropped attempts cost for good. A hand-edited entry is read, never a crash."""
+    from unified.api import evaluate
     from unified.run.runfolder import RunFolder
-    from unified.run.runner import evaluate
 
     out = tmp_path / "o"
     kw = dict(

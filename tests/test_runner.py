@@ -12,11 +12,11 @@ import pytest
 from support import as_read
 
 from unified.adapters import Backend
+from unified.api import aevaluate, evaluate
 from unified.data.io import RowError
 from unified.judge.base import ChatJudge, Judges
 from unified.report import Report, RunningAggregates
-from unified.run.runfolder import RunFolder
-from unified.run.runner import aevaluate, evaluate, repair_jsonl
+from unified.run.runfolder import RunFolder, repair_jsonl
 from unified.sample import Sample
 from unified.scores import Score, aggregate_by
 

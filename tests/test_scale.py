@@ -19,10 +19,10 @@ import pytest
 from support import as_read
 
 import unified.data.io as io_module
-from unified.analysis.diff import diff_runs
+from unified.api import evaluate
 from unified.report import Report
+from unified.report.diff import diff_runs
 from unified.report.model import FileSource
-from unified.run.runner import evaluate
 from unified.scores import Score, full_line, score_line
 
 OLD = Path(__file__).parent / "fixtures" / "run_folder_v0_3"  # written by main at 0.3.0: full lines
@@ -270,7 +270,7 @@ def test_ctrl_c_while_a_resume_skips_done_samples_stops_the_reading(tmp_path, ca
     # done folder was rewritten as complete before the exit
     import asyncio
 
-    from unified.run.runner import aevaluate
+    from unified.api import aevaluate
 
     items, out = rows(3000), tmp_path / "run"
     run(items, out)
@@ -304,7 +304,7 @@ def test_a_cancellation_caught_before_the_run_does_not_stop_it(tmp_path):
     # the task's cancelling() at 1: only a cancellation during the run stops the reading
     import asyncio
 
-    from unified.run.runner import aevaluate
+    from unified.api import aevaluate
 
     async def main():
         try:

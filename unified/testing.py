@@ -1,6 +1,6 @@
 """Assertions for test suites: score samples through the normal runner and fail loudly.
 
-``assert_scores(samples, metrics)`` runs ``unified.run.runner.evaluate`` (the same plan,
+``assert_scores(samples, metrics)`` runs ``unified.api.evaluate`` (the same plan,
 fingerprints, judge cache and error handling as ``unified-eval run``) and raises an
 ``AssertionError`` listing every failing check, one (sample, metric, backend) a row::
 
@@ -22,7 +22,7 @@ default bound — the registry's unless the backend sets one). Never a silent pa
   ...", with the reasons) propagates.
 
 ``assert_gates(report, {"faithfulness": 7})`` is ``--fail-under`` for a Report: the same
-gate rules (``unified.analysis.diff``) and the same error-rate rule as the CLI (a gated metric
+gate rules (``unified.analysis.gates``) and the same error-rate rule as the CLI (a gated metric
 with a failed task fails at the default ``max_error_rate=0``).
 
 Defaults: ``backend=None`` means the pytest plugin's ``--unified-backend`` (see
@@ -126,10 +126,10 @@ def assert_scores(
     ``run_options``: any ``evaluate`` keyword (``judge=``, ``embedding=``, ``cache=``,
     ``out=`` to keep the run folder, ...). Returns the run's ``Report``."""
     __tracebackhide__ = True  # pytest: show the caller's line, not this frame
-    from unified.run.runner import _as_metric_refs
+    from unified.run.runner import as_metric_refs
 
     opts = _merged_options(backend, run_options)
-    names = [r.name for r in _as_metric_refs(metrics)]
+    names = [r.name for r in as_metric_refs(metrics)]
     backends = [getattr(b, "name", b) for b in opts["backends"]]
     bounds = _bounds(thresholds, names)
     report, skipped = _score(samples, names, opts)

@@ -32,16 +32,29 @@ import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
 from unified.analysis.calibration import human_labels
+from unified.analysis.configdiff import diff_configs
 from unified.analysis.isotonic import cross_validated, isotonic_fit, isotonic_predict
 from unified.analysis.jury import JURY
 from unified.analysis.stats import MIN_N, rounded
 from unified.analysis.verdict import cut_for, is_binary, label_cut
 from unified.scores import Score
+
+
+class ScoredRun(Protocol):
+    """What a fit reads of a run (a ``unified.report.Report`` of a folder): its Scores, its
+    samples and the folder whose ``run.json`` records each configuration."""
+
+    run_dir: Path | None
+
+    def iter_scores(self) -> Iterator[Score]: ...
+
+    def sample_objects(self) -> dict[str, Any]: ...
+
 
 VERSION = 1
 
@@ -106,12 +119,12 @@ def fit_entry(
     }
 
 
-def fit_run(run_dir: str | Path, label_cuts: Mapping[str, float] | None = None) -> dict[str, Any]:
-    """The calibration file's content for a run folder (module docstring); ``label_cuts``:
-    {metric: cut} for graded labels (``--label-cut``)."""
-    from unified.report import Report
-
-    report = Report.from_dir(run_dir)
+def fit_run(report: ScoredRun, label_cuts: Mapping[str, float] | None = None) -> dict[str, Any]:
+    """The calibration file's content for a run folder's Report (module docstring);
+    ``label_cuts``: {metric: cut} for graded labels (``--label-cut``)."""
+    run_dir = report.run_dir
+    if run_dir is None:
+        raise ValueError("a calibration is fitted on a run folder; this Report has none")
     samples = report.sample_objects()
     manifest = _read(Path(run_dir) / "run.json")
     configs = manifest.get("configs") or {}
@@ -139,7 +152,7 @@ def fit_run(run_dir: str | Path, label_cuts: Mapping[str, float] | None = None) 
     }
 
 
-def in_sample_notes(path: str | Path, report: Any, label_cuts: Mapping[str, float] | None = None) -> list[str]:
+def in_sample_notes(path: str | Path, report: ScoredRun, label_cuts: Mapping[str, float] | None = None) -> list[str]:
     """One note per pair of ``report`` some of whose labelled, scored samples were in the
     set its map in ``path`` was fitted on (the entry's ``fitted_on`` sample hashes; a file
     written before them: its ``labels_fingerprint``, the whole set alone): the agreement
@@ -174,7 +187,7 @@ def _in_fit(e: Mapping[str, Any], scores: Mapping[str, Score], passed: Mapping[s
     return len(ids) if same else 0
 
 
-def _scores_by_pair(report: Any) -> dict[tuple[str, str], dict[str, Score]]:
+def _scores_by_pair(report: ScoredRun) -> dict[tuple[str, str], dict[str, Score]]:
     """(metric, backend) -> sample id -> Score, of the report's sample tasks; no jury
     lines (the jury is never fitted: its configuration is its members' lines)."""
     table: dict[tuple[str, str], dict[str, Score]] = {}
@@ -234,8 +247,6 @@ class Calibration:
         """Refuse a file fitted under another configuration (``CalibrationError`` naming
         what changed) or covering none of the run's pairs; keep the entries to apply and
         return one note per pair of the run the file does not cover."""
-        from unified.run.fingerprint import diff_configs
-
         covered = [k for k in hashes if k in self.entries]
         if not covered:
             raise CalibrationError(

@@ -21,8 +21,9 @@ class GateError(ValueError):
 
 def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[str, float]:
     """``"faithfulness=7,context_recall=6"`` (or a list of such items, or a dict) ->
-    ``{metric: bound on 0–10}``. Unknown metric names, a metric gated twice, bounds outside
-    0–10 and unmarked bounds in (0, 1] are errors (``unified.bounds.read_bound``: ``0.7@0-1`` means 7)."""
+    ``{metric: bound on 0–10}`` — every gate applies. Unknown metric names, a metric gated
+    twice with two bounds (the same bound twice is one gate), bounds outside 0–10 and
+    unmarked bounds in (0, 1] are errors (``unified.bounds.read_bound``: ``0.7@0-1`` means 7)."""
     if not spec:
         return {}
     if isinstance(spec, Mapping):
@@ -32,6 +33,7 @@ def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[
     else:
         items = [p for s in spec for p in s.split(",")]
     gates: dict[str, float] = {}
+    written: dict[str, str] = {}  # metric -> its gate as first written
     for item in (i.strip() for i in items):
         if not item:
             continue
@@ -39,16 +41,20 @@ def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[
         if not sep:
             raise GateError(f"gate '{item}' must be metric=bound, like faithfulness=7")
         name = name.strip()
-        if name in gates:  # which bound was meant? keeping the last let a laxer one win unseen
-            raise GateError(f"gate '{item}': {name} is gated twice; give one bound per metric")
         try:
             parse_metric(name)
         except UnknownMetricError as e:
             raise GateError(f"gate '{item}': {e}") from None
         try:
-            gates[name] = read_bound(bound, f"gate '{item}'")
+            value = read_bound(bound, f"gate '{item}'")
         except BoundScaleError as e:
             raise GateError(str(e)) from None
+        if name in gates and gates[name] != value:  # which bound was meant? keeping the last let a laxer one win unseen
+            raise GateError(
+                f"gate '{item}': {name} is gated twice, '{written[name]}' and '{item}'; give one bound per metric"
+            )
+        gates[name] = value
+        written.setdefault(name, item)
     return gates
 
 

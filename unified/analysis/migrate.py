@@ -150,8 +150,8 @@ def migration_report(
     """The migration report (JSON-serialisable) from ``from_backend`` to ``to_backend``.
 
     ``metrics``: the metrics to report (names as in the scores; default: every metric
-    both backends scored). ``gates``: {metric: bound} as ``unified.analysis.diff.parse_gates``
-    gives them; a gate applies to the metrics ``unified.analysis.diff.gate_matches`` says.
+    both backends scored). ``gates``: {metric: bound} as ``unified.analysis.gates.parse_gates``
+    gives them; a gate applies to the metrics ``unified.analysis.gates.gate_matches`` says.
     Per metric (module docstring): names, n, excluded, threshold_source, threshold_from,
     threshold_to (translated), threshold_to_default, pass_agreement_at_translated,
     pass_agreement_at_same, n_flips, flips [{sample_id, question, direction, from/to:

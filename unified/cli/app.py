@@ -157,8 +157,12 @@ def _print_missing(missing: dict[str, list[str]], n_samples: int, show: int = 10
 def validate_cmd(
     file: Path = typer.Argument(..., help="JSONL, JSON, CSV, TSV or Parquet file of samples"),
     map_: Optional[list[str]] = typer.Option(None, "--map", help=_MAP_HELP, metavar="SRC=FIELD"),
-    metrics: Optional[str] = typer.Option(
-        None, "--metrics", "-m", metavar="NAMES", help="also list, per metric, the rows missing a field it needs"
+    metrics: Optional[list[str]] = typer.Option(
+        None,
+        "--metrics",
+        "-m",
+        metavar="NAMES",
+        help="also list, per metric, the rows missing a field it needs (comma list; repeatable)",
     ),
     src_format: Optional[str] = typer.Option(None, "--from", help=_FROM_HELP, metavar="LAYOUT"),
     label: Optional[list[str]] = typer.Option(None, "--label", help=_LABEL_HELP, metavar="METRIC=COLUMN"),
@@ -178,7 +182,7 @@ def validate_cmd(
             warnings.simplefilter("ignore", UserWarning)  # listed once each in reader.notes
             for row, item in reader.rows():
                 (errors.append(item) if isinstance(item, RowError) else samples.append((row, item)))
-        missing = _missing_fields(samples, metrics, reader.source) if metrics else {}
+        missing = _missing_fields(samples, ",".join(metrics), reader.source) if metrics else {}
     for e in errors:
         out_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     for w in reader.notes:
@@ -247,12 +251,12 @@ def report_cmd(
     """(Re)write RUN_DIR/report.html and print the summary table."""
     from unified.report import Report
     from unified.run.runfolder import REPORT_FILE
-    from unified.run.runner import print_summary
+    from unified.run.runsummary import print_table
 
     with user_errors(), plain_warnings():  # skipped unreadable lines are said, not hidden
         report = Report.from_dir(run_dir)
         path = report.write_html(run_dir / REPORT_FILE, max_drilldown=max_samples)
-        print_summary(report.summary())
+        print_table(report.summary())
     out_console.print(f"wrote {path}", highlight=False)
 
 
@@ -264,19 +268,20 @@ def calibrate_cmd(
         None,
         "--label-cut",
         metavar="METRIC=CUT",
-        help="graded human labels from CUT up count as a pass, e.g. faithfulness=4 for 1–5 ratings",
+        help="graded human labels from CUT up count as a pass, e.g. faithfulness=4 for 1–5 ratings (repeatable)",
     ),
 ) -> None:
     """Fit, per metric and backend, an isotonic map from the 0–10 value to the share of people who
     pass (labels in RUN_DIR); use it with run/compare --calibration FILE."""
     from unified.analysis.calibrated import describe_fit, fit_run
-    from unified.analysis.verdict import parse_label_cuts
+    from unified.cli.common import label_cuts
+    from unified.report import Report
 
     with user_errors():
-        cuts = parse_label_cuts(label_cut)
+        cuts = label_cuts(label_cut)
         if not run_dir.exists():
             raise FileNotFoundError(f"{run_dir} does not exist")
-        data = fit_run(run_dir, cuts)
+        data = fit_run(Report.from_dir(run_dir), cuts)
     for line in describe_fit(data):
         out_console.print(line, highlight=False, soft_wrap=True, markup=False)
     if not data["entries"]:
@@ -297,7 +302,7 @@ def diff_cmd(
 ) -> None:
     """Change in mean per metric and backend from RUN_A to RUN_B: configuration differences
     first, then Δ with a bootstrap 95% CI, a Holm-adjusted p and the samples needed for 80% power."""
-    from unified.analysis.diff import describe_config_changes, diff_runs, format_diff, unpaired_note
+    from unified.report.diff import describe_config_changes, diff_runs, format_diff, unpaired_note
 
     with user_errors(), plain_warnings():
         rows = diff_runs(run_a, run_b, n_boot=n_boot, seed=seed, top=top)

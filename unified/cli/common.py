@@ -153,11 +153,99 @@ def _one_help_style(params: list[Any]) -> list[Any]:
     return params
 
 
+def _takes_value(p: Any) -> bool:
+    return not (p.is_flag or p.count)
+
+
+def given_twice(params: list[Any], args: list[str]) -> str | None:
+    """The refusal of an option that keeps one value given twice with two values — click
+    would keep the last without a word (``--out a --out b`` wrote b alone; ``--fail-under``
+    gated on its last value before it repeated) — or of an on/off pair given both ways
+    (``--resume --no-resume``); None when
+    there is none. Options that repeat (``multiple``: lists, merged) and counters are
+    left alone, and so is the same value given twice. ``args`` are read as click reads
+    them: ``--opt VALUE``, ``--opt=VALUE``, ``-o VALUE``, ``-oVALUE``, combined short
+    flags (``-qv``), nothing after ``--``; an unknown option is left for click to name."""
+    # typer builds its options on its own copy of click: an option is told by its kind
+    options = [p for p in params if p.param_type_name == "option" and not p.multiple and not p.count]
+    by_opt = {o: p for p in options for o in (*p.opts, *p.secondary_opts)}
+    seen: dict[str, tuple[str, Any]] = {}  # parameter -> (the option as written, its value)
+    for opt, given in _given(by_opt, args):
+        p = by_opt[opt]
+        value: Any = given if _takes_value(p) else opt not in p.secondary_opts  # a flag: which way it was set
+        if p.name in seen and seen[p.name][1] != value:
+            first, before = seen[p.name]
+            if _takes_value(p):
+                return f"{opt} is given twice, {before!r} and {value!r}: it keeps one value; give it once"
+            return f"{first} and {opt} are both given; give one"
+        seen.setdefault(str(p.name), (opt, value))
+    return None
+
+
+def _given(by_opt: dict[str, Any], args: list[str]) -> Iterator[tuple[str, str | None]]:
+    """(option as written, its value or None) for each known option in ``args``."""
+    i = 0
+    while i < len(args):
+        tok, i = args[i], i + 1
+        if tok == "--":
+            return
+        if tok.startswith("--"):
+            opt, eq, value = tok.partition("=")
+            p = by_opt.get(opt)
+            if p is None:
+                continue  # unknown: click names it
+            if not _takes_value(p):
+                yield opt, None
+                continue
+            if not eq:  # --opt VALUE: the next token is the value, whatever it looks like
+                value, i = (args[i] if i < len(args) else ""), i + 1
+            yield opt, value
+        elif tok.startswith("-") and len(tok) > 1:
+            for j in range(1, len(tok)):  # -qv: two flags; -oDIR: -o with DIR
+                p = by_opt.get("-" + tok[j])
+                if p is None:
+                    break
+                if not _takes_value(p):
+                    yield "-" + tok[j], None
+                    continue
+                rest = tok[j + 1 :]
+                if not rest:
+                    rest, i = (args[i] if i < len(args) else ""), i + 1
+                yield "-" + tok[j], rest
+                break
+
+
 class Command(typer.core.TyperCommand):
-    """A command in the one help style (``_one_help_style``)."""
+    """A command in the one help style (``_one_help_style``) that refuses an option given
+    twice when it keeps one value (``given_twice``): one ``error:`` line, exit 2."""
 
     def get_params(self, ctx: Any) -> list[Any]:
         return _one_help_style(super().get_params(ctx))
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        if not ctx.resilient_parsing and (why := given_twice(self.get_params(ctx), args)):
+            err_console.print(f"error: {why}", markup=False, highlight=False, soft_wrap=True)
+            raise typer.Exit(2)
+        return super().parse_args(ctx, args)
+
+
+def label_cuts(specs: list[str] | None) -> dict[str, float]:
+    """``--label-cut`` (repeatable) as {canonical metric: cut}: the same metric cut twice
+    at two places is refused (``UserError`` naming both), at one place is one cut."""
+    from unified.analysis.verdict import parse_label_cuts
+
+    cuts: dict[str, float] = {}
+    written: dict[str, str] = {}
+    try:
+        for spec in specs or []:
+            ((name, cut),) = parse_label_cuts([spec]).items()
+            if name in cuts and cuts[name] != cut:
+                raise UserError(f"--label-cut: {name} is cut twice, '{written[name]}' and '{spec}'; give one cut")
+            cuts[name] = cut
+            written.setdefault(name, spec)
+    except ValueError as e:
+        raise UserError(str(e)) from None
+    return cuts
 
 
 class Group(typer.core.TyperGroup):

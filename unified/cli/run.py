@@ -20,11 +20,14 @@ import contextlib
 import inspect
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from unified.run.options import RunOptions
 
 EXIT_OK, EXIT_GATES, EXIT_USAGE, EXIT_ERRORS = 0, 1, 2, 3
 EXIT_SIGINT, EXIT_SIGTERM = 130, 143
@@ -54,13 +57,20 @@ class Flag:
 
 
 FLAGS: tuple[Flag, ...] = (
-    Flag("metrics", ("--metrics", "-m"), str, ..., "comma list, e.g. faithfulness,mrr,precision@3", _INPUT),
+    Flag(
+        "metrics",
+        ("--metrics", "-m"),
+        list[str],
+        ...,
+        "comma list, e.g. faithfulness,mrr,precision@3 (repeatable)",
+        _INPUT,
+    ),
     Flag(
         "backend",
         ("--backend", "--backends", "-b"),
-        Optional[str],
+        Optional[list[str]],
         None,
-        "backend or comma list (run: native; compare: native,ragas,deepeval)",
+        "backend or comma list (run: native; compare: native,ragas,deepeval; repeatable)",
         _INPUT,
         commands=("run", "compare"),
     ),
@@ -123,7 +133,7 @@ FLAGS: tuple[Flag, ...] = (
         Optional[list[str]],
         None,
         "METRIC=CUT: graded human labels from CUT up count as a pass, e.g. faithfulness=4 for 1–5 ratings "
-        "(default: the metric's bound on 0–1 or 0–10 labels)",
+        "(default: the metric's bound on 0–1 or 0–10 labels; repeatable)",
         _INPUT,
         commands=("compare",),
     ),
@@ -136,7 +146,14 @@ FLAGS: tuple[Flag, ...] = (
         _INPUT,
     ),
     Flag("max_samples", ("--max-samples",), Optional[int], None, "score only the first N rows", _INPUT, min=1),
-    Flag("plugins", ("--plugins",), Optional[str], None, "modules registering custom metrics (comma list)", _INPUT),
+    Flag(
+        "plugins",
+        ("--plugins",),
+        Optional[list[str]],
+        None,
+        "modules registering custom metrics (comma list; repeatable)",
+        _INPUT,
+    ),
     Flag("base_url", ("--base-url",), Optional[str], None, "OpenAI-compatible judge URL", _JUDGE),
     Flag("model", ("--model",), Optional[str], None, "judge model name", _JUDGE),
     Flag(
@@ -227,7 +244,14 @@ FLAGS: tuple[Flag, ...] = (
         _FOLDER,
     ),
     Flag("no_cache", ("--no-cache",), bool, False, "do not cache judge calls", _FOLDER),
-    Flag("fail_under", ("--fail-under",), Optional[str], None, "gates on means, e.g. faithfulness=7,mrr=6", _GATES),
+    Flag(
+        "fail_under",
+        ("--fail-under",),
+        Optional[list[str]],
+        None,
+        "gates on means, e.g. faithfulness=7,mrr=6 (repeatable; every gate applies)",
+        _GATES,
+    ),
     Flag(
         "max_error_rate",
         ("--max-error-rate",),
@@ -449,14 +473,162 @@ def exit_code(n_failed: int, gates_ok: bool, allow_errors: bool) -> int:
 DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval"}
 
 
+@dataclass(frozen=True)
+class JudgeFlags:
+    """Where the run's judges come from, as the flags say it; ``resolve`` applies the one
+    rule (``unified.judge.resolve_judges``): the flags, then the environment, then
+    ``--config``."""
+
+    base_url: str | None = None
+    model: str | None = None
+    judge2_model: str | None = None
+    judge2_base_url: str | None = None
+    embedding: str | None = None
+    embedding_model: str | None = None
+    single_judge: bool = False
+    cache: Path | None = None
+    no_cache: bool = False
+    config: Path | None = None
+    api_key_env: str | None = None
+    timeout: float | None = None
+    max_retries: int | None = None
+    concurrency: int | None = None
+    structured_output: str | None = None
+
+    def resolve(self, cached: bool = True) -> tuple[Any, dict[str, Any]]:
+        """(judges, their description); ``cached=False``: no cache (a dry run opens none)."""
+        from unified.cli import common as cli
+        from unified.judge import resolve_judges
+
+        if self.cache is not None and self.cache.is_dir():
+            raise cli.UserError(
+                f"--cache {self.cache}: is a folder; name the cache file, e.g. {self.cache / 'judge_cache.sqlite'}"
+            )
+        if self.judge2_model and not (self.model or self.base_url or self.config):
+            from unified.judge import JudgeConfig
+
+            if JudgeConfig.from_env() is None:
+                raise cli.UserError("--judge2-model needs a first judge (--base-url/--model)")
+        judge = {"base_url": self.base_url, "model": self.model} if (self.model or self.base_url) else None
+        judge2 = {"model": self.judge2_model, "base_url": self.judge2_base_url} if self.judge2_model else None
+        overrides = {
+            "timeout": self.timeout,
+            "max_retries": self.max_retries,
+            "concurrency": self.concurrency,
+            "structured_output": self.structured_output,
+        }
+        return resolve_judges(
+            judge,
+            judge2,
+            self.embedding,
+            single_judge=self.single_judge,
+            cache=False if self.no_cache or not cached else (self.cache or True),
+            config_file=self.config,
+            api_key_env=self.api_key_env,
+            overrides=overrides,
+            embedding_model=self.embedding_model,
+        )
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One run/compare/migrate invocation, read once from its flags (``read``):
+    ``options``, the run's ``RunOptions`` — what ``unified.api.evaluate`` takes (what
+    needs the environment or ``--config`` is added by ``_setup``: the judges, the backend
+    objects, the prices) — ``judge``, where the judges come from, and what only the
+    command decides: the metrics and backends as written, the gates and exit rules, what
+    it prints, ``--dry-run``, ``--mlflow``."""
+
+    command: str
+    file: Path
+    metrics: str
+    options: RunOptions
+    judge: JudgeFlags
+    backend: str | None = None
+    from_backend: str | None = None
+    to_backend: str | None = None
+    to_old: str | None = None
+    plugins: str | None = None
+    price: list[str] | None = None
+    fail_under: list[str] | None = None
+    max_error_rate: float = 0.0
+    allow_errors: bool = False
+    label_cut: list[str] | None = None
+    max_flips: int = 0
+    verbose: bool = False
+    quiet: bool = False
+    dry_run: bool = False
+    mlflow: str | None = None
+    mlflow_timeout: float | None = None
+
+    @classmethod
+    def read(cls, command: str, file: Path, values: dict[str, Any]) -> "Invocation":
+        """The invocation ``values`` (typer's flag values by parameter name) describe; the
+        one place the flags are read."""
+        own = {f.name for f in fields(cls)} - {"command", "file", "options", "judge"}
+        judge = JudgeFlags(**{f.name: values[f.name] for f in fields(JudgeFlags) if values.get(f.name) is not None})
+        return cls(
+            command=command,
+            file=file,
+            options=_run_options(command, file, values),
+            judge=judge,
+            **{k: _one_list(k, values[k]) for k in own if values.get(k) is not None},
+        )
+
+    @property
+    def out(self) -> Path:
+        """The run folder (``--out``, else ``runs/<timestamp>``)."""
+        assert self.options.out is not None  # the CLI always names one (_run_options)
+        return Path(self.options.out)
+
+
+_COMMA_LISTS = ("metrics", "backend", "plugins")  # repeatable flags whose items are comma lists
+
+
+def _one_list(name: str, value: Any) -> Any:
+    """A repeatable comma-list flag as one comma list (``-m a,b -m c`` is ``a,b,c``)."""
+    return ",".join(value) if name in _COMMA_LISTS else value
+
+
+def _run_options(command: str, file: Path, v: dict[str, Any]) -> RunOptions:
+    """The run's ``RunOptions`` from the flags (the judges, backends and prices come later)."""
+    from datetime import datetime
+
+    from unified.cli import common as cli
+    from unified.run.options import RunOptions
+
+    quiet = bool(v.get("quiet"))
+    return RunOptions(
+        out=v.get("out") or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S"),
+        resume=v.get("resume", True),
+        fresh=bool(v.get("fresh")),
+        retry_errors=bool(v.get("retry_errors")),
+        concurrency=v.get("concurrency") or 16,
+        progress=False if quiet else "auto",
+        show_summary=not quiet,
+        **cli.read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep")),
+        max_samples=v.get("max_samples"),
+        single_judge=bool(v.get("single_judge")),
+        jury=v.get("jury"),
+        repeats=v.get("repeats") or 1,
+        calibration=v.get("calibration"),
+        executor=v.get("executor") or "local",
+        ray_address=v.get("ray_address"),
+        batch=_batch(v.get("batch"), v.get("batch_poll"), v.get("batch_window")),
+        run_config={"command": command},
+        command=command_line(command, file, v),
+    )
+
+
 def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
     """What ``run`` and ``compare`` do: check the arguments, run, report, exit."""
     from unified.cli import common as cli
-    from unified.run.runner import RunInterrupted
+    from unified.run.interrupts import RunInterrupted
 
     with cli.plain_warnings(), _sigterm_deferred() as terminated:
         with cli.user_errors():
-            setup = _setup(command, file, values)
+            inv = Invocation.read(command, file, values)
+            setup = _setup(inv)
             if setup is None:
                 return
         if terminated:  # SIGTERM while plugins, judges and backends loaded: nothing scored yet
@@ -464,21 +636,21 @@ def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
             raise typer.Exit(EXIT_SIGTERM)
         try:
             with cli.user_errors():
-                report = _evaluate(command, setup, values)
+                report = _evaluate(inv, setup)
         except RunInterrupted as e:
             if e.complete:  # every task scored and the folder written: compare's files too, then exit
                 from unified.report import Report
 
                 with cli.user_errors():
-                    _after(command, setup, Report.from_dir(setup.out), values)
+                    _after(inv, setup, Report.from_dir(inv.out))
             raise typer.Exit(EXIT_SIGTERM if e.signal == "SIGTERM" else EXIT_SIGINT) from None
         except KeyboardInterrupt:
             raise typer.Exit(EXIT_SIGINT) from None
         with cli.user_errors():  # a report or cross-check that cannot be written: one line, exit 2
-            code = _after(command, setup, report, values)
+            code = _after(inv, setup, report)
         if terminated:  # SIGTERM while the cross-check or report was written: they are whole now
             cli.err_console.print(
-                f"interrupted by SIGTERM after the run; its folder is complete: {setup.out}", highlight=False
+                f"interrupted by SIGTERM after the run; its folder is complete: {inv.out}", highlight=False
             )
             code = EXIT_SIGTERM
         raise typer.Exit(code)
@@ -502,57 +674,55 @@ def _sigterm_deferred() -> Iterator[list[int]]:
 
 @dataclass
 class _Setup:
-    file: Path
+    """What the checks before the run decided: the metrics, the backends (names and
+    objects), the gates, the judges, the prices and the MLflow logging."""
+
     refs: list[Any]
     backends: list[str]
     backend_objs: list[Any]
     gates: dict[str, float]
-    out: Path
     judges: Any
     judge_desc: dict[str, Any]
     label_cuts: dict[str, float]  # --label-cut, by canonical metric (compare)
+    mlflow: Any = None  # --mlflow: unified.api's MLflow logging, checked before any judge is paid
+    prices: Any = None  # --price and --config's [prices]
 
 
-def _setup(command: str, file: Path, v: dict[str, Any]) -> _Setup | None:
-    from datetime import datetime
-
+def _setup(inv: Invocation) -> _Setup | None:
+    """Every check that can fail before a judge is paid, in the order a user fixes them;
+    None after a dry run."""
     from unified.analysis.gates import parse_gates
+    from unified.api import mlflow_logging
     from unified.cli import common as cli
     from unified.metrics import load_plugins, parse_metrics
 
-    cli.load_plugins(load_plugins, v.get("plugins"))
-    refs = parse_metrics(v["metrics"])
+    cli.load_plugins(load_plugins, inv.plugins)
+    refs = parse_metrics(inv.metrics)
     if not refs:
         raise cli.UserError("--metrics is empty; name at least one, e.g. --metrics precision@3")
-    backends = _backends(command, v)
-    gates = parse_gates(v.get("fail_under"))
+    backends = _backends(inv)
+    gates = parse_gates(inv.fail_under)
     _check_gates_name_metrics(gates, refs)
-    cuts = _label_cuts(v, refs)  # a bad --label-cut is said before any judge is paid
-    if (
-        v.get("mlflow") is not None
-    ):  # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
-        from unified.integrations.mlflow_log import logging_timeout, require_mlflow
-
-        require_mlflow(v["mlflow"])
-        logging_timeout(v.get("mlflow_timeout"))
-    if not file.exists():
-        raise cli.UserError(f"no such file: {file}")
-    if v.get("dry_run"):
-        dry_run(file, refs, backends, v)
+    cuts = _label_cuts(inv.label_cut, refs)  # a bad --label-cut is said before any judge is paid
+    # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
+    mlflow = mlflow_logging(inv.mlflow, inv.mlflow_timeout)
+    if not inv.file.exists():
+        raise cli.UserError(f"no such file: {inv.file}")
+    if inv.dry_run:
+        dry_run(inv, refs, backends)
         return None
-    out = v.get("out") or Path("runs") / datetime.now().strftime("%Y%m%d-%H%M%S")
-    if out.exists() and not out.is_dir():
-        raise cli.UserError(f"--out {out}: is a file, not a folder")
-    judges, desc = _judges(v)
+    if inv.out.exists() and not inv.out.is_dir():
+        raise cli.UserError(f"--out {inv.out}: is a file, not a folder")
+    judges, desc = inv.judge.resolve()
     from unified.adapters import get_backend
 
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
-    objs = [get_backend(b, judges, run_dir=out) for b in backends]
+    objs = [get_backend(b, judges, run_dir=inv.out) for b in backends]
     _check_parameters(refs, objs)
-    return _Setup(file, refs, backends, objs, gates, out, judges, desc, cuts)
+    return _Setup(refs, backends, objs, gates, judges, desc, cuts, mlflow, _prices(inv.price, inv.judge.config))
 
 
-def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any]) -> None:
+def dry_run(inv: Invocation, refs: list[Any], backends: list[str]) -> None:
     """Count tasks and estimate judge calls, tokens and (with prices) dollars per (backend,
     metric) without calling anything or importing a framework: the registry knows what a
     backend implements and what a metric costs; the run plan's own rule (``why_not``) says
@@ -560,44 +730,49 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
     from unified.adapters import backend_names, estimate_calls
     from unified.cli import common as cli
 
+    o = inv.options
     for b in backends:
         if b not in backend_names():
             raise cli.UserError(f"unknown backend '{b}'; known: {', '.join(sorted(backend_names()))}")
-    judges, _ = _judges({**v, "no_cache": True})
+    judges, _ = inv.judge.resolve(cached=False)
     served = _dry_plan(refs, backends, judges)
     if not any(served.values()):
         raise cli.UserError("nothing to run: no requested metric is available on the chosen backends")
-    samples, n_bad = _dry_samples(file, v)
-    single = bool(v.get("single_judge"))
-    held = _held_tasks(v)
+    samples, n_bad = _dry_samples(inv)
+    single = o.single_judge
+    held = _held_tasks(inv)
     rows: list[dict[str, Any]] = []
     for b in (b for b in backends if served[b]):
         done = None if held is None else held.done_on(b)
         est = estimate_calls(b, samples, served[b], single_judge=single, done=done)
         once = est if single else estimate_calls(b, samples, served[b], single_judge=True, done=done)
-        rows += [_with_judge_b_share(r, o, show=judges.chat2 is not None) for r, o in zip(est, once)]
+        rows += [_with_judge_b_share(r, one, show=judges.chat2 is not None) for r, one in zip(est, once)]
     model_a = getattr(judges.chat, "model", None)
-    unpriced = _price_rows(rows, _prices(v), model_a, getattr(judges.chat2, "model", None) or model_a)
+    prices = _prices(inv.price, inv.judge.config)
+    unpriced = _price_rows(rows, prices, model_a, getattr(judges.chat2, "model", None) or model_a)
     _print_rows(rows, f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
     cli.out_console.print(
         "a step that several metrics share is counted once, on the first metric that needs it", highlight=False
     )
+    _dry_notes(o, held, unpriced)
+
+
+def _dry_notes(o: RunOptions, held: "_HeldTasks | None", unpriced: list[str]) -> None:
+    """What the dry run's table leaves out: tasks ``--out`` holds, the repeats, unpriced models."""
+    from unified.cli import common as cli
+
     if held is not None and held.skipped:
         cli.out_console.print(
-            f"--out {v['out']}: {held.skipped} task(s) already there are left out (a run into it skips them"
-            + ("" if v.get("retry_errors") else ", failed ones too unless --retry-errors")
+            f"--out {o.out}: {held.skipped} task(s) already there are left out (a run into it skips them"
+            + ("" if o.retry_errors else ", failed ones too unless --retry-errors")
             + "; if its configuration changed, the run refuses the folder and --fresh scores every task)"
-            + (
-                " — the repeats of unfinished tasks already there are counted again"
-                if (v.get("repeats") or 1) > 1
-                else ""
-            ),
+            + (" — the repeats of unfinished tasks already there are counted again" if o.repeats > 1 else ""),
             highlight=False,
             soft_wrap=True,
         )
-    if (v.get("repeats") or 1) > 1:  # the table is one repeat's worth
+    if o.repeats > 1:  # the table is one repeat's worth
         cli.out_console.print(
-            f"--repeats {v['repeats']}: every judge call, token and dollar above is paid {v['repeats']} times "
+            f"--repeats {o.repeats}: every judge call, token and dollar above is paid {o.repeats} times "
             "(once per repeat; deterministic and embedding-only metrics are scored once)",
             highlight=False,
             soft_wrap=True,
@@ -666,25 +841,25 @@ class _HeldTasks:
         return done
 
 
-def _held_tasks(v: dict[str, Any]) -> _HeldTasks | None:
+def _held_tasks(inv: Invocation) -> _HeldTasks | None:
     """What ``--out`` already holds, when a run would resume it (not ``--fresh`` or
     ``--no-resume``: either clears the folder)."""
     from unified.run.runfolder import SCORES_FILE
 
-    out = v.get("out")
-    if out is None or v.get("fresh") or v.get("resume") is False or not (Path(out) / SCORES_FILE).is_file():
+    o, scores = inv.options, inv.out / SCORES_FILE
+    if o.fresh or not o.resume or not scores.is_file():
         return None
-    return _HeldTasks(Path(out) / SCORES_FILE, bool(v.get("retry_errors")))
+    return _HeldTasks(scores, o.retry_errors)
 
 
-def _dry_samples(file: Path, v: dict[str, Any]) -> tuple[list[Any], int]:
-    from unified.cli import common as cli
+def _dry_samples(inv: Invocation) -> tuple[list[Any], int]:
     from unified.data.io import read_samples
 
+    o = inv.options
     samples, n_bad = [], 0
-    opts = cli.read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep"))
-    for i, item in enumerate(read_samples(str(file), opts.pop("mapping"), **opts)):
-        if v.get("max_samples") is not None and i >= v["max_samples"]:
+    reader = read_samples(str(inv.file), o.mapping, fmt=o.fmt, layout=o.layout, labels=o.labels, list_sep=o.list_sep)
+    for i, item in enumerate(reader):
+        if o.max_samples is not None and i >= o.max_samples:
             break
         if hasattr(item, "user_input"):
             samples.append(item)
@@ -775,137 +950,100 @@ def _check_gates_name_metrics(gates: dict[str, float], refs: list[Any]) -> None:
             )
 
 
-def _backends(command: str, v: dict[str, Any]) -> list[str]:
+def _backends(inv: Invocation) -> list[str]:
     from unified.cli import common as cli
 
-    if command == "migrate":
-        if v.get("to_old"):
+    if inv.command == "migrate":
+        if inv.to_old:
             raise cli.UserError(
                 "--to is now --to-backend on migrate (and --from is FILE's layout on every command): "
                 "migrate FILE --from-backend deepeval --to-backend ragas"
             )
-        if v["from_backend"] == v["to_backend"]:
-            raise cli.UserError(f"--from-backend and --to-backend are both '{v['from_backend']}'; name two backends")
-        return [v["from_backend"], v["to_backend"]]
-    backends = list(dict.fromkeys(cli.split_list(v.get("backend") or DEFAULT_BACKENDS[command])))
-    if command == "compare" and len(backends) < 2:
+        if inv.from_backend == inv.to_backend:
+            raise cli.UserError(f"--from-backend and --to-backend are both '{inv.from_backend}'; name two backends")
+        return [str(inv.from_backend), str(inv.to_backend)]
+    backends = list(dict.fromkeys(cli.split_list(inv.backend or DEFAULT_BACKENDS[inv.command])))
+    if inv.command == "compare" and len(backends) < 2:
         raise cli.UserError("compare needs at least two backends, e.g. --backends native,embedding")
     return backends
 
 
-def _judges(v: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """The run's judges from the flags (then the environment, then --config), through the
-    one rule ``unified.judge.resolve_judges``."""
-    from unified.cli import common as cli
-    from unified.judge import resolve_judges
+def _evaluate(inv: Invocation, s: _Setup) -> Any:
+    """The run, through ``unified.api.evaluate`` (the one path every caller takes)."""
+    from dataclasses import replace
 
-    cache = v.get("cache")
-    if cache is not None and cache.is_dir():
-        raise cli.UserError(f"--cache {cache}: is a folder; name the cache file, e.g. {cache / 'judge_cache.sqlite'}")
-    if v.get("judge2_model") and not (v.get("model") or v.get("base_url") or v.get("config")):
-        from unified.judge import JudgeConfig
+    from unified.api import evaluate
 
-        if JudgeConfig.from_env() is None:
-            raise cli.UserError("--judge2-model needs a first judge (--base-url/--model)")
-    judge = {"base_url": v.get("base_url"), "model": v.get("model")} if (v.get("model") or v.get("base_url")) else None
-    judge2 = {"model": v["judge2_model"], "base_url": v.get("judge2_base_url")} if v.get("judge2_model") else None
-    overrides = {k: v.get(k) for k in ("timeout", "max_retries", "concurrency", "structured_output")}
-    return resolve_judges(
-        judge,
-        judge2,
-        v.get("embedding"),
-        single_judge=bool(v.get("single_judge")),
-        cache=False if v.get("no_cache") else (cache or True),
-        config_file=v.get("config"),
-        api_key_env=v.get("api_key_env"),
-        overrides=overrides,
-        embedding_model=v.get("embedding_model"),
-    )
-
-
-def _evaluate(command: str, s: _Setup, v: dict[str, Any]) -> Any:
-    from unified.cli import common as cli
-    from unified.run.runner import evaluate
-
-    return evaluate(
-        str(s.file),
-        s.refs,
-        s.backend_objs,
+    opts = replace(
+        inv.options,
+        backends=s.backend_objs,
         judges=s.judges,
-        out=s.out,
-        resume=v.get("resume", True),
-        fresh=bool(v.get("fresh")),
-        retry_errors=bool(v.get("retry_errors")),
-        concurrency=v.get("concurrency") or 16,
-        progress=False if v.get("quiet") else "auto",
-        show_summary=not v.get("quiet"),
-        **cli.read_options(v.get("map_"), v.get("layout"), v.get("label"), v.get("list_sep")),
-        max_samples=v.get("max_samples"),
-        jury=v.get("jury"),
-        repeats=v.get("repeats") or 1,
-        calibration=v.get("calibration"),
-        prices=_prices(v),
-        executor=v.get("executor") or "local",
-        ray_address=v.get("ray_address"),
-        batch=_batch(v),
-        run_config={"judges": s.judge_desc, "command": command},
-        command=command_line(command, s.file, v),
+        prices=s.prices,
+        run_config={"judges": s.judge_desc, **inv.options.run_config},
     )
+    return evaluate(str(inv.file), s.refs, **opts.keywords())
 
 
-def _batch(v: dict[str, Any]) -> Any:
+def _batch(batch: bool | None, poll: float | None, window: float | None) -> Any:
     """``--batch`` (with ``--batch-poll`` / ``--batch-window``) as ``RunOptions.batch``."""
     from unified.cli import common as cli
 
-    given = {k: v.get(k) for k in ("batch_poll", "batch_window") if v.get(k) is not None}
-    if not v.get("batch"):
+    given = {k: v for k, v in (("batch_poll", poll), ("batch_window", window)) if v is not None}
+    if not batch:
         if given:
             raise cli.UserError(f"--{next(iter(given)).replace('_', '-')} needs --batch")
         return False
     settings: dict[str, float] = {}
-    if (poll := given.get("batch_poll")) is not None:
+    if poll is not None:
         settings["poll_max"] = float(poll)
         settings["poll_first"] = min(1.0, float(poll))
-    if (window := given.get("batch_window")) is not None:
+    if window is not None:
         settings["window"] = float(window)
     return settings or True
 
 
-def _prices(v: dict[str, Any]) -> Any:
+def _prices(price: list[str] | None, config: Path | None) -> Any:
+    """``--price`` and the ``[prices]`` of ``--config`` as one table (None: no prices)."""
     from unified.judge.prices import parse_prices
 
-    return parse_prices(v.get("price"), config_file=v.get("config")) or None
+    return parse_prices(price, config_file=config) or None
 
 
-def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
+def _after(inv: Invocation, s: _Setup, report: Any) -> int:
     """Cross-check (compare), gates, and the exit code; prints what it decides."""
     from unified.analysis.gates import check_gates
     from unified.cli import common as cli
-    from unified.run.runfolder import CROSSCHECK_FILE
+    from unified.run.runfolder import CROSSCHECK_FILE, MIGRATION_FILE, PARQUET_FILE, REPORT_FILE
 
-    if command == "compare":
-        _crosscheck(
-            report,
-            s,
-            quiet=bool(v.get("quiet")),
-            verbose=bool(v.get("verbose")),
-            cuts=s.label_cuts,
-            calibration=v.get("calibration"),
-        )
-    flips_ok = _migration(report, s, v) if command == "migrate" else True
-    if command in ("compare", "migrate"):  # the page shows what those files say
-        from unified.run.runfolder import REPORT_FILE
-
-        report.write_html(s.out / REPORT_FILE)
-    from unified.run.runfolder import MIGRATION_FILE, PARQUET_FILE
-
-    extra = "".join(f", {name}" for name in (PARQUET_FILE, CROSSCHECK_FILE, MIGRATION_FILE) if (s.out / name).exists())
-    if not v.get("quiet") and not (
-        getattr(report, "unchanged", False) and command == "run"
-    ):  # -q: errors and gates only
-        cli.out_console.print(f"wrote {s.out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
+    out = inv.out
+    if inv.command == "compare":
+        _crosscheck(report, out, inv.quiet, inv.verbose, cuts=s.label_cuts, calibration=inv.options.calibration)
+    flips_ok = _migration(report, inv, s) if inv.command == "migrate" else True
+    if inv.command in ("compare", "migrate"):  # the page shows what those files say
+        report.write_html(out / REPORT_FILE)
+    extra = "".join(f", {name}" for name in (PARQUET_FILE, CROSSCHECK_FILE, MIGRATION_FILE) if (out / name).exists())
+    if not inv.quiet and not (getattr(report, "unchanged", False) and inv.command == "run"):  # -q: errors and gates
+        cli.out_console.print(f"wrote {out}/scores.jsonl, summary.json, report.html{extra}", highlight=False)
     summary = report.summary()
     written = report.run_summary()
+    n_failed = _unscored(report, summary, written, out)
+    gates_ok = True
+    if s.gates:  # --fail-under gates the means on every command (migrate also translates them, above)
+        degraded = report.degraded_counts() if written.get("n_degraded") else None  # a 1M no-op reads no lines
+        gates_ok, lines = check_gates(summary, s.gates, inv.max_error_rate, degraded)
+        for line in lines:
+            (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
+    code = exit_code(n_failed, gates_ok and flips_ok, inv.allow_errors)
+    if s.mlflow is not None:  # last: the MLflow run records the exit code and the cross-check
+        code = log_cli_run(report, s.mlflow, code, "none" if not s.gates else "passed" if gates_ok else "failed")
+    return code
+
+
+def _unscored(report: Any, summary: list[Any], written: dict[str, Any], out: Path) -> int:
+    """The failures the exit code counts — failed and degraded tasks, metrics asked for
+    and never scored, an input without rows — each said on stderr."""
+    from unified.cli import common as cli
+
     n_failed = sum(a.errors for a in summary) + int(written.get("n_degraded") or 0)
     for u in written.get("unserved_metrics") or []:
         n_failed += 1  # asked for, never scored: not a pass
@@ -915,32 +1053,19 @@ def _after(command: str, s: _Setup, report: Any, v: dict[str, Any]) -> int:
         cli.err_console.print("error: the input has no rows: nothing was scored", highlight=False, soft_wrap=True)
     if summary and not any(a.scored for a in summary):
         cli.err_console.print(
-            f"error: no task produced a score; fix the cause above and rerun with --retry-errors --out {s.out}",
+            f"error: no task produced a score; fix the cause above and rerun with --retry-errors --out {out}",
             highlight=False,
             soft_wrap=True,
         )
-    gates_ok = True
-    if s.gates:  # --fail-under gates the means on every command (migrate also translates them, above)
-        degraded = report.degraded_counts() if written.get("n_degraded") else None  # a 1M no-op reads no lines
-        gates_ok, lines = check_gates(summary, s.gates, float(v.get("max_error_rate") or 0.0), degraded)
-        for line in lines:
-            (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False)
-    code = exit_code(n_failed, gates_ok and flips_ok, bool(v.get("allow_errors")))
-    if v.get("mlflow") is not None:  # last: the MLflow run records the exit code and the cross-check
-        code = log_cli_run(
-            report,
-            v["mlflow"],
-            code,
-            "none" if not s.gates else "passed" if gates_ok else "failed",
-            timeout=v.get("mlflow_timeout"),
-        )
-    return code
+    return n_failed
 
 
-def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
+def _migration(report: Any, inv: Invocation, s: _Setup) -> bool:
     """Write migration.json, print it and its verdicts; False when too many samples flip."""
     from unified.analysis.migrate import flips_exceed, format_migration, migration_report, migration_verdicts
     from unified.cli import common as cli
+    from unified.run.runfolder import MIGRATION_FILE, write_json
+    from unified.run.runindex import stamp_lines
 
     m = migration_report(
         list(report.iter_scores()),
@@ -950,28 +1075,21 @@ def _migration(report: Any, s: _Setup, v: dict[str, Any]) -> bool:
         [r.name for r in s.refs],
         s.gates or None,
     )
-    from unified.run.runfolder import MIGRATION_FILE, write_json
-    from unified.run.runindex import stamp_lines
-
-    write_json(s.out / MIGRATION_FILE, stamp_lines(s.out, m))
-    if not v.get("quiet"):
+    write_json(inv.out / MIGRATION_FILE, stamp_lines(inv.out, m))
+    if not inv.quiet:
         cli.out_console.print(format_migration(m))
-    limits = int(v.get("max_flips") or 0), float(v.get("max_error_rate") or 0.0)
+    limits = inv.max_flips, inv.max_error_rate
     for line in migration_verdicts(m, *limits):
         (cli.out_console if line.startswith("PASS") else cli.err_console).print(line, highlight=False, soft_wrap=True)
     return not flips_exceed(m, *limits)
 
 
-def _label_cuts(v: dict[str, Any], refs: Any) -> dict[str, float]:
+def _label_cuts(label_cut: list[str] | None, refs: Any) -> dict[str, float]:
     """``--label-cut`` as {canonical metric: cut}; a cut for a metric the run does not
     score (``refs``) is refused (it would apply to nothing, the default cut to the rest)."""
-    from unified.analysis.verdict import parse_label_cuts
     from unified.cli import common as cli
 
-    try:
-        cuts = parse_label_cuts(v.get("label_cut"))
-    except ValueError as e:
-        raise cli.UserError(str(e)) from None
+    cuts = cli.label_cuts(label_cut)
     scored = {r.canonical for r in refs}
     for name in cuts:
         if name not in scored:
@@ -983,11 +1101,11 @@ def _label_cuts(v: dict[str, Any], refs: Any) -> dict[str, float]:
 
 def _crosscheck(
     report: Any,
-    s: _Setup,
+    out: Path,
     quiet: bool,
     verbose: bool = False,
     cuts: dict[str, float] | None = None,
-    calibration: Path | None = None,
+    calibration: Any = None,
 ) -> None:
     from unified.cli import common as cli
     from unified.run.runfolder import CROSSCHECK_FILE
@@ -1020,7 +1138,7 @@ def _crosscheck(
                 cli.err_console.print(f"note: {note}", highlight=False, soft_wrap=True)
     from unified.run.runindex import stamp_lines
 
-    write_json(s.out / CROSSCHECK_FILE, stamp_lines(s.out, cc))
+    write_json(out / CROSSCHECK_FILE, stamp_lines(out, cc))
     if not quiet:
         from unified.analysis.crosscheck import format_crosscheck
 
@@ -1053,20 +1171,22 @@ def register(app: typer.Typer) -> None:
     )(make_command("migrate", body_for("migrate")))
 
 
-def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str, timeout: float | None = None) -> int:
-    """``--mlflow`` at the end of ``run``/``compare``: log within ``timeout`` seconds, say
-    where, and return the exit code (a failed or overdue log turns a 0 into 2: the user
-    asked for it, it did not happen; SIGINT / SIGTERM while logging give 130 / 143)."""
+def log_cli_run(report: Any, logging: Any, exit_code: int, gates: str) -> int:
+    """``--mlflow`` at the end of ``run``/``compare``: log through ``unified.api``'s MLflow
+    logging (``logging``, within its budget), say where, and return the exit code (a failed
+    or overdue log turns a 0 into 2: the user asked for it, it did not happen; SIGINT /
+    SIGTERM while logging give 130 / 143). The MLflow run records the exit code and the
+    gates, so it is logged after them, not by ``evaluate``."""
     import warnings
 
-    from unified.integrations import mlflow_log as ml
+    from unified.platforms import mlflow_log as ml
     from unified.redact import redact_url
 
     tags = {"unified.exit_code": str(exit_code), "unified.gates": gates}
     try:
         with warnings.catch_warnings(), ml.signals_interrupt():
             warnings.simplefilter("ignore", FutureWarning)  # the file store's note is printed below, once
-            run_id = ml.log_run(report, tracking_uri, tags=tags, timeout=timeout)
+            run_id = logging.log(report, tags=tags)
     except ml.MlflowInterrupted as e:
         print(
             f"interrupted by {e.signal} while logging to MLflow; the run folder is complete",
@@ -1077,7 +1197,7 @@ def log_cli_run(report: Any, tracking_uri: str, exit_code: int, gates: str, time
     except (ml.MlflowLogError, ml.MlflowUnavailable, ml.MlflowUriError) as e:
         print(f"error: {e}", file=sys.stderr, flush=True)
         return exit_code or EXIT_USAGE
-    uri = ml.resolve_tracking_uri(tracking_uri)
+    uri = logging.uri
     print(f"logged MLflow run {run_id} to {redact_url(uri)}", flush=True)
     note = ml.file_store_note(uri)
     if note is not None:

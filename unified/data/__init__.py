@@ -1,2 +1,3 @@
 """Data in: the Sample's sources — file readers, cells, other frameworks' layouts, human
-labels, ``read_samples`` — and data out to other frameworks' formats (``convert``)."""
+labels, ``read_samples``, a RAG pipeline's answers (``pipeline``) — and data out to other
+frameworks' formats (``convert``)."""

@@ -1,6 +1,6 @@
 """RowError: an input row that never became a Sample — the one class for every source.
 
-File readers, in-memory records, framework objects and ``unified.run.pipeline`` (a question
+File readers, in-memory records, framework objects and ``unified.data.pipeline`` (a question
 whose retriever or generator failed) all report a bad row with it; the runner writes one
 error Score per task for it, filed under ``row:<row>`` or, when the error knows the
 sample it was meant to be, under ``sample_id``.

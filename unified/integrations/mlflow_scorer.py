@@ -57,7 +57,7 @@ from typing import Any, Sequence
 from unified.adapters.quiet import quiet_frameworks
 from unified.data.traces.model import TraceProblem
 from unified.data.traces.values import document, mlflow_document_id
-from unified.integrations.mlflow_log import mlflow_key
+from unified.platforms.mlflow_log import mlflow_key
 from unified.redact import scrub
 
 quiet_frameworks()  # before mlflow is imported: no telemetry

@@ -8,10 +8,13 @@ One test file, any backend or judge, chosen on the command line::
 
 Options (they become the defaults of ``unified.testing.assert_scores`` in the session):
 
-    --unified-backend NAMES        backend or comma list (default: native)
+    --unified-backend NAMES        backend or comma list (default: native; repeatable, merged)
     --unified-judge-base-url URL   OpenAI-compatible judge URL (needs --unified-judge-model)
     --unified-judge-model NAME     judge model name
     --unified-cache FILE           judge cache file kept across runs (default: none kept)
+
+Each option but ``--unified-backend`` keeps one value: given twice with two values it is
+a usage error naming both (pytest would keep the last without a word).
 
 Also: the ``unified_judge`` fixture (the session's ``JudgeConfig``; the test is skipped
 when no judge is configured), the marker ``@pytest.mark.unified(backend=..., thresholds=...,
@@ -42,16 +45,19 @@ _KEY = "unified-rag-eval"  # the name of the tallies in a report's user_properti
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("unified-rag-eval", "unified-rag-eval: defaults for unified.testing.assert_scores")
+    # every option appends: a repeat is merged (--unified-backend) or refused (_one), never dropped
     group.addoption(
         "--unified-backend",
         dest="unified_backend",
+        action="append",
         metavar="NAMES",
         default=None,
-        help="backend or comma list for assert_scores (default: native)",
+        help="backend or comma list for assert_scores (default: native; repeatable)",
     )
     group.addoption(
         "--unified-judge-base-url",
         dest="unified_judge_base_url",
+        action="append",
         metavar="URL",
         default=None,
         help="OpenAI-compatible judge URL for assert_scores (needs --unified-judge-model)",
@@ -59,6 +65,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--unified-judge-model",
         dest="unified_judge_model",
+        action="append",
         metavar="NAME",
         default=None,
         help="judge model name for assert_scores",
@@ -66,15 +73,33 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--unified-cache",
         dest="unified_cache",
+        action="append",
         metavar="FILE",
         default=None,
         help="judge cache file for assert_scores, kept across runs (default: none kept)",
     )
 
 
+def _one(config: pytest.Config, dest: str) -> str | None:
+    """The value of an option that keeps one; two different values are a usage error."""
+    given = list(dict.fromkeys(config.getoption(dest) or []))
+    if len(given) > 1:
+        flag = "--" + dest.replace("_", "-")
+        raise pytest.UsageError(
+            f"{flag} is given twice, {given[0]!r} and {given[1]!r}: it keeps one value; give it once"
+        )
+    return given[0] if given else None
+
+
+def _backends(config: pytest.Config) -> str | None:
+    """``--unified-backend``, every occurrence (each may be a comma list) as one comma list."""
+    given = config.getoption("unified_backend")
+    return ",".join(given) if given else None
+
+
 def _judge_option(config: pytest.Config) -> dict[str, Any] | None:
-    url = config.getoption("unified_judge_base_url")
-    model = config.getoption("unified_judge_model")
+    url = _one(config, "unified_judge_base_url")
+    model = _one(config, "unified_judge_model")
     if url and not model:
         raise pytest.UsageError("--unified-judge-base-url needs --unified-judge-model (the judge model's name)")
     if not model:
@@ -98,8 +123,8 @@ def pytest_configure(config: pytest.Config) -> None:
         "unified(backend=..., thresholds=..., **options): defaults for unified.testing.assert_scores in this test",
     )
     judge = _judge_option(config)
-    backend = config.getoption("unified_backend")
-    cache = config.getoption("unified_cache")
+    backend = _backends(config)
+    cache = _one(config, "unified_cache")
     if judge or backend or cache:  # unified.testing is only imported when asked for
         from unified import testing
 

@@ -30,7 +30,7 @@ its own error (DeepEval's ``metric.error``, RAGAS's failed job, MLflow's
 
 Threads: the async entry point (``ascore``) runs each scoring call in a worker thread with
 a private event loop. Frameworks score many rows concurrently on one loop, and a run on
-the main thread installs a SIGTERM handler (``unified.run.runner``); overlapping runs
+the main thread installs a SIGTERM handler (``unified.run.interrupts``); overlapping runs
 on one thread would restore each other's handlers out of order.
 """
 

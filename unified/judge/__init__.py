@@ -16,7 +16,7 @@ Layers, bottom up (each imports only from below it)::
     breaker       the per-endpoint circuit breaker
     resilience    retries, rate limits, error translation          (imports openai)
     transport     what the HTTP transports share                    (imports openai)
-    openai_client, embeddings, llama, local    the transports: leaves
+    openai_client, embeddings, llama, minilm   the transports: leaves
     cache         the persistent cache and its wrappers
     factory       configs -> clients;   resolve   what the user gave -> configs
 

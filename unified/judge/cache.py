@@ -75,11 +75,13 @@ from unified.judge.base import (
     request_key,
 )
 from unified.judge.structured import schema_json
-from unified.run.runfolder import CACHE_FILE
 
 R = TypeVar("R")
 
 APP_NAME = "unified-rag-eval"
+#: the cache file's name, in the user cache folder or wherever ``--cache`` puts it (a run folder
+#: tolerates one of this name: ``unified.run.runfolder.RunFolder.foreign_entries``)
+CACHE_FILE = "judge_cache.sqlite"
 BUSY_TIMEOUT_S = 30.0
 _SCHEMA_SQL = """
 CREATE TABLE IF NOT EXISTS chat (
@@ -157,7 +159,7 @@ class CacheStore(Protocol):
     miss and a failed write is dropped (after one warning), so a broken cache can cost
     calls but never a score. A networked store for several machines implements them,
     plus ``remote_factory()`` — a picklable zero-argument callable that opens the same
-    store in another process (``unified.integrations.ray_executor`` ships it to its actors)."""
+    store in another process (``unified.platforms.ray_executor`` ships it to its actors)."""
 
     def lookup_chat(self, key: str) -> tuple[str, int, int] | None: ...
 

@@ -27,7 +27,7 @@ def make_chat_judge(config: JudgeConfig) -> ChatJudge:
 def make_embedder(config: EmbeddingConfig) -> Embedder:
     """The packaged local model, or an OpenAI-compatible embeddings endpoint."""
     if config.kind == "local":
-        from unified.judge.local import LocalEmbedder
+        from unified.judge.minilm import LocalEmbedder
 
         return LocalEmbedder(batch_size=config.batch_size)
     from unified.judge.embeddings import OpenAIEmbedder

@@ -97,7 +97,9 @@ def parse_prices(
     config_file: str | Path | None = None,
 ) -> Prices:
     """The price table from a run file's ``[prices]`` section (``config_file``, or an
-    already-read ``section``) overridden by ``--price`` strings (``specs``)."""
+    already-read ``section``) overridden by ``--price`` strings (``specs``). A model priced
+    twice in ``specs`` with two prices is a ``PriceError`` (which was meant?); the same
+    price twice is one."""
     table: Prices = {}
     if config_file is not None:
         from unified.judge.config import load_run_config
@@ -110,9 +112,13 @@ def parse_prices(
         raise PriceError(f'{where_file} must be a table of MODEL = "IN/OUT" entries')
     for model, value in (section or {}).items():
         table[str(model)] = _section_entry(str(model), value, f"{where_file} {model}")
+    given: dict[str, str] = {}  # model -> its --price as first written
     for spec in specs or ():
         model, pair = parse_price(spec)
+        if model in given and table[model] != pair:
+            raise PriceError(f"--price: {model} is priced twice, '{given[model]}' and '{spec}'; give one price")
         table[model] = pair
+        given.setdefault(model, str(spec))
     return table
 
 

@@ -2,7 +2,9 @@
 own result shapes and a self-contained HTML page.
 
 Modules: ``model`` (the one pass over the score lines; last line per task wins),
-``core`` (the ``Report`` object), ``frameworks`` (``to_ragas``/``to_deepeval`` shapes),
+``core`` (the ``Report`` object), ``run_end`` (the end of a run: summary.json,
+report.html, index.json, the end lines), ``diff`` (run-to-run differences of two folders),
+``frameworks`` (``to_ragas``/``to_deepeval`` shapes),
 ``analysis`` (agreement, disagreements, the odd one out), ``view`` (what the page shows),
 ``html``/``html_samples``/``details``/``plots``/``html_base`` (the page, one function per
 section), ``notebook`` (``repr`` and Jupyter's ``_repr_html_``).

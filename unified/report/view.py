@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterator
 
 from unified.analysis.errorgroups import group_errors
-from unified.report import analysis
+from unified.report import agreement
 from unified.report.model import RunModel
 from unified.run.runfolder import SAMPLES_FILE, parse_line
 from unified.scores import Aggregate
@@ -122,8 +122,8 @@ def build_view(report: "Report", max_drilldown: int = 200) -> View:
     view = View(model=model, title=f"unified-eval report — {name}", aggregates=model.aggregates(), money=money(model))
     if view.multi:
         for m in model.metrics:
-            view.pairs[m] = analysis.pairs(model, m)
-            view.disagreements += analysis.disagreements(model, m, DISAGREEMENTS_PER_METRIC)
+            view.pairs[m] = agreement.pairs(model, m)
+            view.disagreements += agreement.disagreements(model, m, DISAGREEMENTS_PER_METRIC)
     view.error_groups = group_errors(model.failed())
     view.degraded_groups = group_errors(model.degraded())
     wanted = list(dict.fromkeys(r["sample_id"] for r in view.disagreements))

@@ -96,7 +96,7 @@ class Executor(Protocol):
 
 # Executors that live elsewhere, by name: a lazy import path (fsspec's registry), so the run
 # path never imports an integration it is not asked for.
-NAMED_EXECUTORS: dict[str, str] = {"ray": "unified.integrations.ray_executor:RayExecutor"}
+NAMED_EXECUTORS: dict[str, str] = {"ray": "unified.platforms.ray_executor:RayExecutor"}
 
 
 def named_executor(name: str, **options: Any) -> Any:

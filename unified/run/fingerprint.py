@@ -19,7 +19,7 @@ placeholders ("local"), so another server is another judge, as in the judge cach
 keys. Keys and a URL's credentials are never part of a fingerprint (it is written to disk).
 
 On resume a task counts as done only when its line carries both hashes of this run;
-``diff_configs`` names what changed when a configuration differs.
+``unified.analysis.configdiff.diff_configs`` names what changed when a configuration differs.
 """
 
 from __future__ import annotations
@@ -105,22 +105,3 @@ def task_config(backend: Any, ref: MetricRef, judges: Any) -> dict[str, Any]:
 
 def config_hash(config: Mapping[str, Any]) -> str:
     return _digest(config)
-
-
-def diff_configs(old: Mapping[str, Any], new: Mapping[str, Any], prefix: str = "") -> list[str]:
-    """What changed between two task configurations, one short phrase per leaf:
-    ``["judge.model: judge-A → judge-B", "single_judge: False → True"]``."""
-    changes: list[str] = []
-    for key in sorted(set(old) | set(new)):
-        a, b = old.get(key), new.get(key)
-        name = f"{prefix}{key}"
-        if isinstance(a, Mapping) and isinstance(b, Mapping):
-            changes.extend(diff_configs(a, b, prefix=name + "."))
-        elif a != b:
-            changes.append(f"{name}: {_short(a)} → {_short(b)}")
-    return changes
-
-
-def _short(v: Any) -> str:
-    text = json.dumps(v, sort_keys=True, default=str, ensure_ascii=False) if isinstance(v, (dict, list)) else str(v)
-    return text if len(text) <= 60 else text[:59] + "…"

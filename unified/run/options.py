@@ -28,12 +28,11 @@ class RunOptions:
     (print nothing), ``show_summary`` (print the table at the end), ``write_report``.
     Cost: ``cache`` (True = the shared judge cache, a path, or False), ``prices``
     (``{model: (usd_in, usd_out)}`` per 1M tokens, or ``["MODEL=IN/OUT"]``: Scores then
-    carry ``cost.usd``). After the run: ``after_run`` (callables ``hook(report, summary,
-    folder)`` called once a run is complete — ``unified.evaluate(mlflow=...)`` adds the
-    MLflow logger here, so the run path never imports an integration).
+    carry ``cost.usd``). Logging the run to MLflow (``mlflow=``) is ``unified.api``'s, after
+    the run: the run path knows no place a run goes but its folder.
     Where: ``executor`` ("local", "ray", or an Executor object), ``ray_address`` (None: a
     local Ray for the run; "auto": the running cluster; or an address — see
-    ``unified.integrations.ray_executor``). Test–retest: ``repeats`` (N > 1 scores every
+    ``unified.platforms.ray_executor``). Test–retest: ``repeats`` (N > 1 scores every
     judge-using task N times with seeds 0…N−1 and keeps their mean; ``unified.run.repeats``).
     Batch: ``batch`` (True, or a dict of ``unified.judge.batch.BatchSettings`` fields such as
     ``{"poll_max": 10}``) sends uncached judge calls as Batch API jobs at the batch price;
@@ -75,7 +74,6 @@ class RunOptions:
     command: list[str] | None = None
     resume_hint: str | None = None
     on_interrupt: Any = None  # called with the RunInterrupted details before cancellation propagates
-    after_run: list[Any] = field(default_factory=list)  # hook(report, summary, folder) once a run is complete
 
     @classmethod
     def from_kwargs(cls, **kwargs: Any) -> "RunOptions":
@@ -99,3 +97,9 @@ class RunOptions:
         if opts.max_samples is not None and opts.max_samples < 1:
             raise ValueError(f"max_samples must be at least 1, got {opts.max_samples}")
         return opts
+
+    def keywords(self) -> dict[str, Any]:
+        """These options as the keyword arguments that build them again
+        (``unified.api.evaluate(samples, metrics, **opts.keywords())``): the CLI builds
+        its ``RunOptions`` once from the flags and runs through the API."""
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -47,8 +47,8 @@ from json.decoder import scanstring  # type: ignore[attr-defined]  # the C strin
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Iterable, Iterator, Mapping
 
+from unified.analysis.configdiff import diff_configs
 from unified.data.files import OutputError, atomic_path, os_error, write_json
-from unified.run.fingerprint import diff_configs
 from unified.scores import Cost, line_problem
 
 SCORES_FILE = "scores.jsonl"
@@ -60,7 +60,6 @@ MIGRATION_FILE = "migration.json"
 REPEATS_FILE = "repeats.jsonl"  # test–retest repeats not yet folded (unified.run.repeats)
 MANIFEST_FILE = "run.json"
 LOCK_FILE = ".lock"
-CACHE_FILE = "judge_cache.sqlite"
 INDEX_FILE = "index.json"  # what a finished run proves (unified.run.runindex)
 PARQUET_FILE = "scores.parquet"  # a derived columnar copy of scores.jsonl (unified.run.columnar)
 FSYNC_EVERY_S = 1.0
@@ -357,6 +356,9 @@ class RunFolder:
         new or empty folder and for a run folder."""
         if not self.path.is_dir() or self.manifest_path.exists():
             return []
+        # the cache owns its name; imported here, so readers of a folder load no judge layer
+        from unified.judge.cache import CACHE_FILE
+
         ours = (LOCK_FILE, ".ragas")
         return sorted(
             p.name

@@ -1,7 +1,7 @@
 """The ``embedding`` backend: judge-free heuristics from a local embedding model.
 
 No LLM, no key, no network: every score comes from the packaged all-MiniLM-L6-v2 model
-(``unified.judge.local``) or from ``judges.embedder`` when one is configured. Meant for
+(``unified.judge.minilm``) or from ``judges.embedder`` when one is configured. Meant for
 cheap screening at scale, CI without keys, and as a baseline in cross-checks — these are
 heuristics, not judgments; ``benchmarks/meta_eval.py`` measures how far they agree with
 people.
@@ -195,7 +195,7 @@ class EmbeddingBackend(Backend):
         if self.judges.embedder is not None:
             return self.judges.embedder
         if self._embedder is None:
-            from unified.judge.local import LocalEmbedder
+            from unified.judge.minilm import LocalEmbedder
 
             self._embedder = LocalEmbedder()
         return self._embedder
@@ -492,7 +492,7 @@ def is_rare_word(word: str) -> bool:
 
 @functools.lru_cache(maxsize=1)
 def _wordpiece_vocabulary() -> frozenset[str]:
-    from unified.judge.local import get_sentence_model
+    from unified.judge.minilm import get_sentence_model
 
     return frozenset(get_sentence_model().tokenizer.get_vocab())
 
@@ -619,9 +619,9 @@ def _semantic_similarity(ref: MetricRef, sample: Sample, vec: Callable[[str], np
 def token_embeddings(texts: list[str]) -> list[np.ndarray]:
     """L2-normalised contextual token vectors (last layer of MiniLM, i.e. layer 6) of each
     text (float32), without the [CLS] and [SEP] tokens (as BERTScore does); from the local model's
-    shared pass and cache (``unified.judge.local.encode_both``), so the faithfulness
+    shared pass and cache (``unified.judge.minilm.encode_both``), so the faithfulness
     sentences embedded by the local embedder are not encoded a second time."""
-    from unified.judge.local import encode_both
+    from unified.judge.minilm import encode_both
 
     return [tok for _, tok in encode_both(texts)]
 

@@ -31,7 +31,7 @@ from unified.judge.base import Judges
 from unified.judge.cache import CacheStore  # the judge layer's protocol; re-exported here
 from unified.redact import one_line
 
-LOCAL_EMBEDDER = "unified.judge.local.LocalEmbedder"
+LOCAL_EMBEDDER = "unified.judge.minilm.LocalEmbedder"
 _SLOTS = ("chat", "chat2", "embedder")
 
 

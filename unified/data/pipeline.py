@@ -1,4 +1,4 @@
-"""Evaluate a RAG pipeline end to end: call its retriever and generator, then score.
+"""The samples of a RAG pipeline: call its retriever and generator on every question.
 
 The job of RAGEvaluationPipeline / ``App.evaluate()`` in other tools: you hand over two
 callables instead of a file of answers.
@@ -16,19 +16,19 @@ A question whose retriever or generator raises becomes a ``RowError`` (the one r
 class; ``field`` is ``retrieve`` or ``generate``, ``row`` the 1-based question number,
 ``sample_id`` the question's id): every requested metric gets an error Score for it
 (``value=None``, the exception in ``error``), filed under that id, and the other
-questions complete. The samples then go through ``unified.run.runner.aevaluate``.
+questions complete. ``unified.api.evaluate_pipeline`` then scores the samples.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import Any, Awaitable, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 from unified.data.rowerror import RowError
 from unified.sample import Sample
 
-__all__ = ["evaluate_pipeline", "aevaluate_pipeline", "build_samples"]
+__all__ = ["build_samples"]
 
 
 def _hit(h: Any, rank: int) -> tuple[str, str]:
@@ -129,83 +129,6 @@ async def build_samples(
             )
 
     return list(await asyncio.gather(*(one(i) for i in range(n))))
-
-
-async def aevaluate_pipeline(
-    questions: Sequence[str],
-    retrieve: Callable[..., Any],
-    generate: Callable[..., Any] | None,
-    metrics: Any,
-    references: Sequence[str | None] | None = None,
-    relevant_ids: Sequence[Sequence[str] | None] | None = None,
-    backends: Sequence[str] | str = ("native", "embedding"),
-    judges: Any = None,
-    out: Any = None,
-    retrieve_concurrency: int = 8,
-    generate_concurrency: int = 4,
-    *,
-    ids: Sequence[str] | None = None,
-    **runner_kwargs: Any,
-) -> Any:
-    """Async twin of ``evaluate_pipeline``; returns the runner's ``Report``."""
-    from unified.run.runner import aevaluate
-
-    samples = await build_samples(
-        questions,
-        retrieve,
-        generate,
-        references=references,
-        relevant_ids=relevant_ids,
-        ids=ids,
-        retrieve_concurrency=retrieve_concurrency,
-        generate_concurrency=generate_concurrency,
-    )
-    return await aevaluate(samples, metrics, backends, judges=judges, out=out, **runner_kwargs)
-
-
-def evaluate_pipeline(
-    questions: Sequence[str],
-    retrieve: Callable[..., Any],
-    generate: Callable[..., Any] | None,
-    metrics: Any,
-    references: Sequence[str | None] | None = None,
-    relevant_ids: Sequence[Sequence[str] | None] | None = None,
-    backends: Sequence[str] | str = ("native", "embedding"),
-    judges: Any = None,
-    out: Any = None,
-    retrieve_concurrency: int = 8,
-    generate_concurrency: int = 4,
-    **runner_kwargs: Any,
-) -> Any:
-    """Run ``retrieve`` and ``generate`` on every question, build Samples (with
-    ``retrieved_ids``, ``reference`` and ``relevant_ids`` when given) and evaluate them
-    with ``metrics`` on ``backends`` (see the module docstring). A question whose
-    retriever or generator raises gets error Scores; the rest complete. Returns the
-    runner's ``Report``. Use ``aevaluate_pipeline`` inside a running event loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise RuntimeError(
-            "evaluate_pipeline() cannot run inside a running event loop; "
-            "use `await unified.run.pipeline.aevaluate_pipeline(...)`"
-        )
-    coro: Awaitable[Any] = aevaluate_pipeline(
-        questions,
-        retrieve,
-        generate,
-        metrics,
-        references,
-        relevant_ids,
-        backends,
-        judges,
-        out,
-        retrieve_concurrency,
-        generate_concurrency,
-        **runner_kwargs,
-    )
-    return asyncio.run(coro)  # type: ignore[arg-type]
 
 
 def _listed(ids: Sequence[str] | None) -> list[str] | None:

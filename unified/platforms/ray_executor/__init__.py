@@ -10,7 +10,7 @@ Parts: ``recipes`` (what an actor rebuilds, the cache protocol, how limits are d
 ``worker`` (the actor), ``driver`` (``RayExecutor``: pool, blocks, exactly-once delivery).
 """
 
-from unified.integrations.ray_executor.driver import (
+from unified.platforms.ray_executor.driver import (
     INSTALL_HINT,
     MAX_ATTEMPTS,
     Block,
@@ -19,7 +19,7 @@ from unified.integrations.ray_executor.driver import (
     connect,
     import_ray,
 )
-from unified.integrations.ray_executor.recipes import (
+from unified.platforms.ray_executor.recipes import (
     CacheStore,
     RayExecutorError,
     SQLiteCacheFactory,

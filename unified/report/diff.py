@@ -24,7 +24,7 @@ Pairing removes between-sample variance: a small real change shows up even when 
 per-run spreads are wide. A figure that cannot be computed (no paired sample; one paired
 sample for the interval) is ``"undefined"`` with the reason in the row's ``notes``, as
 everywhere (``unified.analysis.stats``). The gates (``--fail-under``) are
-``unified.analysis.gates``; their names are re-exported here for older imports.
+``unified.analysis.gates``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-from unified.analysis.gates import GateError, check_gates, gate_matches, parse_gates
+from unified.analysis.configdiff import diff_configs
 from unified.analysis.stats import (
     Undefined,
     bootstrap_ci,
@@ -45,20 +45,11 @@ from unified.analysis.stats import (
     note_undefined,
     sign_flip_p,
 )
-from unified.run.fingerprint import diff_configs
+from unified.report.core import Report
 from unified.run.runfolder import MANIFEST_FILE
 from unified.scores import is_ok
 
-__all__ = [
-    "GateError",
-    "check_gates",
-    "config_differences",
-    "diff_runs",
-    "format_diff",
-    "gate_matches",
-    "parse_gates",
-    "unpaired_note",
-]
+__all__ = ["config_differences", "describe_config_changes", "diff_runs", "format_diff", "unpaired_note"]
 
 
 # ---------------------------------------------------------------- diff
@@ -68,8 +59,6 @@ Values = dict[tuple[str, str], dict[str, tuple[float | None, str | None]]]
 
 def _values(run_dir: Path) -> Values:
     """(metric, backend) -> sample id -> (value or None when failed, sample hash)."""
-    from unified.report import Report
-
     out: Values = {}
     for d in Report.from_dir(run_dir).iter_score_fields(("value", "error", "sample_hash", "row_error")):
         if d.get("row_error"):
@@ -194,7 +183,7 @@ def _manifest(run_dir: Path) -> dict[str, Any]:
 
 def config_differences(run_a: str | Path, run_b: str | Path) -> dict[tuple[str, str], list[str]]:
     """{(metric, backend): ["judge.model: a → b", …]} for every pair both runs' manifests
-    name with different configurations (``unified.run.fingerprint.diff_configs``), and
+    name with different configurations (``unified.analysis.configdiff.diff_configs``), and
     ``{ANY_PAIR: ["configuration unknown: A has no run.json"]}`` when a manifest is missing. Pairs in
     one run only are not listed (their rows say "no paired samples")."""
     ma, mb = _manifest(Path(run_a)), _manifest(Path(run_b))

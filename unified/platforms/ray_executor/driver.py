@@ -44,9 +44,9 @@ import threading
 import time
 from typing import Any, Iterable, Iterator, Sequence
 
-from unified.integrations.ray_executor.recipes import RayExecutorError, RunRecipe, max_actors, run_recipe, share
-from unified.integrations.ray_executor.worker import ScoringWorker, WireGroup
 from unified.judge.base import record_call
+from unified.platforms.ray_executor.recipes import RayExecutorError, RunRecipe, max_actors, run_recipe, share
+from unified.platforms.ray_executor.worker import ScoringWorker, WireGroup
 from unified.redact import one_line, redact_url, url_secrets
 from unified.run.executor import OnDone, TaskGroup
 

@@ -452,6 +452,29 @@ def log_run(
     return work.result()
 
 
+class MlflowLogging:
+    """Where a finished run is logged, checked when made: a missing extra, a URI that
+    cannot work or a bad budget is said before any judge is paid (``require_mlflow``,
+    ``logging_timeout``). ``unified.api`` makes one for ``mlflow=``, the CLI for
+    ``--mlflow``; both log through ``log``."""
+
+    def __init__(self, target: Any = True, timeout: float | None = None):
+        self.target = target
+        self.uri = require_mlflow(target)
+        self.budget = logging_timeout(timeout)
+
+    def log(
+        self,
+        report: Any,
+        *,
+        summary: Mapping[str, Any] | None = None,
+        folder: str | Path | None = None,
+        tags: Mapping[str, str] | None = None,
+    ) -> str:
+        """``log_run`` within this target's budget; the MLflow run's id."""
+        return log_run(report, self.target, summary=summary, folder=folder, tags=tags, timeout=self.budget)
+
+
 def _log_now(
     report: Any,
     uri: str,

@@ -21,9 +21,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, AsyncIterator
 
-from unified.integrations.ray_executor.recipes import RunRecipe, build_backends, share
 from unified.judge.base import CallRecord, add_listener
 from unified.metrics import MetricRef
+from unified.platforms.ray_executor.recipes import RunRecipe, build_backends, share
 from unified.redact import one_line
 from unified.run.executor import Pair, TaskGroup, score_group
 from unified.sample import Sample

@@ -205,7 +205,7 @@ def packaged_model_path(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m unified.judge.models [--verify] [--cache-dir DIR]``: assemble, print the path."""
+    """``python -m unified.judge.packaged_model [--verify] [--cache-dir DIR]``: assemble, print the path."""
     import argparse
 
     ap = argparse.ArgumentParser(description="Assemble the packaged judge model; print its path.")
