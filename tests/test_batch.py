@@ -509,3 +509,28 @@ def test_parse_results_reads_lines_as_jsonl_is_written():
     assert r.outcome("b") == (None, r.bad["b"]) and "line 4 of file_1, line 1 of file_2" in r.bad["b"]
     assert r.outcome("c") == (None, "usage.completion_tokens is -1, not a whole number of tokens")
     assert r.outcome("d") == (None, None)  # no line: the caller says how the job ended
+
+
+def test_the_cli_ends_a_batch_run_with_a_bad_line_and_retry_errors_completes_it(tmp_path):
+    """The same through the command line: exit 3 with the bad line's reason on stderr (and
+    no hang), then --retry-errors exits 0 having sent one request again."""
+    out = tmp_path / "run"
+    env = {**cli_env(), "OPENAI_API_KEY": KEY}
+    be = BatchEndpoints()
+    be.hostile = "usage_string"
+    with JudgeServer(batch=be) as srv:
+        cmd = [str(CLI), "run", str(DATA), "-m", "faithfulness", "--base-url", srv.base_url, "--model", "fake"]
+        cmd += ["--max-samples", "4", "--out", str(out), "--cache", str(tmp_path / "c.sqlite")]
+        cmd += ["--batch", "--batch-poll", "0.2", "--batch-window", "0.2"]
+        first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+        assert first.returncode == 3, first.stderr[-3000:]
+        # the grouped failures show quoted values as '…'; scores.jsonl keeps the full line
+        assert "1 task(s) failed" in first.stderr and "request failed (usage.prompt_tokens is" in first.stderr
+        lines = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+        assert [x["error"] for x in lines if x.get("error")] == [
+            "claims response extraction failed: batch batch_2 (completed): request failed "
+            "(usage.prompt_tokens is 'many', not a whole number of tokens)"
+        ]
+        second = subprocess.run([*cmd, "--retry-errors"], env=env, capture_output=True, text=True, timeout=180)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert be.submitted[be.hurt[0]] == 2 and sum(be.submitted.values()) == len(be.submitted) + 1
