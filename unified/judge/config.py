@@ -8,6 +8,7 @@ dumped into a report or a cache key without leaking anything.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -57,6 +58,28 @@ def check_base_url(url: str | None) -> str | None:
     return url
 
 
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def key_env_problem(name: str) -> str | None:
+    """Why ``name`` cannot be the NAME of the environment variable that holds a key, or
+    None. A value that looks like a key (``unified.redact.looks_like_secret``: a user pasted
+    the key itself) is never repeated, not even in this message; it only says how long it is."""
+    from unified.redact import looks_like_secret
+
+    if looks_like_secret(name):
+        return (
+            f"takes the NAME of an environment variable that holds the key (such as OPENAI_API_KEY), "
+            f"not the key: the value given ({len(name)} characters, not shown) looks like a key itself; "
+            "export it under a name (export MY_JUDGE_KEY=...) and give that name"
+        )
+    if not _ENV_NAME.match(name):
+        return (
+            f"takes the NAME of an environment variable (letters, digits and _, such as OPENAI_API_KEY); got {name!r}"
+        )
+    return None
+
+
 def _reject_literal_key(data: Any, section: str) -> Any:
     if isinstance(data, dict):
         found = _KEY_FIELDS & {str(k).lower() for k in data}
@@ -87,6 +110,14 @@ class _EndpointConfig(BaseModel):
 
     def __repr_args__(self) -> Any:  # repr() and str() never show a URL's credentials
         return _redacted_args(super().__repr_args__())
+
+    @field_validator("api_key_env", check_fields=False)
+    @classmethod
+    def _key_env(cls, v: str) -> str:
+        problem = key_env_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
 
 
 class JudgeConfig(_EndpointConfig):
@@ -182,7 +213,13 @@ class EmbeddingConfig(_EndpointConfig):
         if value.strip().lower() == "local":
             return cls(kind="local")
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"embedding must be 'local' or an http(s) URL, got {value!r}")
+            from unified.redact import looks_like_secret, redact_value
+
+            # a URL without its scheme still carries its password (user:KEY@host): never echoed
+            shown = (
+                "a value that looks like a key (not shown)" if looks_like_secret(value) else repr(redact_value(value))
+            )
+            raise ValueError(f"embedding must be 'local' or an http(s) URL, got {shown}")
         return cls(kind="openai", base_url=value, model=model or DEFAULT_REMOTE_EMBEDDING_MODEL)
 
     @classmethod
@@ -192,8 +229,8 @@ class EmbeddingConfig(_EndpointConfig):
         if not value:
             return None
         cfg = cls.parse(value, os.environ.get("UNIFIED_EMBEDDING_MODEL"))
-        if cfg is not None and os.environ.get("UNIFIED_JUDGE_API_KEY_ENV"):
-            cfg = cfg.model_copy(update={"api_key_env": os.environ["UNIFIED_JUDGE_API_KEY_ENV"]})
+        if cfg is not None and os.environ.get("UNIFIED_JUDGE_API_KEY_ENV"):  # validated, as every name is
+            cfg = cls.model_validate({**cfg.model_dump(), "api_key_env": os.environ["UNIFIED_JUDGE_API_KEY_ENV"]})
         return cfg
 
 

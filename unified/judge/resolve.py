@@ -45,6 +45,7 @@ from unified.judge.config import (
     EmbeddingConfig,
     JudgeConfig,
     RunConfig,
+    key_env_problem,
     load_run_config,
     section_fields,
 )
@@ -86,8 +87,21 @@ def load_config_file(path: str | Path | None) -> RunConfig | None:
     try:
         return load_run_config(path)
     except Exception as exc:
-        msg = " ".join(str(exc).split())
+        msg = " ".join(_parse_error(exc).split())
         raise JudgeSetupError(msg if str(path) in msg else f"--config {path}: {type(exc).__name__}: {msg}") from None
+
+
+def _parse_error(exc: Exception) -> str:
+    """A run file's parse error without the file's text: PyYAML quotes the broken line,
+    cut anywhere — the head of a URL with its password but not the ``@`` that would let
+    ``unified.redact`` find it. Its problem and position say enough; the rest is scrubbed."""
+    from unified.redact import scrub
+
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None and getattr(exc, "problem", None):
+        context = f"{exc.context}: " if getattr(exc, "context", None) else ""  # type: ignore[attr-defined]
+        return f"{context}{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"  # type: ignore[attr-defined]
+    return scrub(str(exc))
 
 
 def _env_fields(prefix: str) -> dict[str, Any]:
@@ -197,8 +211,14 @@ def _apply(cfg: Any, updates: Mapping[str, Any], where: str) -> Any:
 
 
 def _key_env_update(api_key_env: str | None) -> dict[str, str]:
+    """``--api-key-env NAME`` for every HTTP client: a name that is no variable's name — a
+    pasted key above all — is refused without repeating it (``key_env_problem``); only
+    a checked name is shown when its variable is not set."""
     if not api_key_env:
         return {}
+    problem = key_env_problem(api_key_env)
+    if problem is not None:
+        raise JudgeSetupError(f"--api-key-env {problem}")
     if not os.environ.get(api_key_env):
         raise JudgeSetupError(f"--api-key-env {api_key_env}: that environment variable is not set")
     return {"api_key_env": api_key_env}
