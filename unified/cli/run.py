@@ -578,6 +578,8 @@ def dry_run(file: Path, refs: list[Any], backends: list[str], v: dict[str, Any])
         rows += [_with_judge_b_share(r, o, show=judges.chat2 is not None) for r, o in zip(est, once)]
     model_a = getattr(judges.chat, "model", None)
     unpriced = _price_rows(rows, _prices(v), model_a, getattr(judges.chat2, "model", None) or model_a)
+    for line in judges.where():  # where the calls would go
+        cli.out_console.print(line, highlight=False, soft_wrap=True)
     _print_rows(rows, f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
     cli.out_console.print(
         "a step that several metrics share is counted once, on the first metric that needs it", highlight=False

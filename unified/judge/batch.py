@@ -178,11 +178,20 @@ def batch_settings(value: Any) -> BatchSettings | None:
 def batch_refusal(judges: Any) -> str | None:
     """Why this bundle's chat judges cannot answer in batch jobs, or None. Only an
     OpenAI-compatible HTTP judge has a Batch API; an in-process ``.gguf`` model (or any
-    other kind) is refused rather than silently run online at the online price."""
+    other kind) is refused rather than silently run online at the online price, and so is
+    an Azure OpenAI deployment URL (its Batch API is elsewhere, on other deployments)."""
+    from unified.judge.config import azure_deployment
+
     for label, judge in (("judge", judges.chat), ("judge 2", judges.chat2)):
         if judge is None:
             continue
         kind = judge.describe().get("kind")
+        if kind == "openai" and azure_deployment(judge.describe().get("endpoint")):
+            return (
+                f"--batch with an Azure OpenAI deployment URL (the {label}) is not supported: Azure's Batch API "
+                "lives at the resource (/openai/files, /openai/batches) and needs a Global-Batch deployment; "
+                "drop --batch"
+            )
         if kind != "openai":
             what = "an in-process .gguf model" if kind == "gguf" else f"a {kind} judge"
             return (

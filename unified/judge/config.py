@@ -40,6 +40,52 @@ def _redacted_args(args: Any) -> list[tuple[str | None, Any]]:
     return [(k, redact_url(v) if k == "base_url" and isinstance(v, str) else v) for k, v in args]
 
 
+#: where a judge without a base URL sends its calls (the openai client's own default)
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: an Azure OpenAI deployment's URL: ``https://RESOURCE.openai.azure.com/openai/deployments/NAME``
+_AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/;]+)/?$")
+
+
+def base_url_of(config: Any) -> tuple[str, str]:
+    """(the URL a judge's or embedder's calls go to, where it came from): the config's
+    ``base_url`` ("given"); else ``$OPENAI_BASE_URL`` ("OPENAI_BASE_URL") — the openai
+    client reads it by itself, so it is named here, where a run says where its calls go
+    and which endpoint is the judge's identity; else OpenAI's API ("default")."""
+    if getattr(config, "base_url", None):
+        return str(config.base_url), "given"
+    env = os.environ.get("OPENAI_BASE_URL")
+    if env:
+        return env, "OPENAI_BASE_URL"
+    return DEFAULT_BASE_URL, "default"
+
+
+def azure_deployment(url: str | None) -> str | None:
+    """The deployment's name when ``url`` is an Azure OpenAI deployment URL (its path ends
+    ``/openai/deployments/NAME``): such a server wants the key in an ``api-key`` header and
+    an ``api-version`` query parameter on every call (``unified.judge.transport``)."""
+    from unified.redact import split_url
+
+    parts = split_url(url) if url else None
+    m = _AZURE_DEPLOYMENT.search(parts.path) if parts is not None else None
+    return m.group(1) if m else None
+
+
+def provider_prefix_problem(config: Any, where: str = "judge") -> str | None:
+    """Why this HTTP judge would quietly go to the wrong server, or None: a model named with
+    a provider prefix (``anthropic/claude-3-5-sonnet``, ``gemini/…``: a gateway's names) and
+    no base URL anywhere (``base_url_of``) would be sent to OpenAI's API, which serves no
+    such model."""
+    model = str(getattr(config, "model", "") or "")
+    if "/" not in model or getattr(config, "is_gguf", False) or base_url_of(config)[1] != "default":
+        return None
+    return (
+        f"{where}: the model {model!r} names a provider ({model.split('/', 1)[0]}/) but no base URL says "
+        f"where to send it, so its calls would go to OpenAI's API ({DEFAULT_BASE_URL}); give the URL of the "
+        "gateway or server that serves it (LiteLLM's proxy: --base-url http://127.0.0.1:4000), or set "
+        "UNIFIED_JUDGE_BASE_URL, [judge] base_url or OPENAI_BASE_URL"
+    )
+
+
 def check_base_url(url: str | None) -> str | None:
     """``url`` when it is an ``http(s)://host[:port]/...`` URL, else a ValueError that
     says what is wrong without repeating the URL (it may hold a key): a URL without a
@@ -55,6 +101,11 @@ def check_base_url(url: str | None) -> str | None:
         raise ValueError("base_url has a port that is not a number") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("base_url must start with http:// or https:// and name a host, like http://127.0.0.1:8080/v1")
+    if azure_deployment(url) and "api-version=" not in parts.query and not os.environ.get("OPENAI_API_VERSION"):
+        raise ValueError(
+            "an Azure OpenAI deployment URL (…/openai/deployments/NAME) needs its api-version: add "
+            "?api-version=2024-10-21 (or the version your resource supports), or set OPENAI_API_VERSION"
+        )
     return url
 
 

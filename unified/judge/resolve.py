@@ -17,7 +17,11 @@ Precedence, field by field: **explicit > environment > config file > defaults**.
   ``embedding_model``), ``False`` for none; ``None``: ``UNIFIED_EMBEDDING``, the run
   file's ``[embedding]``, then the packaged local model when its extra is installed.
 - ``api_key_env``: the NAME of the variable holding the key, for both judges and a remote
-  embedder; it must be set (naming a variable is asking for a key).
+  embedder; it must be set (naming a variable is asking for a key), and a value that
+  looks like a key itself is refused without being repeated.
+- Where the calls go: ``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's API
+  (``config.base_url_of``). A provider-prefixed model (``anthropic/claude-3-5-sonnet``)
+  with none of them is refused: it would quietly go to OpenAI's API.
 - ``overrides``: the CLI's knobs, applied last to both judges — ``timeout``,
   ``max_retries``, ``concurrency``, ``structured_output``, ``requests_per_minute``
   (``timeout`` and ``max_retries`` also to a remote embedder); None values are ignored.
@@ -47,6 +51,7 @@ from unified.judge.config import (
     RunConfig,
     key_env_problem,
     load_run_config,
+    provider_prefix_problem,
     section_fields,
 )
 from unified.judge.factory import assemble
@@ -265,6 +270,10 @@ def resolve_judges(
     j2 = _apply(j2, {**key_update, **ov}, "judge2")
     if remote_emb:
         emb = _apply(emb, {**key_update, **{k: v for k, v in ov.items() if k in _EMBEDDING_OVERRIDES}}, "embedding")
+    for cfg, where in ((j1, "judge"), (j2, "judge2")):
+        problem = provider_prefix_problem(cfg, where) if cfg is not None else None
+        if problem is not None:
+            raise JudgeSetupError(problem)
     store = _open_cache(cache) if (j1 or j2 or emb) else None
     judges = assemble(j1, j2, emb, store, single_judge)
     desc = {

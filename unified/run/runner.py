@@ -288,6 +288,10 @@ class _Run:
                 self.say(f"note: {note}")
         for w in self.plan.warnings():
             self.say(f"warning: {w}")
+        uses = {k for c in self.plan.configs.values() for k in ("judge", "embedder") if c.get(k)}
+        if uses and hasattr(self.judges, "where"):  # the header: where this run's judge calls go
+            for line in self.judges.where(chat="judge" in uses, embedder="embedder" in uses):
+                self.say(line)
         if not self.plan.pairs:
             raise ValueError(self.plan.nothing_to_run())
         self.batch = self._batch_settings()
