@@ -289,7 +289,7 @@ class _Run:
         for w in self.plan.warnings():
             self.say(f"warning: {w}")
         uses = {k for c in self.plan.configs.values() for k in ("judge", "embedder") if c.get(k)}
-        if uses and hasattr(self.judges, "where"):  # the header: where this run's judge calls go
+        if uses and self.opts.show_summary and hasattr(self.judges, "where"):  # the header: where the calls go
             for line in self.judges.where(chat="judge" in uses, embedder="embedder" in uses):
                 self.say(line)
         if not self.plan.pairs:
