@@ -188,3 +188,9 @@ def test_batch_on_an_azure_deployment_url_is_refused_before_the_folder_is_touche
             progress=False,
         )
     assert not (tmp_path / "run").exists()
+
+
+def test_the_header_is_left_out_by_quiet(tmp_path):
+    with FlavourServer("ollama") as srv:
+        r = cli(tmp_path, "--base-url", srv.base_url, "--model", "qwen2.5:7b", "-q")
+    assert r.returncode == 0 and "judge:" not in r.stderr + r.stdout, r.stderr
