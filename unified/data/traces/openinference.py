@@ -103,7 +103,7 @@ def _elements(attrs: Mapping[str, Any]) -> dict[str, dict[int, dict[str, Any]]]:
         if not _INDEX.fullmatch(index) or any(c.isspace() for c in key):
             shown = key.encode("unicode_escape").decode("ascii")
             raise TraceProblem(
-                key,
+                shown,
                 f"attribute '{shown}' is not an element key as OpenTelemetry writes one (an index of ASCII digits "
                 "without a leading zero, no whitespace): it may name the same element as another key, and which "
                 "value is right cannot be told",

@@ -98,7 +98,7 @@ def attributes(items: Any) -> dict[str, Any]:
         key = str(kv.get("key"))
         if key in out:
             shown = key.encode("unicode_escape").decode("ascii")
-            raise TraceProblem(key, f"attribute '{shown}' is given twice; which value is right cannot be told")
+            raise TraceProblem(shown, f"attribute '{shown}' is given twice; which value is right cannot be told")
         try:
             out[key] = any_value(kv.get("value"))
         except TraceProblem as p:
