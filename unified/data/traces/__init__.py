@@ -4,15 +4,19 @@ Sources (``--from`` names, ``layout=`` in ``read_samples``):
 
 ========================  =============================================================
 ``otlp``                  OTLP JSON (``{"resourceSpans": …}``: the Collector's file
-                          exporter, one per line, or one document) — ``otlp``
+                          exporter, one per line, or one document; Phoenix's bare
+                          spans under ``data``) — ``otlp``
 ``openinference``         span records with OpenInference attributes, one per line or
                           pretty-printed one after another (the OpenTelemetry SDK's
-                          ``ConsoleSpanExporter``), or Phoenix's span rows —
+                          ``ConsoleSpanExporter``), Phoenix's span JSON, or Phoenix's
+                          span rows (a DataFrame, or its Parquet file) —
                           ``openinference``
 ``mlflow-traces``         MLflow trace JSON exports, ``mlflow.search_traces()``
-                          DataFrames, ``mlflow.entities.Trace`` objects — ``mlflow_traces``
-``langfuse``              Langfuse trace exports (traces with observations) and
-                          observation lists — ``langfuse_export``
+                          DataFrames (or their Parquet file), ``mlflow.entities.Trace``
+                          objects — ``mlflow_traces``
+``langfuse``              Langfuse trace exports (traces with observations, or
+                          ``{"trace", "observations"}``) and observation lists —
+                          ``langfuse_export``
 ========================  =============================================================
 
 Each reader turns its source into the neutral ``model.Span``; ``assemble`` makes the

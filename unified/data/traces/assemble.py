@@ -2,11 +2,14 @@
 trace reader shares.
 
 * ``id``: the trace id.
-* ``user_input``: the root span's input (``values.text_of``, role question); absent when
-  the root has no input or an empty one (a summariser answers no question; metrics that
+* ``user_input``: the entry span's input (``values.text_of``, role question); absent when
+  it has no input or an empty one (a summariser answers no question; metrics that
   need one then say so), an error when it has one that cannot be read. The root is
-  the one span without a parent; none or several is an error (a trace cut across files), and so
-  is a span whose parents do not lead to the root (a parent missing from the source, a loop).
+  the one span without a parent in the source (``root_of``: a remote parent — the
+  caller in another service — is no parent here); none or several is an error (a trace
+  cut across files), and so is a loop. The entry span is the root, or the span below a
+  transport root (an HTTP server span: no kind, no input, no output) that holds the
+  whole retrieval (``entry_of``).
 * ``retrieved_contexts``: the documents of every outermost retriever span, spans in start
   order (ties: source order), documents in their index order within a span — retrieval
   order. A retriever span inside another (a hybrid or ensemble retriever's parts, whose
@@ -22,8 +25,8 @@ trace reader shares.
   said: ``metadata["empty_retriever_spans"]`` counts such spans (the reader's notes count
   the traces), so a metric over no contexts (``[]``: an error Score for every metric that
   judges contexts) or over fewer of them is no surprise.
-* ``response``: the root's output when it has one, else the output of the last LLM span
-  (by end time); absent when neither exists (metrics that need it then say so).
+* ``response``: the entry span's output when it has one, else the output of the last LLM
+  span (by end time); absent when neither exists (metrics that need it then say so).
 * ``metadata["provenance"]``: for each field, the span (name and id) and the source's
   field it came from, plus the JSON key inside the value and ``json`` / ``guessed json``
   when the value was JSON; ``format`` and ``trace_id``.

@@ -149,11 +149,10 @@ def _place_lost(lost: list[Span], traces: dict[str, Trace], source: str) -> None
             if s.parent_id:
                 parents.setdefault(s.parent_id, trace)
     for span in lost:
-        trace = (owner.get(span.parent_id) if span.parent_id else None) or parents.get(span.span_id)
-        if trace is None:
-            trace = traces.setdefault(NO_TRACE_ID, Trace(NO_TRACE_ID, len(traces) + 1, source))
-        elif span.problem is not None:
+        found = (owner.get(span.parent_id) if span.parent_id else None) or parents.get(span.span_id)
+        if found is not None and span.problem is not None:
             span.problem.reason += " (this trace's span, by its ids: the trace cannot be read without it)"
+        trace = found or traces.setdefault(NO_TRACE_ID, Trace(NO_TRACE_ID, len(traces) + 1, source))
         trace.spans.append(span)
 
 

@@ -9,10 +9,15 @@ Attributes read (``SpanAttributes`` / ``DocumentAttributes`` / ``MessageAttribut
   the oldest attributes, the kind first);
 * ``input.value`` / ``input.mime_type`` and ``output.value`` / ``output.mime_type``
   (``text/plain`` or ``application/json``; see ``values``);
-* ``retrieval.documents.N.document.content`` / ``.id`` / ``.score`` — flattened, N from 0,
-  as OpenTelemetry attributes must be; a list of document objects under
-  ``retrieval.documents`` (Phoenix's span DataFrame) is read too;
-* an LLM span without ``output.value``: its last ``llm.output_messages.N.message.content``.
+* ``retrieval.documents.N.document.content`` / ``.id`` / ``.score`` / ``.metadata`` (JSON
+  text, or ``.metadata.<key>`` as Phoenix's span JSON flattens it; a document without an
+  id is named by its metadata's ``id`` / ``source`` …, ``values.document_id``) — flattened,
+  N from 0, as OpenTelemetry attributes must be; a list of document objects under
+  ``retrieval.documents`` (Phoenix's span DataFrame, numpy arrays once read back from
+  Parquet) is read too. An index written otherwise (``01``, other digits, whitespace in
+  the key) is an error (``_elements``);
+* an LLM span's answer: its last ``llm.output_messages.N.message.content`` when it has
+  output messages, else its ``output.value``.
 
 A retriever span whose document indices have a gap, or that dropped attributes
 (OpenTelemetry keeps 128 per span unless ``OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT`` says more),
@@ -21,7 +26,8 @@ is an error: its contexts would be silently incomplete.
 Span records (``span_record``): the OpenTelemetry SDK's ``ReadableSpan.to_json()`` —
 what ``ConsoleSpanExporter`` prints, pretty-printed or one per line — with
 ``context.trace_id`` / ``context.span_id`` / ``parent_id`` / ``start_time`` /
-``attributes``; and Phoenix's flattened span rows (``context.trace_id``,
+``attributes`` (Phoenix's span JSON too: its kind in a top-level ``span_kind``,
+``UNKNOWN`` meaning none); and Phoenix's flattened span rows (``context.trace_id``,
 ``attributes.input.value``, …).
 """
 

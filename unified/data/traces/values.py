@@ -154,7 +154,8 @@ def message_of(m: Any) -> tuple[str, str] | None:
         return None
     body = m.get("kwargs") if isinstance(m.get("kwargs"), dict) else m.get("data")
     body = body if isinstance(body, dict) else m
-    named = m.get("id")[-1] if m.get("lc") and isinstance(m.get("id"), list) and m.get("id") else None
+    lc_id = m.get("id")
+    named = lc_id[-1] if m.get("lc") and isinstance(lc_id, list) and lc_id else None
     role = m.get("role") or m.get("message.role") or named or body.get("type") or m.get("type")
     content = _content_text(body.get("content", m.get("message.content")))
     if not isinstance(role, str) or content is None:
