@@ -212,6 +212,10 @@ def validate_cmd(
         out_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     for w in reader.notes:
         out_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
+    from unified.data.traces.provenance import shape_lines  # samples read from traces: where each field came from
+
+    for line in shape_lines(samples, reader.source):
+        out_console.print(line, highlight=False, soft_wrap=True)
     if samples:
         _print_missing(missing, len(samples))
     out_console.print(
