@@ -453,15 +453,18 @@ def test_a_job_stuck_in_progress_is_cancelled_at_max_wait_and_its_answers_kept(t
         first = _bounded(srv, out, cache=cache, batch={**FAST, "max_wait": 1.0})
         assert be.cancels == 1
         errors = [s.error for s in first.iter_scores() if s.error]
-        assert len(errors) == 2, errors  # half the stuck job answered before its cancel
+        # half the stuck job answered before its cancel: a row fails when any of its
+        # extractions (the response's, the reference's) is in the unanswered half
+        assert 1 <= len(errors) < 4, errors
         assert all("past max_wait" in e and "--retry-errors" in e for e in errors), errors
-        assert sum(s.value is not None for s in first.iter_scores()) == 2
+        assert sum(s.value is not None for s in first.iter_scores()) == 4 - len(errors)
         stuck_job = next(iter(be.jobs))
         unanswered = {c for c in be.submitted if be.answered[c] == 0}
         second = _bounded(srv, out, cache=cache, retry_errors=True)
     assert not [s.error for s in second.iter_scores() if s.error]
     assert be.jobs[stuck_job].status == "cancelled"
-    assert all(be.submitted[c] == 2 for c in unanswered) and len(unanswered) == 2
+    assert all(be.submitted[c] == 2 for c in unanswered)
+    assert len(unanswered) == len(be.jobs[stuck_job].lines) - int(len(be.jobs[stuck_job].lines) * be.partial)
     assert all(n == 1 for c, n in be.submitted.items() if c not in unanswered)
 
 
@@ -527,10 +530,9 @@ def test_the_cli_ends_a_batch_run_with_a_bad_line_and_retry_errors_completes_it(
         # the grouped failures show quoted values as '…'; scores.jsonl keeps the full line
         assert "1 task(s) failed" in first.stderr and "request failed (usage.prompt_tokens is" in first.stderr
         lines = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
-        assert [x["error"] for x in lines if x.get("error")] == [
-            "claims response extraction failed: batch batch_2 (completed): request failed "
-            "(usage.prompt_tokens is 'many', not a whole number of tokens)"
-        ]
+        (error,) = [x["error"] for x in lines if x.get("error")]
+        assert "batch batch_2 (completed): request failed (usage.prompt_tokens is 'many', not a whole" in error
+        assert "\n" not in error
         second = subprocess.run([*cmd, "--retry-errors"], env=env, capture_output=True, text=True, timeout=180)
     assert second.returncode == 0, second.stderr[-3000:]
     assert be.submitted[be.hurt[0]] == 2 and sum(be.submitted.values()) == len(be.submitted) + 1
