@@ -149,7 +149,9 @@ _LABEL_HELP = cli_run.help_of("label")
 _LIST_SEP_HELP = cli_run.help_of("list_sep")
 
 
-def _missing_fields(samples: list[tuple[int, Any]], metrics: str, source: str) -> dict[str, list[str]]:
+def _missing_fields(
+    samples: list[tuple[int, Any]], metrics: str, source: str, names: dict[str, str] | None = None
+) -> dict[str, list[str]]:
     """metric -> one line per sample that lacks a field the metric needs (as a run would
     record it: ``unified.adapters.missing_field_error``)."""
     from unified.adapters import missing_field_error
@@ -157,7 +159,11 @@ def _missing_fields(samples: list[tuple[int, Any]], metrics: str, source: str) -
 
     out: dict[str, list[str]] = {}
     for ref in parse_metrics(metrics):
-        lines = [f"{source}:{row}: {msg}" for row, s in samples if (msg := missing_field_error(s, ref)) is not None]
+        lines = [
+            f"{source}:{row}: {msg}"
+            for row, s in samples
+            if (msg := missing_field_error(s, ref, names=names)) is not None
+        ]
         out[ref.name] = lines
     return out
 
@@ -207,7 +213,7 @@ def validate_cmd(
             warnings.simplefilter("ignore", UserWarning)  # listed once each in reader.notes
             for row, item in reader.rows():
                 (errors.append(item) if isinstance(item, RowError) else samples.append((row, item)))
-        missing = _missing_fields(samples, ",".join(metrics), reader.source) if metrics else {}
+        missing = _missing_fields(samples, ",".join(metrics), reader.source, reader.field_names) if metrics else {}
     for e in errors:
         out_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     for w in reader.notes:
