@@ -121,6 +121,8 @@ def _print_metric(d: dict[str, Any]) -> None:
         out_console.print("\n" + d["formula"].strip() + "\n", highlight=False, soft_wrap=True)
     needs = ", ".join(d["required"]) + (f" + {d['also_needs']}" if d.get("also_needs") else "")
     out_console.print(f"needs: {needs}", highlight=False, soft_wrap=True)
+    if d.get("judges_line"):
+        out_console.print(d["judges_line"], highlight=False, soft_wrap=True)
     scales = d.get("scales", {})
     t = Table(title="backends")
     for col in ("backend", "pass ≥", "name in that framework") + (("raw value → 0–10",) if scales else ()):

@@ -793,6 +793,7 @@ def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, li
     from types import SimpleNamespace
 
     from unified.adapters import backend_info, implements
+    from unified.adapters.catalog import declared_requirements
     from unified.cli import common as cli
     from unified.run.runplan import Skipped, skip_warnings, why_not
 
@@ -801,7 +802,10 @@ def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, li
     for b in backends:
         # a stand-in the plan's rule can ask without importing the backend's framework
         proxy = SimpleNamespace(
-            name=b, uses_judges=backend_info(b).uses_judges, implements=lambda r, b=b: implements(b, r)
+            name=b,
+            uses_judges=backend_info(b).uses_judges,
+            implements=lambda r, b=b: implements(b, r),
+            requirements=lambda r, b=b: declared_requirements(b, r),  # native's answer_relevancy embeds
         )
         served[b] = []
         for r in refs:
