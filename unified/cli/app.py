@@ -34,8 +34,7 @@ from unified.cli.common import (
 app = App(
     add_completion=False,
     no_args_is_help=True,
-    help="Evaluate RAG samples with one metric registry over native, embedding, RAGAS "
-    "and DeepEval backends, every score on 0–10.",
+    help=cli_run.app_help(),
 )
 # ---------------------------------------------------------------- metrics
 

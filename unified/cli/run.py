@@ -1209,3 +1209,14 @@ def log_cli_run(report: Any, logging: Any, exit_code: int, gates: str) -> int:
     if note is not None:
         print(f"note: {note}", file=sys.stderr, flush=True)
     return exit_code
+
+
+def app_help() -> str:
+    """The top-level ``--help`` line, its backends read from the registry (a new room is
+    listed without an edit here)."""
+    from unified.adapters import backend_names
+
+    return (
+        f"Evaluate RAG samples with one metric registry over {len(backend_names())} backends "
+        f"({', '.join(backend_names())}), every score on 0–10."
+    )

@@ -87,11 +87,17 @@ def print_table(aggregates: list[Any], wall_seconds: float | None = None, task_s
 
     title = "scores (0–10)"
     if wall_seconds is not None:
-        title += f" · wall {wall_seconds:.1f}s"
+        title += f" · scoring {wall_seconds:.1f}s"
     t = Table(title=title)
     t.caption = (
         "judge calls: LLM requests sent · embed calls: embedding requests · "
         "busy-s: seconds summed over a metric's tasks (they overlap, so it exceeds wall time)"
+        + (
+            " · scoring: wall time from the run's set-up to its last score line, over every run into "
+            "this folder (not the command's start-up, framework imports or report)"
+            if wall_seconds is not None
+            else ""
+        )
     )
     usd = any(getattr(a.cost, "usd", None) is not None for a in aggregates)
     cols = (
