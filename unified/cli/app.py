@@ -283,9 +283,12 @@ def convert_cmd(
 def report_cmd(
     run_dir: Path = typer.Argument(..., help="a run folder (has scores.jsonl)"),
     max_samples: int = typer.Option(200, "--max-samples", help="samples in the drill-down"),
+    worst: int = typer.Option(0, "--worst", metavar="N", help="also list the N lowest-scoring samples per metric"),
 ) -> None:
-    """(Re)write RUN_DIR/report.html and print the summary table."""
+    """(Re)write RUN_DIR/report.html and print the summary table (and, with --worst N, the
+    N lowest-scoring samples of each metric and backend, by file and row)."""
     from unified.report import Report
+    from unified.report.export import input_name, print_worst, worst_samples
     from unified.run.runfolder import REPORT_FILE
     from unified.run.runsummary import print_table
 
@@ -293,7 +296,25 @@ def report_cmd(
         report = Report.from_dir(run_dir)
         path = report.write_html(run_dir / REPORT_FILE, max_drilldown=max_samples)
         print_table(report.summary())
+        if worst > 0:
+            print_worst(worst_samples(report, worst), input_name(report))
     out_console.print(f"wrote {path}", highlight=False)
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: Path = typer.Argument(..., help="a run folder (has scores.jsonl)"),
+    out: Path = typer.Option(..., "--out", "-o", help="the file to write (.csv, .parquet or .jsonl)"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="csv, parquet or jsonl (default: from --out's suffix)"),
+) -> None:
+    """Write RUN_DIR's per-sample scores (one row per task, with the sample's text; details as
+    JSON) to a CSV, Parquet or JSON Lines file."""
+    from unified.report import Report
+    from unified.report.export import export_scores
+
+    with user_errors(), plain_warnings():
+        path, n = export_scores(Report.from_dir(run_dir), out, fmt)
+    out_console.print(f"wrote {n} row(s) to {path}", highlight=False)
 
 
 @app.command("calibrate")
