@@ -81,3 +81,17 @@ def test_declared_requirements_match_the_backends_own(backend):
     for name in sorted(implemented_metrics(backend)):
         ref = parse_metric(name)
         assert declared_requirements(backend, ref) == obj.requirements(ref), (backend, name)
+
+
+def test_assert_scores_says_answer_relevancy_needs_an_embedder(judge_server):
+    """The pytest plugin's path (unified.testing.assert_scores) with no embedder: the check
+    fails naming the embedder and how to get one, before any judge is paid."""
+    from unified import Sample
+    from unified.testing import assert_scores
+
+    sample = Sample(id="s", user_input="Where is the Seine?", response="In Paris.")
+    judge = {"base_url": judge_server.base_url, "model": "m"}
+    with pytest.raises((AssertionError, ValueError)) as err:
+        assert_scores([sample], ["answer_relevancy"], judge=judge, embedding=False)
+    assert "needs an embedder" in str(err.value) and "--embedding URL" in str(err.value), str(err.value)
+    assert judge_server.chat_count == 0  # refused by the plan, not after the calls
