@@ -80,7 +80,7 @@ def test_flips_exceed_guards_a_migration():
     scores, samples = _run()
     m = migration_report(scores, samples, "deepeval", "ragas", gates={"faithfulness": 7.0})
     assert flips_exceed(m, 0, 0.1) and flips_exceed(m, 1, 0.1) and not flips_exceed(m, 2, 0.1)
-    assert migration_verdicts(m, 2, 0.1) == ["PASS faithfulness: 2 of 10 samples flip at 7 → 4.50 (max 2)"]
+    assert migration_verdicts(m, 2, 0.1) == ["PASS faithfulness: 2 of 10 samples flip at 7 → 4.5 (max 2)"]
     # the one failed ragas task (1 of 11) fails the guard at the default --max-error-rate 0:
     # flips counted on the samples that scored say nothing about the one that did not
     assert migration_verdicts(m, 2) == [

@@ -223,3 +223,24 @@ def test_judge_url_without_model_is_a_usage_error(tmp_path):
     r = run_pytest(tmp_path, "--unified-judge-base-url", "http://127.0.0.1:9/v1")
     assert r.returncode == 4  # pytest's usage-error exit code
     assert "--unified-judge-base-url needs --unified-judge-model" in r.stderr
+
+
+@pytest.mark.slow
+def test_the_default_cache_is_in_the_project_and_none_turns_it_off(judge, user_dir):
+    """Without --unified-cache the judge's answers are kept in the project's
+    .unified-eval/cache.sqlite (a CI cache step keeps that folder), so the second session
+    calls nothing; ``--unified-cache none`` keeps nothing and pays again. Before 0.3.0 the
+    default was the user's cache folder, which a fresh CI machine does not have."""
+    args = ["test_rag.py", "-k", "not marker", "--unified-judge-base-url", judge.base_url]
+    args += ["--unified-judge-model", "loopback"]
+    r = run_pytest(user_dir, *args)
+    assert r.returncode == 1 and "2 passed" in r.stdout, r.stdout + r.stderr
+    cold = judge.chat_count
+    assert cold > 0 and (user_dir / ".unified-eval" / "cache.sqlite").is_file()
+    r = run_pytest(user_dir, *args)
+    assert r.returncode == 1 and judge.chat_count == cold, r.stdout  # every answer from the project's cache
+    assert int(summary_rows(r.stdout)[("faithfulness", "native")][6]) > 0  # cache hits
+    (user_dir / ".unified-eval" / "cache.sqlite").unlink()
+    r = run_pytest(user_dir, *args, "--unified-cache", "none")
+    assert r.returncode == 1 and judge.chat_count == 2 * cold, r.stdout  # paid again: no cache
+    assert not (user_dir / ".unified-eval" / "cache.sqlite").exists()

@@ -23,6 +23,7 @@ A record that breaks one of these is a ``SampleError`` naming the field path.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import math
@@ -125,6 +126,21 @@ _warned_unknown: set[str] = set()
 #: keys of a row that go to ``metadata`` as they are and are read there, so no "unknown
 #: field": ``labels`` (the human labels the cross-check and ``calibrate`` read)
 METADATA_KEYS = frozenset({"labels"})
+# every name a reader maps to a field or slot: the aliases, the layouts' own keys and slots
+_KNOWN_NAMES = sorted(
+    set(ALIAS_TO_CANONICAL)
+    | {name for names in FRAMEWORK_FIELDS.values() for name in names.values()}
+    | {"reference_contexts", "additional_metadata", "task_metadata", "data_id", "sid"}
+)
+
+
+def did_you_mean(key: str) -> str:
+    """``"; did you mean 'actual_output'?"`` for an unknown field close to a known name
+    (``difflib`` ratio ≥ 0.8, so ``actual_ouput`` finds it and ``category`` finds nothing);
+    "" when nothing is close."""
+    close = difflib.get_close_matches(key.lower(), _KNOWN_NAMES, n=1, cutoff=0.8) if isinstance(key, str) else []
+    return f"; did you mean '{close[0]}'?" if close else ""
+
 
 #: deepest nesting of lists/objects inside one field (pydantic's JSON writer stops near
 #: 250 levels and Python's JSON parser near 1,000; real metadata needs a handful)
@@ -482,7 +498,7 @@ def canonicalize(
             _into_metadata(metadata, key, value)
             if warn_unknown and key not in _warned_unknown and key not in METADATA_KEYS:
                 _warned_unknown.add(key)
-                warnings.warn(f"unknown field '{key}' kept in metadata", UserWarning, stacklevel=3)
+                warnings.warn(f"unknown field '{key}' kept in metadata{did_you_mean(key)}", UserWarning, stacklevel=3)
             continue
         if value is None:
             continue

@@ -34,6 +34,7 @@ in every session.
 
 from __future__ import annotations
 
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,12 +147,24 @@ def assert_scores(
     return report
 
 
+def _plugin_cache() -> dict[str, Any]:
+    """``{"cache": …}`` as the running pytest session chose it (``--unified-cache``, else
+    the project's default file), or {} outside pytest: the plugin is read only when it is
+    loaded, and this module never imports it."""
+    plugin = sys.modules.get("unified.integrations.pytest_plugin")
+    cache = getattr(plugin, "session_cache", None)
+    return {} if cache is None else {"cache": cache}
+
+
 def _merged_options(backend: Any, run_options: Mapping[str, Any]) -> dict[str, Any]:
-    """evaluate() keywords: built-in < session (plugin options) < marker < this call."""
+    """evaluate() keywords: built-in (the pytest session's cache: the project's
+    ``.unified-eval/cache.sqlite`` unless ``--unified-cache`` says otherwise) < session
+    (plugin options, ``configure``) < marker < this call."""
     opts: dict[str, Any] = {
         "backends": "native",
         "quiet": True,
         "progress": False,
+        **_plugin_cache(),
         **_session_defaults,
         **_test_defaults,
         **run_options,

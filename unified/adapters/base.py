@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Mapping
 
 from unified.adapters.registry import own_bound_of
 from unified.metrics import MetricRef
@@ -123,15 +123,19 @@ def missing_requirements(backend: Backend, ref: MetricRef, judges: "Judges") -> 
     return backend.requirements(ref) - have
 
 
-def missing_field_error(sample: Sample, metric: MetricRef, backend: Backend | None = None) -> str | None:
+def missing_field_error(
+    sample: Sample, metric: MetricRef, backend: Backend | None = None, names: Mapping[str, str] | None = None
+) -> str | None:
     """The one-line error for the first field ``metric`` needs that ``sample`` lacks (an
     empty ``retrieved_contexts`` for a metric that reads contexts: it has none to judge) —
     then, given ``backend``, the first field that backend also needs for it
     (``Backend.needs_fields``) — or None. The runner checks this before calling a
-    backend; backends check it too, so that calling one directly fails the same way."""
+    backend; backends check it too, so that calling one directly fails the same way.
+    ``names``: how the input spells the fields (``SampleReader.field_names``): the error
+    names the field as the user's file does (``'expected_output' (reference)``)."""
     missing = next((f for f in metric.spec.required if not sample.has(f)), None)
     if missing is not None:
-        return f"sample '{sample.id}': field '{missing}' is missing or empty (needed by {metric.name})"
+        return f"sample '{sample.id}': field {_spelled(missing, names)} is missing or empty (needed by {metric.name})"
     judges_contexts = metric.spec.kind != "deterministic" and "retrieved_contexts" in metric.spec.required
     if sample.retrieved_contexts == [] and judges_contexts:  # a deterministic metric may count nothing
         # [] is a valid retrieval (nothing matched: precision@k on its ids is 0), but a metric
@@ -145,9 +149,15 @@ def missing_field_error(sample: Sample, metric: MetricRef, backend: Backend | No
     if missing is None:
         return None
     return (
-        f"sample '{sample.id}': field '{missing}' is missing or empty; {metric.name} does not need it, "
+        f"sample '{sample.id}': field {_spelled(missing, names)} is missing or empty; {metric.name} does not need it, "
         f"but the {backend.name} backend's does (score it on another backend)"  # type: ignore[union-attr]
     )
+
+
+def _spelled(field: str, names: Mapping[str, str] | None) -> str:
+    """``'expected_output' (reference)`` when the input calls ``field`` otherwise, else ``'field'``."""
+    name = (names or {}).get(field, field)
+    return f"'{field}'" if name == field else f"'{name}' ({field})"
 
 
 def unknown_param_error(metric: MetricRef, accepted: set[str] | frozenset[str]) -> str | None:

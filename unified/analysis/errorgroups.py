@@ -164,7 +164,8 @@ def group_errors(score_dicts: Iterable[Any]) -> list[dict[str, Any]]:
 
     ``score_dicts``: Score JSON dicts (or Score objects); those without an error and with a
     value are skipped. Each group: ``cause``, ``count``, ``example`` (the first task seen:
-    ``sample_id``, ``metric``, ``backend``, the full ``error``, ``row_error``),
+    ``sample_id``, ``metric``, ``backend``, the full ``error``, ``row_error``, its input
+    ``row`` and ``sample_hash`` when the line has them),
     ``backends`` and ``metrics`` (sorted), and ``row_errors`` (how many of them are input
     rows that never became samples).
     """
@@ -190,6 +191,9 @@ def group_errors(score_dicts: Iterable[Any]) -> list[dict[str, Any]]:
                     "backend": _field(d, "backend"),
                     "error": error,
                     "row_error": bool(_field(d, "row_error", False)),
+                    "row": _field(d, "row"),
+                    "sample_hash": _field(d, "sample_hash"),
+                    "pos": _field(d, "pos"),
                 },
             }
         g["count"] += 1

@@ -8,9 +8,20 @@ sample whose pass/fail changes sides, with both backends' reasons.
 Which threshold: the bound of the ``--fail-under`` gate for the metric when one is given,
 else the old backend's own pass threshold. A gate bound is read here as a per-sample pass
 threshold (a sample passes when its value ≥ the bound); the gate's own verdict on the mean
-is reported beside it (``gate``: the old mean against the bound, the new mean against the
-translated bound — translating a bound on a mean through a per-sample map is an
-approximation, and said so in the notes).
+is reported beside it (``gate``): both means against the bound as given — what the run's
+``--fail-under`` decides, and so the exit code — and the new mean against the translated
+bound, what the gate would say if you moved it (translating a bound on a mean through a
+per-sample map is an approximation, and said so in the notes).
+
+The translated bound is shortened *before* the flips are counted (``short_bound``: the
+fewest decimals, from 2, that pass the same samples of the new backend as the exact
+midpoint): the bound printed is the bound used, so a user who copies it into
+``--fail-under`` gets the same verdicts. Values are printed with as many decimals as it takes for the printed value to be
+on the same side of the printed bound as the value itself (``value_text``): 9.9996 against
+a bound of 10 reads ``9.9996``, never ``10.00``.
+
+A translation from few samples is fragile: with n paired samples one sample moves a pass
+rate by 1/n, so below ``STEADY_N`` a note says the translated bound is a rough guide.
 
 Flips are counted at the translated threshold: the migration this report recommends is
 "switch backend and gate at the translated bound", and the flips are what still changes
@@ -31,13 +42,16 @@ from typing import Any, Iterable, Mapping, Sequence
 import numpy as np
 
 from unified.analysis.gates import gate_matches
-from unified.analysis.stats import Undefined, is_undefined, note_undefined, rounded
+from unified.analysis.stats import MIN_N, Undefined, is_undefined, note_undefined, rounded
 from unified.analysis.translate import translate_threshold
 from unified.analysis.verdict import backend_threshold, canonical
 from unified.metrics import UnknownMetricError, parse_metric
 from unified.sample import Sample
 from unified.scores import Score
 
+#: paired samples under which a translated bound gets a "rough guide" note: at n = 30 one
+#: sample moves the pass rate by 3 percentage points, about the spread of a rater's verdicts
+STEADY_N = 30
 APPROX_GATE = (
     "the gate bound on the new backend is the per-sample translation of the old "
     "bound; for a bound on the mean this is an approximation"
@@ -66,9 +80,16 @@ def _collect(scores: Iterable[Score], backends: tuple[str, str]) -> dict[str, di
     return table
 
 
+def _side(s: Score, t: float) -> dict[str, Any]:
+    """One backend's side of a flip; the value rounded for the report unless rounding would
+    carry it across the bound (9.99996 against 10 stays 9.99996)."""
+    v = float(s.value)  # type: ignore[arg-type]
+    shown = rounded(v)
+    return {"value": shown if (shown >= t) == (v >= t) else v, "passed": v >= t, "reason": s.reason}
+
+
 def _flip(sid: str, a: Score, b: Score, t_a: float, t_b: float, samples: Mapping[str, Sample] | None) -> dict[str, Any]:
-    side = lambda s, t: {"value": rounded(float(s.value)), "passed": float(s.value) >= t, "reason": s.reason}
-    row: dict[str, Any] = {"sample_id": sid, "from": side(a, t_a), "to": side(b, t_b)}
+    row: dict[str, Any] = {"sample_id": sid, "from": _side(a, t_a), "to": _side(b, t_b)}
     row["direction"] = "pass → fail" if row["from"]["passed"] else "fail → pass"
     if samples and sid in samples:
         row["question"] = samples[sid].user_input
@@ -76,17 +97,41 @@ def _flip(sid: str, a: Score, b: Score, t_a: float, t_b: float, samples: Mapping
 
 
 def _gate_verdict(va: np.ndarray, vb: np.ndarray, bound: float, t_b: Any) -> dict[str, Any]:
-    """The mean gate on both sides: mean_from ≥ bound, mean_to ≥ translated bound."""
+    """The mean gate: mean_from ≥ bound and mean_to ≥ bound (``passed_to_at_bound``: what
+    the run's ``--fail-under`` decides), and mean_to ≥ the translated bound (``passed_to``,
+    undefined when the translation is)."""
     mean_a, mean_b = float(va.mean()), float(vb.mean())
     out = {
         "bound_from": bound,
         "mean_from": rounded(mean_a),
         "passed_from": mean_a >= bound,
+        "passed_to_at_bound": mean_b >= bound,
         "bound_to": t_b,
         "mean_to": rounded(mean_b),
     }
     out["passed_to"] = t_b if is_undefined(t_b) else mean_b >= t_b
     return out
+
+
+def short_bound(t: float, values: np.ndarray) -> float:
+    """``t`` with the fewest decimals (2 to 6) that passes the same ``values`` as ``t``:
+    #{v ≥ round(t, d)} = #{v ≥ t}. The translated bound is a midpoint between two of the
+    new backend's values, so 2 decimals almost always do; ``t`` itself when none does."""
+    passes = int(np.sum(values >= t))
+    for digits in range(2, 7):
+        r = round(t, digits)
+        if int(np.sum(values >= r)) == passes:
+            return r
+    return t
+
+
+def few_samples_note(n: int, dst: str) -> str:
+    """The "rough guide" note of a translation from fewer than ``STEADY_N`` samples."""
+    return (
+        f"translated from only {n} samples scored by both: one sample moves the pass rate by "
+        f"{100 / n:.0f} percentage points, so the bound on {dst} is a rough guide (score {STEADY_N} "
+        "or more samples for a steadier one)"
+    )
 
 
 def _metric_report(
@@ -104,10 +149,14 @@ def _metric_report(
     vb = np.array([float(b[s].value) for s in ids])  # type: ignore[arg-type]
     notes: list[str] = []
     t_a = gate if gate is not None else backend_threshold(metric, a.values())
-    translated = note_undefined(notes, "translated threshold", translate_threshold(va, vb, t_a))
+    # shortened before use: the bound printed is the bound the flips are counted at
+    translated = note_undefined(notes, "translated threshold", translate_threshold(va, vb, t_a, (src, dst)))
+    translated = translated if is_undefined(translated) else short_bound(float(translated), vb)
     t_b = t_a if is_undefined(translated) else float(translated)
     if is_undefined(translated):
-        notes.append(f"flips counted at the unchanged bound {t_a:g}")
+        notes.append(f"flips counted at the unchanged bound {bound_text(t_a)}")
+    elif MIN_N <= len(ids) < STEADY_N:
+        notes.append(few_samples_note(len(ids), dst))
     none = Undefined(f"no sample scored by both {src} and {dst} without error")
     agree = (lambda t: rounded(float(np.mean((va >= t_a) == (vb >= t))))) if ids else (lambda t: none)
     flips = [_flip(s, a[s], b[s], t_a, t_b, samples) for s, x, y in zip(ids, va, vb) if (x >= t_a) != (y >= t_b)]
@@ -123,7 +172,8 @@ def _metric_report(
         "only_to": len(set(b) - set(a)),
         "threshold_source": "gate" if gate is not None else "default",
         "threshold_from": t_a,
-        "threshold_to": rounded(translated),
+        "threshold_to": translated,
+        "threshold_used": t_b,
         "threshold_to_default": backend_threshold(metric, b.values()),
         "pass_agreement_at_translated": agree(t_b),
         "pass_agreement_at_same": agree(t_a),
@@ -133,7 +183,7 @@ def _metric_report(
     }
     note_undefined(notes, "pass agreement", m["pass_agreement_at_translated"])
     if gate is not None and ids:
-        m["gate"] = _gate_verdict(va, vb, gate, rounded(translated))
+        m["gate"] = _gate_verdict(va, vb, gate, translated)
         notes.append(APPROX_GATE)
     m["notes"] = notes
     return m
@@ -153,7 +203,8 @@ def migration_report(
     both backends scored). ``gates``: {metric: bound} as ``unified.analysis.gates.parse_gates``
     gives them; a gate applies to the metrics ``unified.analysis.gates.gate_matches`` says.
     Per metric (module docstring): names, n, excluded, threshold_source, threshold_from,
-    threshold_to (translated), threshold_to_default, pass_agreement_at_translated,
+    threshold_to (translated), threshold_used (the bound the flips are counted at: the
+    translated one, or threshold_from when that is undefined), threshold_to_default, pass_agreement_at_translated,
     pass_agreement_at_same, n_flips, flips [{sample_id, question, direction, from/to:
     {value, passed, reason}}], flips_at_same_threshold, gate (when gated), notes.
     """
@@ -201,9 +252,10 @@ def migration_verdicts(m: Mapping[str, Any], max_flips: int = 0, max_error_rate:
             lines.append(failed)
             continue
         verdict = "FAIL" if r["n_flips"] > max_flips else "PASS"
+        unchanged = " (unchanged: no translation)" if is_undefined(r["threshold_to"]) else ""
         lines.append(
             f"{verdict} {metric}: {r['n_flips']} of {r['n']} samples flip at "
-            f"{r['threshold_from']:g} → {num_text(r['threshold_to'])} (max {max_flips})"
+            f"{bound_text(r['threshold_from'])} → {bound_text(used_bound(r))}{unchanged} (max {max_flips})"
         )
     return lines
 
@@ -237,6 +289,31 @@ def num_text(v: Any) -> str:
     return f"{v:.2f}" if isinstance(v, float) else str(v)
 
 
+def bound_text(t: Any) -> str:
+    """A bound exactly as it is used, every digit it has (``short_bound`` keeps them few):
+    7, 5.83, 9.9995; "undefined" as itself."""
+    if is_undefined(t) or not isinstance(t, (int, float)):
+        return str(t)
+    return repr(float(t)).removesuffix(".0")
+
+
+def value_text(v: Any, t: Any) -> str:
+    """``v`` with 2 decimals, or as many more as it takes for the printed value to fall on
+    the same side of the printed bound ``t`` as ``v`` does (v ≥ t ⇔ printed v ≥ t)."""
+    if not isinstance(v, (int, float)) or isinstance(v, bool) or not isinstance(t, (int, float)):
+        return num_text(v)
+    for digits in range(2, 10):
+        text = f"{v:.{digits}f}"
+        if (float(text) >= t) == (v >= t):
+            return text
+    return repr(float(v))
+
+
+def used_bound(r: Mapping[str, Any]) -> Any:
+    """The bound a metric's flips were counted at (reports written before 0.3.0 lack it)."""
+    return r.get("threshold_used", r["threshold_from"] if is_undefined(r["threshold_to"]) else r["threshold_to"])
+
+
 def format_migration(m: Mapping[str, Any], *, max_listed: int = 10, reason_width: int = 60) -> Any:
     """A rich renderable of a migration report: one summary table over the metrics, then
     per metric the first ``max_listed`` flipped samples with both reasons."""
@@ -255,8 +332,8 @@ def format_migration(m: Mapping[str, Any], *, max_listed: int = 10, reason_width
             r["names"][src],
             r["names"][dst],
             str(r["n"]),
-            f"{r['threshold_from']:g}{' (gate)' if r['threshold_source'] == 'gate' else ''}",
-            num_text(r["threshold_to"]),
+            f"{bound_text(r['threshold_from'])}{' (gate)' if r['threshold_source'] == 'gate' else ''}",
+            bound_text(r["threshold_to"]),
             num_text(r["pass_agreement_at_translated"]),
             str(r["n_flips"]),
             str(r["flips_at_same_threshold"]),
@@ -264,16 +341,27 @@ def format_migration(m: Mapping[str, Any], *, max_listed: int = 10, reason_width
         if r["flips"]:
             parts.append(_flips_table(metric, r, src, dst, max_listed, reason_width))
         if "gate" in r:
-            g = r["gate"]
-            parts.append(
-                Text(
-                    f"gate {metric} on the mean: {src} {num_text(g['mean_from'])} ≥ {g['bound_from']:g}? "
-                    f"{num_text(g['passed_from'])}; {dst} {num_text(g['mean_to'])} ≥ {num_text(g['bound_to'])}? "
-                    f"{num_text(g['passed_to'])}"
-                )
-            )
+            parts.append(Text(gate_text(metric, r["gate"], src, dst)))
         parts += [Text(f"note ({metric}): {n}") for n in r["notes"] if n != APPROX_GATE]
     return Group(*parts)
+
+
+def gate_text(metric: str, g: Mapping[str, Any], src: str, dst: str) -> str:
+    """The gate's verdict on the means: at the bound as given (what the run's --fail-under
+    decides), then at the translated bound when there is one."""
+    bound = bound_text(g["bound_from"])
+    at_bound = g.get("passed_to_at_bound", g["mean_to"] >= g["bound_from"])
+    text = (
+        f"gate {metric} on the mean (--fail-under, the same bound on both): "
+        f"{src} {value_text(g['mean_from'], g['bound_from'])} ≥ {bound}? {num_text(g['passed_from'])}; "
+        f"{dst} {value_text(g['mean_to'], g['bound_from'])} ≥ {bound}? {num_text(at_bound)}"
+    )
+    if is_undefined(g["bound_to"]):
+        return text + f"; no translated bound for {dst} (see the note)"
+    return (
+        text + f"; at the translated bound {dst} {value_text(g['mean_to'], g['bound_to'])} ≥ "
+        f"{bound_text(g['bound_to'])}? {num_text(g['passed_to'])}"
+    )
 
 
 def _flips_table(metric: str, r: Mapping[str, Any], src: str, dst: str, max_listed: int, reason_width: int) -> Any:
@@ -284,12 +372,12 @@ def _flips_table(metric: str, r: Mapping[str, Any], src: str, dst: str, max_list
 
     ft = Table(title=f"{metric} — samples that flip ({r['n_flips']})", title_justify="left")
     # the bound the flips were counted at: translated, or the unchanged one when that is undefined
-    used = r["threshold_from"] if is_undefined(r["threshold_to"]) else r["threshold_to"]
-    for col in ("sample", "direction", f"{src} (pass ≥ {r['threshold_from']:g})", f"{dst} (pass ≥ {num_text(used)})"):
+    t_a, used = r["threshold_from"], used_bound(r)
+    for col in ("sample", "direction", f"{src} (pass ≥ {bound_text(t_a)})", f"{dst} (pass ≥ {bound_text(used)})"):
         ft.add_column(col)
-    cell = lambda side: Text(f"{num_text(side['value'])} {(side['reason'] or '')[:reason_width]}")
+    cell = lambda side, t: Text(f"{value_text(side['value'], t)} {(side['reason'] or '')[:reason_width]}")
     for f in r["flips"][:max_listed]:
-        ft.add_row(Text(f["sample_id"]), f["direction"], cell(f["from"]), cell(f["to"]))
+        ft.add_row(Text(f["sample_id"]), f["direction"], cell(f["from"], t_a), cell(f["to"], used))
     if r["n_flips"] > max_listed:
         ft.caption = f"… and {r['n_flips'] - max_listed} more in migration.json"
     return ft

@@ -131,9 +131,12 @@ def threshold_translation(
     return out
 
 
-def translate_threshold(a: Numbers, b: Numbers, threshold_a: float) -> float | Undefined:
-    """Just T(threshold_a), or ``Undefined`` with the reason (n < 3 or a constant side)."""
-    why = undefined_reason(a, b)
+def translate_threshold(
+    a: Numbers, b: Numbers, threshold_a: float, names: tuple[str, str] = ("a", "b")
+) -> float | Undefined:
+    """Just T(threshold_a), or ``Undefined`` with the reason (n < 3 or a constant side),
+    the sides named ``names`` in the reason (the backends, for a person reading it)."""
+    why = undefined_reason(a, b, names)
     if why:
         return Undefined(why)
     return float(quantile_map(a, b, threshold_a)[0])

@@ -34,8 +34,7 @@ from unified.cli.common import (
 app = App(
     add_completion=False,
     no_args_is_help=True,
-    help="Evaluate RAG samples with one metric registry over native, embedding, RAGAS "
-    "and DeepEval backends, every score on 0–10.",
+    help=cli_run.app_help(),
 )
 # ---------------------------------------------------------------- metrics
 
@@ -121,6 +120,8 @@ def _print_metric(d: dict[str, Any]) -> None:
         out_console.print("\n" + d["formula"].strip() + "\n", highlight=False, soft_wrap=True)
     needs = ", ".join(d["required"]) + (f" + {d['also_needs']}" if d.get("also_needs") else "")
     out_console.print(f"needs: {needs}", highlight=False, soft_wrap=True)
+    if d.get("judges_line"):
+        out_console.print(d["judges_line"], highlight=False, soft_wrap=True)
     scales = d.get("scales", {})
     t = Table(title="backends")
     for col in ("backend", "pass ≥", "name in that framework") + (("raw value → 0–10",) if scales else ()):
@@ -149,7 +150,9 @@ _LABEL_HELP = cli_run.help_of("label")
 _LIST_SEP_HELP = cli_run.help_of("list_sep")
 
 
-def _missing_fields(samples: list[tuple[int, Any]], metrics: str, source: str) -> dict[str, list[str]]:
+def _missing_fields(
+    samples: list[tuple[int, Any]], metrics: str, source: str, names: dict[str, str] | None = None
+) -> dict[str, list[str]]:
     """metric -> one line per sample that lacks a field the metric needs (as a run would
     record it: ``unified.adapters.missing_field_error``)."""
     from unified.adapters import missing_field_error
@@ -157,7 +160,11 @@ def _missing_fields(samples: list[tuple[int, Any]], metrics: str, source: str) -
 
     out: dict[str, list[str]] = {}
     for ref in parse_metrics(metrics):
-        lines = [f"{source}:{row}: {msg}" for row, s in samples if (msg := missing_field_error(s, ref)) is not None]
+        lines = [
+            f"{source}:{row}: {msg}"
+            for row, s in samples
+            if (msg := missing_field_error(s, ref, names=names)) is not None
+        ]
         out[ref.name] = lines
     return out
 
@@ -207,7 +214,7 @@ def validate_cmd(
             warnings.simplefilter("ignore", UserWarning)  # listed once each in reader.notes
             for row, item in reader.rows():
                 (errors.append(item) if isinstance(item, RowError) else samples.append((row, item)))
-        missing = _missing_fields(samples, ",".join(metrics), reader.source) if metrics else {}
+        missing = _missing_fields(samples, ",".join(metrics), reader.source, reader.field_names) if metrics else {}
     for e in errors:
         out_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     for w in reader.notes:
@@ -276,9 +283,12 @@ def convert_cmd(
 def report_cmd(
     run_dir: Path = typer.Argument(..., help="a run folder (has scores.jsonl)"),
     max_samples: int = typer.Option(200, "--max-samples", help="samples in the drill-down"),
+    worst: int = typer.Option(0, "--worst", metavar="N", help="also list the N lowest-scoring samples per metric"),
 ) -> None:
-    """(Re)write RUN_DIR/report.html and print the summary table."""
+    """(Re)write RUN_DIR/report.html and print the summary table (and, with --worst N, the
+    N lowest-scoring samples of each metric and backend, by file and row)."""
     from unified.report import Report
+    from unified.report.export import input_name, print_worst, worst_samples
     from unified.run.runfolder import REPORT_FILE
     from unified.run.runsummary import print_table
 
@@ -286,7 +296,25 @@ def report_cmd(
         report = Report.from_dir(run_dir)
         path = report.write_html(run_dir / REPORT_FILE, max_drilldown=max_samples)
         print_table(report.summary())
+        if worst > 0:
+            print_worst(worst_samples(report, worst), input_name(report))
     out_console.print(f"wrote {path}", highlight=False)
+
+
+@app.command("export")
+def export_cmd(
+    run_dir: Path = typer.Argument(..., help="a run folder (has scores.jsonl)"),
+    out: Path = typer.Option(..., "--out", "-o", help="the file to write (.csv, .parquet or .jsonl)"),
+    fmt: Optional[str] = typer.Option(None, "--format", help="csv, parquet or jsonl (default: from --out's suffix)"),
+) -> None:
+    """Write RUN_DIR's per-sample scores (one row per task, with the sample's text; details as
+    JSON) to a CSV, Parquet or JSON Lines file."""
+    from unified.report import Report
+    from unified.report.export import export_scores
+
+    with user_errors(), plain_warnings():
+        path, n = export_scores(Report.from_dir(run_dir), out, fmt)
+    out_console.print(f"wrote {n} row(s) to {path}", highlight=False)
 
 
 @app.command("calibrate")

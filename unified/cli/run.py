@@ -793,6 +793,7 @@ def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, li
     from types import SimpleNamespace
 
     from unified.adapters import backend_info, implements
+    from unified.adapters.catalog import declared_requirements
     from unified.cli import common as cli
     from unified.run.runplan import Skipped, skip_warnings, why_not
 
@@ -801,7 +802,10 @@ def _dry_plan(refs: list[Any], backends: list[str], judges: Any) -> dict[str, li
     for b in backends:
         # a stand-in the plan's rule can ask without importing the backend's framework
         proxy = SimpleNamespace(
-            name=b, uses_judges=backend_info(b).uses_judges, implements=lambda r, b=b: implements(b, r)
+            name=b,
+            uses_judges=backend_info(b).uses_judges,
+            implements=lambda r, b=b: implements(b, r),
+            requirements=lambda r, b=b: declared_requirements(b, r),  # native's answer_relevancy embeds
         )
         served[b] = []
         for r in refs:
@@ -1205,3 +1209,14 @@ def log_cli_run(report: Any, logging: Any, exit_code: int, gates: str) -> int:
     if note is not None:
         print(f"note: {note}", file=sys.stderr, flush=True)
     return exit_code
+
+
+def app_help() -> str:
+    """The top-level ``--help`` line, its backends read from the registry (a new room is
+    listed without an edit here)."""
+    from unified.adapters import backend_names
+
+    return (
+        f"Evaluate RAG samples with one metric registry over {len(backend_names())} backends "
+        f"({', '.join(backend_names())}), every score on 0–10."
+    )

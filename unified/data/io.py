@@ -53,7 +53,7 @@ from typing import Any
 from unified.data.cells import clean_value, is_missing, neutralise_formula
 from unified.data.files import atomic_path, write_text
 from unified.data.labels import label_metric, label_value, parse_labels, row_labels_problem
-from unified.data.layouts import EXTRA_KEY, Layout, apply_layout, detect_layout, get_layout, renames_for
+from unified.data.layouts import EXTRA_KEY, Layout, apply_layout, detect_layout, get_layout, renames_for, spelled_as
 from unified.data.readers import FORMATS, TABULAR, check_columns, format_of, read_file
 from unified.data.rowerror import RowError
 from unified.data.traces import (
@@ -72,6 +72,7 @@ from unified.sample import (
     METADATA_KEYS,
     Sample,
     SampleError,
+    did_you_mean,
     merged_once,
     plain_fields,
     sample_problem,
@@ -455,6 +456,10 @@ class SampleReader(Iterator[Any]):
         self._label_keys: set[str] = set()  # keys of rows' labels already checked against the metrics
         # key tuple -> each key's field, or None: the row takes the full path (``_plain``)
         self._targets: dict[tuple[Any, ...], dict[str, str] | None] = {}
+        #: how this source spells each Sample field (canonical -> its name; ``spelled_as``),
+        #: learnt once per key set as rows are read: messages use the user's words
+        self.field_names: dict[str, str] = {}
+        self._spelt: set[tuple[Any, ...]] = set()
         if self._src.columns is not None and self._detect:
             self.layout = detect_layout(self._src.columns)
         self._pairs = self._generate()
@@ -602,15 +607,27 @@ class SampleReader(Iterator[Any]):
         could only copy its values."""
         fast = self._plain(raw) if layout is None and self.layout is None else None
         if fast is not None:
+            self._learn_names(raw, None)
             return Sample.trusted(fast), None
         if layout is None and self._detect and self._src.columns is None:
             self.layout = detect_layout(raw) or self.layout  # a row without the layout's keys keeps it
         lay = layout or self.layout
+        self._learn_names(raw, lay)
         rec, soft, renames = self._canonical(raw, row, lay)
         sample = Sample.from_record(
             rec, {k: v for k, v in renames.items() if v != "metadata"}, warn_unknown=False
         )  # the reader notes it once, with its row
         return sample, (lay.id_field if soft and lay is not None else None)
+
+    def _learn_names(self, raw: Mapping[str, Any], lay: Layout | None) -> None:
+        """Add the spellings of a row with a key set not seen before to ``field_names``
+        (the first spelling of a field wins)."""
+        keys = tuple(raw)
+        if keys in self._spelt or len(self._spelt) >= _MAX_PLANS:
+            return
+        self._spelt.add(keys)
+        for field, name in spelled_as(keys, lay, self.mapping).items():
+            self.field_names.setdefault(field, name)
 
     def _plain(self, raw: Mapping[str, Any]) -> dict[str, Any] | None:
         """The row's fields for ``Sample.trusted`` when nothing this reader does to a row
@@ -716,7 +733,9 @@ class SampleReader(Iterator[Any]):
             if key in METADATA_KEYS:  # read from metadata (the human labels), not unknown
                 return
             self._unknown.add(key)
-            self._notes[f"unknown field '{key}' kept in metadata (first at {self.source}:{row})"] = None
+            self._notes[f"unknown field '{key}' kept in metadata (first at {self.source}:{row}){did_you_mean(key)}"] = (
+                None
+            )
 
 
 _ID_FIELDS = ("retrieved_ids", "relevant_ids")

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from unified.sample import ALIAS_TO_CANONICAL, CONTENT_FIELDS, FRAMEWORK_FIELDS, SampleError
+from unified.sample import ALIAS_TO_CANONICAL, CONTENT_FIELDS, FRAMEWORK_FIELDS, SampleError, target_of
 
 EXTRA_KEY = "unified"  # metadata key carrying Sample fields the format has no key for
 SAMPLE_FIELDS = CONTENT_FIELDS  # every Sample field but id and metadata
@@ -97,6 +97,38 @@ def detect_layout(keys: Iterable[str]) -> Layout | None:
     """The first layout whose signature meets ``keys`` (table order), or None."""
     ks = set(keys)
     return next((lay for lay in LAYOUTS.values() if lay.signature & ks), None)
+
+
+def spelled_as(keys: Iterable[Any], layout: Layout | None, mapping: Mapping[str, str]) -> dict[str, str]:
+    """How a row with ``keys`` spells each Sample field: canonical -> its own name, for
+    messages in the user's words ("field 'expected_output' is missing", not 'reference').
+
+    The row's own keys first (``--map``, the layout, the aliases: ``target_of``); a field
+    the row lacks gets the name of the vocabulary its keys belong to — the layout's, else
+    the framework in ``FRAMEWORK_FIELDS`` that owns most of the row's non-canonical keys
+    (``input`` + ``actual_output``: DeepEval's, so a missing reference is
+    ``expected_output``). Fields spelled as ours are left out."""
+    names = [k for k in keys if isinstance(k, str)]
+    renames = renames_for(layout, names, mapping)
+    own: dict[str, str] = {}
+    for key in names:
+        target = target_of(key, dict.fromkeys(names), renames)
+        if target is not None and target not in ("id", "metadata"):
+            own.setdefault(target, key)
+    base = layout.fields if layout is not None else _closest_vocabulary(names)
+    return {c: n for c, n in {**base, **own}.items() if c != n}
+
+
+def _closest_vocabulary(keys: list[str]) -> dict[str, str]:
+    """The ``FRAMEWORK_FIELDS`` entry owning most of ``keys`` that are not our own names
+    (the first in table order on a tie); {} when none owns any."""
+    ours = set(CONTENT_FIELDS)
+    best, count = {}, 0
+    for names in FRAMEWORK_FIELDS.values():
+        n = sum(1 for k in keys if k not in ours and k in names.values())
+        if n > count:
+            best, count = names, n
+    return dict(best)
 
 
 def renames_for(layout: Layout | None, keys: Iterable[str], mapping: Mapping[str, str]) -> dict[str, str]:

@@ -11,7 +11,12 @@ Options (they become the defaults of ``unified.testing.assert_scores`` in the se
     --unified-backend NAMES        backend or comma list (default: native; repeatable, merged)
     --unified-judge-base-url URL   OpenAI-compatible judge URL (needs --unified-judge-model)
     --unified-judge-model NAME     judge model name
-    --unified-cache FILE           judge cache file kept across runs (default: none kept)
+    --unified-cache FILE|none      judge cache file kept across runs (default:
+                                   .unified-eval/cache.sqlite under pytest's rootdir; none: no cache)
+
+The default cache lives in the project folder, so a CI job that keeps that folder between
+runs (its cache step) pays the judge once per new question, not once per run; the user's
+cache folder, which CI machines start without, was the default before. ``none`` turns it off.
 
 Each option but ``--unified-backend`` keeps one value: given twice with two values it is
 a usage error naming both (pytest would keep the last without a word).
@@ -76,7 +81,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         metavar="FILE",
         default=None,
-        help="judge cache file for assert_scores, kept across runs (default: none kept)",
+        help="judge cache file for assert_scores, kept across runs (default: .unified-eval/cache.sqlite "
+        "under the rootdir; 'none': no cache)",
     )
 
 
@@ -124,12 +130,31 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     judge = _judge_option(config)
     backend = _backends(config)
-    cache = _one(config, "unified_cache")
-    if judge or backend or cache:  # unified.testing is only imported when asked for
+    given = _one(config, "unified_cache")
+    cache = _cache_choice(config, given)
+    global session_cache
+    session_cache = cache  # read by unified.testing when nothing else names a cache
+    if judge or backend or given:  # unified.testing is only imported when asked for
         from unified import testing
 
-        testing.configure(backend=backend, judge=judge, cache=Path(cache) if cache else None)
+        testing.configure(backend=backend, judge=judge, cache=cache)
     config.pluginmanager.register(_Session(config, judge, backend), "unified-rag-eval-session")
+
+
+#: the judge cache of a session that names none: in the project, where CI can keep it
+DEFAULT_CACHE = Path(".unified-eval") / "cache.sqlite"
+#: this session's cache choice (``_cache_choice``); None outside a pytest session
+session_cache: Path | bool | None = None
+
+
+def _cache_choice(config: pytest.Config, given: str | None) -> Path | bool:
+    """``--unified-cache``: a file, ``none``/``off`` (False: no cache), or by default
+    ``DEFAULT_CACHE`` under pytest's rootdir (created when a judge is first asked)."""
+    if given is None:
+        return Path(config.rootpath) / DEFAULT_CACHE
+    if given.strip().lower() in ("none", "off", "false", "no"):
+        return False
+    return Path(given)
 
 
 @pytest.fixture(scope="session")

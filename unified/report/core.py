@@ -365,14 +365,27 @@ class Report:
         """Failed tasks grouped by cause (``unified.analysis.errorgroups.group_errors``)."""
         from unified.analysis.errorgroups import group_errors
 
-        return group_errors(self.model().failed())
+        return self._placed(group_errors(self.model().failed()))
 
     def degraded_groups(self) -> list[dict[str, Any]]:
         """Degraded tasks (a value from fewer judges than asked) grouped by cause, as
         ``error_groups`` groups failures."""
         from unified.analysis.errorgroups import group_errors
 
-        return group_errors(self.model().degraded())
+        return self._placed(group_errors(self.model().degraded()))
+
+    def _placed(self, groups: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Each group's example with its input ``row`` and ``sample_hash``, read from its own
+        line (the model keeps neither): the end of a run names the file and row, not a hash.
+        One fetch for all the examples; ``pos`` is dropped (it means nothing outside)."""
+        examples = [g["example"] for g in groups]
+        wanted = [ex["pos"] for ex in examples if ex.get("pos") is not None]
+        lines = self.source().fetch(wanted) if wanted else {}
+        for ex in examples:
+            d = lines.get(ex.pop("pos", None)) or {}
+            ex["row"] = ex.get("row") if ex.get("row") is not None else d.get("row")
+            ex["sample_hash"] = ex.get("sample_hash") or d.get("sample_hash")
+        return groups
 
     def degraded_counts(self) -> dict[tuple[str, str], int]:
         """(metric, backend) -> its degraded tasks; gates count them with the failed ones."""

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Any, Mapping
 
-from unified.analysis.migrate import num_text
+from unified.analysis.migrate import bound_text, num_text, used_bound, value_text
 from unified.report.html_agreement import section_alpha, section_jury, section_probability, section_retest
 from unified.report.html_base import e, num, table
 from unified.run.runfolder import CROSSCHECK_FILE, MIGRATION_FILE, SUMMARY_FILE
@@ -192,7 +192,7 @@ def render_migration_html(m: Mapping[str, Any], *, max_listed: int = 50) -> str:
             f"<tr><td>{e(metric)}</td><td>{e(r['names'][src])}</td><td>{e(r['names'][dst])}</td>"
             f"<td class='num'>{r['n']}</td><td class='num'>{e(format(r['threshold_from'], 'g'))}"
             f"{' (gate)' if r['threshold_source'] == 'gate' else ''}</td>"
-            f"<td class='num'>{e(num_text(r['threshold_to']))}</td>"
+            f"<td class='num'>{e(bound_text(r['threshold_to']))}</td>"
             f"<td class='num'>{e(num_text(r['pass_agreement_at_translated']))}</td>"
             f"<td class='num'>{r['n_flips']}</td><td class='num'>{r['flips_at_same_threshold']}</td>"
             f"<td>{e('; '.join(r['notes']))}</td></tr>"
@@ -213,12 +213,16 @@ def render_migration_html(m: Mapping[str, Any], *, max_listed: int = 50) -> str:
             f"<h3>{e(metric)}: samples that flip ({r['n_flips']})</h3><table><tr>"
             f"<th>sample</th><th>direction</th><th>{e(src)}</th><th>{e(dst)}</th></tr>"
         )
+        # each value printed on the same side of its bound as it is (value_text)
+        t_a, used = r["threshold_from"], used_bound(r)
         for f in r["flips"][:max_listed]:
-            cell = lambda side: f"{e(num_text(side['value']))} <span class='note'>{e(side['reason'] or '')}</span>"
+            cell = lambda side, t: (
+                f"{e(value_text(side['value'], t))} <span class='note'>{e(side['reason'] or '')}</span>"
+            )
             q = f"<div class='note'>{e(f['question'])}</div>" if f.get("question") else ""
             parts.append(
                 f"<tr><td>{e(f['sample_id'])}{q}</td><td>{e(f['direction'])}</td>"
-                f"<td>{cell(f['from'])}</td><td>{cell(f['to'])}</td></tr>"
+                f"<td>{cell(f['from'], t_a)}</td><td>{cell(f['to'], used)}</td></tr>"
             )
         parts.append("</table>")
     parts.append("</section>")

@@ -149,17 +149,25 @@ class RunModel:
             yield m, b, sid, t, True
 
     def failed(self) -> Iterator[dict[str, Any]]:
-        """Failed tasks as small dicts (sample_id, metric, backend, error, row_error)."""
+        """Failed tasks as small dicts (sample_id, metric, backend, error, row_error, pos: the
+        line's position in its source, for ``ScoreSource.fetch``)."""
         for m, b, sid, t, row in self._some_tasks("failed_items"):
             if not t.ok:
-                yield {"sample_id": sid, "metric": m, "backend": b, "error": t.error or "no value", "row_error": row}
+                yield {
+                    "sample_id": sid,
+                    "metric": m,
+                    "backend": b,
+                    "error": t.error or "no value",
+                    "row_error": row,
+                    "pos": t.pos,
+                }
 
     def degraded(self) -> Iterator[dict[str, Any]]:
         """Degraded tasks (a value, from fewer judges than asked) in ``failed()``'s shape,
         the reason as the error, so they group the same way."""
         for m, b, sid, t, row in self._some_tasks("degraded_items"):
             if t.ok and t.degraded is not None:
-                yield {"sample_id": sid, "metric": m, "backend": b, "error": t.degraded, "row_error": row}
+                yield {"sample_id": sid, "metric": m, "backend": b, "error": t.degraded, "row_error": row, "pos": t.pos}
 
 
 # ---------------------------------------------------------------- sources

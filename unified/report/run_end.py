@@ -159,7 +159,13 @@ def say_end(
         for line in retest_lines(summary.get("repeats")):
             say(line)
     failed, n_degraded = summary.get("n_errors", 0), summary.get("n_degraded", 0)
-    print_failures(groups, failed, result.hint(retry=True) if failed or n_degraded else None, degraded=degraded)
+    print_failures(
+        groups,
+        failed,
+        result.hint(retry=True) if failed or n_degraded else None,
+        degraded=degraded,
+        source=result.source_file,
+    )
     if unasked := unasked_failures(result, summary):
         say(
             "note: failed tasks of pairs this run did not ask for: "

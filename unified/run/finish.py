@@ -98,6 +98,7 @@ def _result(s: RunState, manifest: dict[str, Any], index: IndexRule, scores_prin
         repeats=dict(s.book.pairs),
         prices=s.prices(),
         tasks_before=s.scan.lines,
+        source_file=str(s.source.samples) if isinstance(s.source.samples, (str, Path)) else None,
         write_index=lambda written, stable: index.write(written, stable, scores_print),
     )
 

@@ -87,7 +87,7 @@ class Progress:
             TextColumn("err {task.fields[errors]}"),
             TextColumn("cached {task.fields[hits]}"),
             TextColumn("{task.fields[rate]} calls/s"),
-            TextColumn("{task.fields[tps]} tok/s"),
+            TextColumn("judge writes {task.fields[tps]} tok/s"),  # generation speed, not throughput
             TimeRemainingColumn(),
             console=Console(stderr=True),
             transient=False,

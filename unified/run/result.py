@@ -57,6 +57,7 @@ class RunResult:
     tasks_before: int = 0  # lines of this run's tasks already on disk when it began
     write_index: Callable[[list[Any], list[Any]], None] = lambda written, stable: None
     summary: dict[str, Any] = field(default_factory=dict)  # summary.json as the end wrote it
+    source_file: str | None = None  # the input file as the user named it (None: not a file)
 
     @property
     def interrupted(self) -> str | None:

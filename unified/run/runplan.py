@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from unified.adapters.catalog import EMBEDDER_HINT
 from unified.metrics import MetricRef
 from unified.run.executor import Pair, task_bound
 from unified.run.fingerprint import config_hash, judge_requirements, task_config
@@ -19,7 +20,7 @@ NO_CHAT = (
     "no LLM judge configured (pass --base-url/--model, or judge= in Python, or set "
     "UNIFIED_JUDGE_BASE_URL and UNIFIED_JUDGE_MODEL)"
 )
-NO_EMBEDDER = "no embedder configured (pass --embedding local or an embeddings URL)"
+NO_EMBEDDER = f"it needs an embedder and none is configured: {EMBEDDER_HINT}"
 NOT_IMPLEMENTED = "not implemented"
 
 

@@ -87,11 +87,17 @@ def print_table(aggregates: list[Any], wall_seconds: float | None = None, task_s
 
     title = "scores (0–10)"
     if wall_seconds is not None:
-        title += f" · wall {wall_seconds:.1f}s"
+        title += f" · scoring {wall_seconds:.1f}s"
     t = Table(title=title)
     t.caption = (
         "judge calls: LLM requests sent · embed calls: embedding requests · "
         "busy-s: seconds summed over a metric's tasks (they overlap, so it exceeds wall time)"
+        + (
+            " · scoring: wall time from the run's set-up to its last score line, over every run into "
+            "this folder (not the command's start-up, framework imports or report)"
+            if wall_seconds is not None
+            else ""
+        )
     )
     usd = any(getattr(a.cost, "usd", None) is not None for a in aggregates)
     cols = (
@@ -135,6 +141,19 @@ def print_table(aggregates: list[Any], wall_seconds: float | None = None, task_s
     Console(width=console_width(sys.stdout)).print(t)
 
 
+def example_place(ex: dict[str, Any], source: str | None) -> str:
+    """Where an error group's example is in the input: ``data.jsonl:12`` (``row 12`` for an
+    input that is no file), then ``sample 'q7'`` when the sample has an id of its own (a
+    content hash says nothing to a person, the row does); the sample alone for a line
+    without a row (written before rows were recorded)."""
+    row, sid = ex.get("row"), ex.get("sample_id")
+    named = sid is not None and sid != ex.get("sample_hash")
+    if row is None:
+        return f"sample {sid}"
+    place = f"{source}:{row}" if source else f"row {row}"
+    return f"{place}, sample '{sid}'" if named else place
+
+
 def print_failures(
     groups: list[dict[str, Any]],
     n_failed: int,
@@ -142,31 +161,36 @@ def print_failures(
     stream: TextIO | None = None,
     limit: int = 8,
     degraded: list[dict[str, Any]] | None = None,
+    source: str | None = None,
 ) -> None:
-    """The grouped failures on stderr: each cause with its count and one example; then the
-    degraded scores (a value from fewer judges than asked) the same way."""
+    """The grouped failures on stderr: each cause with its count and one example, named by
+    its place in the input (``source``:row, the file as the user gave it; ``row N`` for an
+    input that is no file) before its sample id; then the degraded scores (a value from
+    fewer judges than asked) the same way."""
     stream = stream or sys.stderr
     n_degraded = sum(g["count"] for g in degraded or [])
     if not n_failed and not n_degraded:
         return
     if n_failed:
-        _print_groups(f"{n_failed} task(s) failed:", groups, stream, limit)
+        _print_groups(f"{n_failed} task(s) failed:", groups, stream, limit, source)
     if n_degraded:
         _print_groups(
-            f"{n_degraded} task(s) scored by fewer judges than asked (degraded):", degraded or [], stream, limit
+            f"{n_degraded} task(s) scored by fewer judges than asked (degraded):", degraded or [], stream, limit, source
         )
     if retry_hint:
         print(f"score them again once fixed: {retry_hint}", file=stream)
     stream.flush()
 
 
-def _print_groups(title: str, groups: list[dict[str, Any]], stream: TextIO, limit: int) -> None:
+def _print_groups(
+    title: str, groups: list[dict[str, Any]], stream: TextIO, limit: int, source: str | None = None
+) -> None:
     print(title, file=stream)
     for g in groups[:limit]:
         ex = g["example"]
         print(
-            f"  {g['count']} × {one_line(g['cause'], 200)}  (e.g. {ex.get('metric')} "
-            f"({ex.get('backend')}), sample {ex.get('sample_id')})",
+            f"  {g['count']} × {one_line(g['cause'], 200)}  (e.g. {example_place(ex, source)}, "
+            f"{ex.get('metric')} ({ex.get('backend')}))",
             file=stream,
         )
     if len(groups) > limit:

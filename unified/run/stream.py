@@ -225,7 +225,7 @@ class TaskStream:
             return
         runnable: dict[tuple[str, bool], list[Pair]] = {}
         for p in todo:
-            missing = missing_field_error(sample, p.metric, p.backend)
+            missing = missing_field_error(sample, p.metric, p.backend, self.reader.field_names)
             if missing:
                 self.emit([missing_field_score(sample.id, p, missing, h)], p.backend.name)
             else:
