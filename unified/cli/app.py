@@ -372,6 +372,11 @@ def diff_cmd(
         write_text(json_out, json.dumps(rows, indent=2))
 
 
+from unified.cli.review import review_cmd  # noqa: E402 - its own module, so the app grows by a line
+
+app.command("review")(review_cmd)
+
+
 # ---------------------------------------------------------------- cache
 
 cache_app = App(no_args_is_help=True, help="Inspect or clear the judge cache shared by all runs.")

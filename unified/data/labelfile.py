@@ -102,7 +102,7 @@ def parse_line(d: Any) -> LabelLine | None:
     sid, annotator = _text(d, "sample_id"), _text(d, "annotator")
     if sid is None or annotator is None:
         return None
-    common = {
+    common: dict[str, Any] = {
         "sample_id": sid,
         "annotator": annotator,
         "time": str(d.get("time") or ""),

@@ -1,0 +1,50 @@
+"""``unified-eval review RUN_DIR``: label, in the browser, where the backends disagree
+(``unified.review``; the ``review`` extra)."""
+
+from __future__ import annotations
+
+import getpass
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from unified.cli.common import err_console, out_console, user_errors
+
+
+def _default_annotator() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no login name (a container's uid without a passwd line)
+        return "anonymous"
+
+
+def review_cmd(
+    run_dir: Path = typer.Argument(..., help="a run folder (compare's: several backends per metric)"),
+    port: int = typer.Option(0, "--port", min=0, max=65535, help="port on 127.0.0.1 (0: any free port)"),
+    annotator: Optional[str] = typer.Option(
+        None, "--annotator", metavar="NAME", help="whose labels these are (default: your login name)"
+    ),
+) -> None:
+    """Serve RUN_DIR's samples in a local web page, the most disputed first, and append each
+    label to RUN_DIR/labels.jsonl (read by compare/calibrate --labels). Ctrl-C stops it."""
+    with user_errors():
+        if not (run_dir / "scores.jsonl").exists():
+            raise FileNotFoundError(f"{run_dir}: not a run folder (no scores.jsonl)")
+        try:
+            from unified.review.server import serve
+        except ImportError as e:
+            raise ImportError(f"review needs the review extra: pip install 'unified-rag-eval[review]' ({e})") from None
+        name = annotator if annotator is not None else _default_annotator()
+
+        def say(url: str) -> None:
+            out_console.print(f"reviewing {run_dir} as {name}: open {url}", highlight=False, soft_wrap=True)
+            err_console.print("labels go to labels.jsonl in the run folder as you make them; Ctrl-C stops the server")
+
+        try:
+            serve(run_dir, name, port, say=say)
+        except OSError as e:
+            raise ValueError(f"--port {port}: cannot listen on 127.0.0.1 ({e.strerror or e})") from None
+
+
+__all__ = ["review_cmd"]
