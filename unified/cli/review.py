@@ -45,6 +45,11 @@ def review_cmd(
             serve(run_dir, name, port, say=say)
         except OSError as e:
             raise ValueError(f"--port {port}: cannot listen on 127.0.0.1 ({e.strerror or e})") from None
+    from unified.data.labelfile import LABELS_FILE, read_history
+
+    history = read_history(run_dir / LABELS_FILE)
+    mine = sum(1 for x in history.lines if x.annotator == name and not x.skipped)
+    err_console.print(f"stopped; {mine} label line(s) of {name} in {run_dir / LABELS_FILE}", highlight=False)
 
 
 __all__ = ["review_cmd"]

@@ -30,8 +30,9 @@ def bind(port: int) -> socket.socket:
 
 
 def serve(run_dir: str | Path, annotator: str, port: int = 0, say: Callable[[str], None] = print) -> None:
-    """Serve the review of ``run_dir`` by ``annotator`` until interrupted; ``say`` gets the
-    URL (with the token) once the socket listens."""
+    """Serve the review of ``run_dir`` by ``annotator`` until Ctrl-C or SIGTERM (both end
+    it normally: every label is on disk as it is made); ``say`` gets the URL (with the
+    token) once the socket listens."""
     import uvicorn
 
     session = ReviewSession(run_dir, annotator)
@@ -40,7 +41,12 @@ def serve(run_dir: str | Path, annotator: str, port: int = 0, say: Callable[[str
     url = f"http://{HOST}:{sock.getsockname()[1]}/?token={token}"
     say(url)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
-    uvicorn.Server(config).run(sockets=[sock])
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on: the way to stop, not a failure
+        pass
+    finally:
+        sock.close()
 
 
 __all__ = ["HOST", "bind", "serve"]
