@@ -98,7 +98,8 @@ def test_label_three_by_keyboard_reload_resume_and_compare_takes_them(tmp_path, 
         assert sorted(order) == sorted(per)
         splits = [len({d["passed"] for d in per[s]}) == 2 for s in order]
         assert splits == sorted(splits, reverse=True) and splits[0], splits
-        spread = [max(d["value"] for d in per[s]) - min(d["value"] for d in per[s]) for s in order if len({d["passed"] for d in per[s]}) == 2]  # fmt: skip
+        split_ids = [s for s, split in zip(order, splits) if split]
+        spread = [max(d["value"] for d in per[s]) - min(d["value"] for d in per[s]) for s in split_ids]
         assert spread == sorted(spread, reverse=True)
         press(page, "p")
         assert shown(page) == order[-2]
