@@ -11,7 +11,7 @@ import sys
 import threading
 from pathlib import Path
 
-from report_runs import LastRelevant, rows
+from report_runs import ODD_IDS, LastRelevant, rows
 from support import cli_env
 
 from unified.api import evaluate
@@ -26,10 +26,17 @@ BIG_CONTEXT = ("<p>context ‏שלום</p> " * 60_000)[:1_000_000]  # 1 MB of ma
 
 def hostile_run(out: Path) -> Path:
     """A judge-free run (native and ``LastRelevant`` on mrr) whose first sample holds
-    hostile text: markup and a script in the answer, RTL in the question, a 1 MB context."""
+    hostile text (markup and a script in the answer, RTL in the question, a 1 MB context)
+    and two of whose ids are awkward (``report_runs.ODD_IDS``)."""
     data = rows(4)
     data[0].update(user_input=RTL_QUESTION, response=HOSTILE_ANSWER)
     data[0]["retrieved_contexts"] = [BIG_CONTEXT, *data[0]["retrieved_contexts"][1:]]
+    # a split on q04 (native's first relevant id at rank 1, LastRelevant's last at rank 3)
+    # and a sample both fail (q03: nothing relevant), so the queue has an order to keep
+    data[3]["relevant_ids"] = list(data[3]["retrieved_ids"])
+    data[2]["relevant_ids"] = ["nowhere"]
+    for r in data:  # ids a URL must survive: a space, a slash, a hash, a quote, markup
+        r["id"] = ODD_IDS.get(r["id"], r["id"])
     out.mkdir(parents=True, exist_ok=True)
     path = out / "data.jsonl"
     path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in data), encoding="utf-8")

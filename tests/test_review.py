@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from review_runs import HOSTILE_ANSWER, hostile_run
@@ -117,7 +118,8 @@ def test_hostile_text_is_escaped_and_labels_resume(tmp_path):
     assert all(d["run"] == run_fingerprint(run) and d["sample_hash"] == hashes[d["sample_id"]] for d in lines)
     # a second server (a new session, as a second `review`) resumes at the fourth sample
     c2, token2, _ = client(run, "ana")
-    assert c2.get(f"/?token={token2}").headers["location"] == f"/sample?id={order[3]}&token={token2}"
+    resumed = parse_qs(urlsplit(c2.get(f"/?token={token2}").headers["location"]).query)
+    assert resumed == {"id": [order[3]], "token": [token2]}
     # the reader compare/calibrate --labels use takes the three labels as the samples' labels
     report = Report.from_dir(run)
     assert report.use_labels(read_people_labels(run / "labels.jsonl")) == []
@@ -168,3 +170,54 @@ def test_appends_from_two_processes_never_interleave(tmp_path):
     assert sorted((d["annotator"], d["sample_id"]) for d in parsed) == sorted(
         (w, f"s{i}") for w in "ab" for i in range(300)
     )
+
+
+def test_skip_filters_and_a_missing_sample(tmp_path):
+    run = hostile_run(tmp_path)
+    c, token, session = client(run, "ana")
+    order, _ = session.order(Filters(), session.history())
+    r = c.post(f"/skip?token={token}", data={"id": order[0]})
+    assert r.status_code == 303 and r.headers["location"] == f"/?token={token}"
+    nxt = c.get(r.headers["location"]).headers["location"]
+    assert parse_qs(urlsplit(nxt).query)["id"] == [order[1]]  # the next open sample, its id intact
+    again, finished = session.order(Filters(), session.history())
+    assert finished == 0 and again == [*order[1:], order[0]]  # the skipped sample went to the back
+    skip = json.loads((run / "labels.jsonl").read_text())
+    assert skip["skipped"] is True and "metric" not in skip and "label" not in skip
+    # filters: a backend and a verdict keep exactly the samples where that backend said so
+    sizes = []
+    for backend in ("native", "lastrel"):
+        for verdict in ("pass", "fail"):
+            want = {sid for (sid, _), it in session.items.items() for v in it.verdicts
+                    if v.backend == backend and v.passed is (verdict == "pass")}  # fmt: skip
+            got, _ = session.order(Filters(backend=backend, verdict=verdict), session.history())
+            assert set(got) == want, (backend, verdict)
+            sizes.append(len(want))
+    assert sizes == [3, 1, 2, 2] and order[0] == "q04", (sizes, order)  # native fails only q03
+    r = c.get(f"/?backend=lastrel&verdict=fail&token={token}")
+    assert (
+        r.status_code == 303 and "backend=lastrel" in r.headers["location"] and "verdict=fail" in r.headers["location"]
+    )
+    assert c.get(f"/sample?id=nope&token={token}").status_code == 404
+    assert c.post(f"/skip?token={token}", data={"id": "nope"}).status_code == 400
+
+
+def test_labels_file_errors_are_one_line_and_come_before_any_judge(tmp_path, run_dir):
+    from typer.testing import CliRunner
+
+    from unified.cli.app import app
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sample_id": "q01"}\nnot json\n')
+    data = run_dir.parent / "data.jsonl"
+    base = ["compare", str(data), "--backends", "native,ragas", "--metrics", "faithfulness"]
+    base += ["--base-url", "http://127.0.0.1:9/v1", "--model", "m", "--out", str(tmp_path / "out")]
+    r = CliRunner().invoke(app, [*base, "--labels", str(tmp_path / "nope.jsonl")])
+    assert r.exit_code == 2 and r.output.strip().endswith("nope.jsonl: no such file"), r.output
+    r = CliRunner().invoke(app, [*base, "--labels", str(bad)])
+    assert r.exit_code == 2 and "no label line in it (2 line(s) that are not label lines)" in r.output, r.output
+    assert not (tmp_path / "out").exists()  # refused before the folder, before any judge
+    r = CliRunner().invoke(app, ["calibrate", str(run_dir), "--labels", str(bad)])
+    assert r.exit_code == 2 and "no label line" in r.output
+    r = CliRunner().invoke(app, ["review", str(tmp_path)])
+    assert r.exit_code == 2 and "not a run folder (no scores.jsonl)" in r.output

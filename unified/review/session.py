@@ -88,8 +88,10 @@ class ReviewSession:
             raise ValueError(f"--annotator {annotator!r}: a name on one line is needed")
         self.annotator = annotator.strip()
         report = Report.from_dir(self.run_dir)
-        self.lines = list(report.iter_score_dicts())
-        self.items = build_items(self.lines)
+        self.lines: dict[str, list[dict[str, Any]]] = {}  # sample id -> its score lines
+        for d in report.iter_score_dicts():
+            self.lines.setdefault(str(d.get("sample_id")), []).append(d)
+        self.items = build_items(d for lines in self.lines.values() for d in lines)
         self.samples = report.samples()
         self.hashes = {sid: s.content_hash() for sid, s in report.sample_objects().items()}
         self._sample_order = {sid: i for i, sid in enumerate(self.samples)}
@@ -147,8 +149,7 @@ class ReviewSession:
     def screen(self, sid: str, filters: Filters, history: LabelHistory) -> dict[str, Any]:
         """What the sample's page shows (``unified.review.web`` renders it)."""
         sample = self.samples.get(sid, {"id": sid})
-        lines = [d for d in self.lines if d.get("sample_id") == sid]
-        claims = unsupported_claims(lines)
+        claims = unsupported_claims(self.lines.get(sid, ()))
         answer = str(sample.get("response") or "")
         mine = self.my_labels(history)
         items = self.kept(filters).get(sid) or [it for (s, _), it in sorted(self.items.items()) if s == sid]
@@ -200,7 +201,7 @@ class ReviewSession:
 
     def skip(self, sid: str) -> LabelLine:
         """Append a skip of ``sid``: it goes to the back of this person's queue."""
-        if sid not in self.samples and not any(s == sid for s, _ in self.items):
+        if sid not in self.samples and sid not in self.lines:
             raise ValueError(f"no sample {sid!r} in {self.run_dir}")
         line = LabelLine(
             sid, self.annotator, now(), run=self.fingerprint, sample_hash=self.hashes.get(sid), skipped=True
