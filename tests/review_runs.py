@@ -70,9 +70,9 @@ class ReviewServer:
         self.base = self.url.split("/?", 1)[0]
         self.token = self.url.split("token=", 1)[1]
 
-    def stop(self) -> int:
+    def stop(self, sig: int = signal.SIGINT) -> int:
         if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
+            self.proc.send_signal(sig)
             try:
                 self.proc.wait(timeout=15)
             except subprocess.TimeoutExpired:

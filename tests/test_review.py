@@ -151,6 +151,23 @@ def test_two_people_are_both_kept_and_their_agreement_shown(tmp_path):
     assert ids[2] not in people.labels and any("as many pass as fail" in n for n in people.notes)
 
 
+def test_a_label_of_changed_content_is_stale_and_the_sample_returns_to_the_queue(tmp_path):
+    run = hostile_run(tmp_path)
+    c, token, session = client(run, "ana")
+    order, _ = session.order(Filters(), session.history())
+    for sid in order:
+        session.label(sid, "mrr", 1)
+    assert session.order(Filters(), session.history())[1] == 4
+    assert c.get(f"/?token={token}").text.count("Nothing left to label") == 1
+    session.hashes[order[1]] = "0" * 16  # the sample's content as a rerun with edited data holds it
+    again, finished = session.order(Filters(), session.history())
+    assert finished == 3 and again[3] == order[1]
+    people = people_labels(session.history(), session.hashes)
+    assert order[1] not in people.labels and people.notes == [
+        "1 label(s) judged a sample whose content has changed since: left out"
+    ]
+
+
 def _append_many(path: str, who: str) -> None:
     for i in range(300):
         append_line(path, json.dumps({"sample_id": f"s{i}", "annotator": who, "pad": "x" * 5000}))

@@ -9,6 +9,7 @@ synthetic, so no figure here says anything about quality."""
 from __future__ import annotations
 
 import json
+import signal
 import time
 from pathlib import Path
 
@@ -127,6 +128,7 @@ def test_label_three_by_keyboard_reload_resume_and_compare_takes_them(tmp_path, 
         press(page, "p")
         assert shown(page) == order[2] and "your label: 1" in page.inner_text(".metric")
         page.close()
+        assert again.stop(signal.SIGTERM) == 0  # a service manager's stop ends it as Ctrl-C does
     # the format compare --labels and calibrate --labels read
     r = CliRunner().invoke(app, [*compare_args(run, judge.base_url), "--labels", str(run / "labels.jsonl")])
     assert r.exit_code in (0, 3) and "error" not in r.output, r.output

@@ -6,9 +6,10 @@ the URL — with its token — is printed, and a port in use is a one-line error
 
 from __future__ import annotations
 
+import signal
 import socket
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 from unified.review.session import ReviewSession
 from unified.review.web import make_app
@@ -41,12 +42,20 @@ def serve(run_dir: str | Path, annotator: str, port: int = 0, say: Callable[[str
     url = f"http://{HOST}:{sock.getsockname()[1]}/?token={token}"
     say(url)
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    # uvicorn shuts down on SIGINT/SIGTERM, then re-raises the signal to the handler that was
+    # there before it: make both a KeyboardInterrupt, the way to stop, not a failure
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         uvicorn.Server(config).run(sockets=[sock])
-    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl-C it shut down on: the way to stop, not a failure
+    except KeyboardInterrupt:
         pass
     finally:
+        signal.signal(signal.SIGTERM, previous)
         sock.close()
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt
 
 
 __all__ = ["HOST", "bind", "serve"]
