@@ -168,6 +168,29 @@ def test_a_label_of_changed_content_is_stale_and_the_sample_returns_to_the_queue
     ]
 
 
+def test_a_rubric_metric_asks_for_a_grade_on_0_to_10(tmp_path):
+    from unified.metrics import MetricSpec, registered
+
+    run = hostile_run(tmp_path)
+    scores = run / "scores.jsonl"
+    scores.write_text(scores.read_text().replace('"metric":"mrr"', '"metric":"tone"'))
+    rubric = MetricSpec(
+        "tone", "LLM rubric: polite", ("response",), "llm", rubric={"criteria": "polite", "scale": (0, 10)}
+    )
+    with registered(rubric):
+        c, token, session = client(run, "ana")
+        assert session.metrics == ["tone"]
+        page = c.get(f"/sample?id=q01&token={token}").text
+        assert 'data-graded="yes"' in page and 'type="number" name="value" min="0" max="10"' in page
+        assert c.post(f"/label?token={token}", data={"id": "q01", "metric": "tone", "value": "7.5"}).status_code == 303
+        bad = c.post(f"/label?token={token}", data={"id": "q01", "metric": "tone", "value": "11"})
+        assert bad.status_code == 400 and "graded on 0–10" in bad.text
+    assert json.loads((run / "labels.jsonl").read_text())["label"] == 7.5
+    # without the rubric registered (no --plugins), the same metric is labelled pass/fail
+    c, token, _ = client(run, "bo")
+    assert 'data-graded="no"' in c.get(f"/sample?id=q01&token={token}").text
+
+
 def _append_many(path: str, who: str) -> None:
     for i in range(300):
         append_line(path, json.dumps({"sample_id": f"s{i}", "annotator": who, "pad": "x" * 5000}))

@@ -25,6 +25,9 @@ def review_cmd(
     annotator: Optional[str] = typer.Option(
         None, "--annotator", metavar="NAME", help="whose labels these are (default: your login name)"
     ),
+    plugins: Optional[list[str]] = typer.Option(
+        None, "--plugins", metavar="MODULES", help="modules registering custom metrics, as for run (rubrics: 0–10)"
+    ),
 ) -> None:
     """Serve RUN_DIR's samples in a local web page, the most disputed first, and append each
     label to RUN_DIR/labels.jsonl (read by compare/calibrate --labels). Ctrl-C stops it."""
@@ -36,6 +39,10 @@ def review_cmd(
         except ImportError as e:
             raise ImportError(f"review needs the review extra: pip install 'unified-rag-eval[review]' ({e})") from None
         name = annotator if annotator is not None else _default_annotator()
+        if plugins:  # a rubric metric a plugin registers asks people for a grade, not pass/fail
+            from unified.metrics import load_plugins
+
+            load_plugins(plugins)
 
         def say(url: str) -> None:
             out_console.print(f"reviewing {run_dir} as {name}: open {url}", highlight=False, soft_wrap=True)
