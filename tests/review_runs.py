@@ -48,12 +48,12 @@ class ReviewServer:
     """`unified-eval review RUN --port 0 --annotator NAME` as a real process; ``url`` is
     the URL it printed (with the token). Stopped with SIGINT, as a person's Ctrl-C."""
 
-    def __init__(self, run_dir: Path, annotator: str) -> None:
+    def __init__(self, run_dir: Path, annotator: str, *extra: str) -> None:
         env = cli_env()
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
         code = "from unified.cli import app; app()"
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", code, "review", str(run_dir), "--port", "0", "--annotator", annotator],
+            [sys.executable, "-c", code, "review", str(run_dir), "--port", "0", "--annotator", annotator, *extra],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

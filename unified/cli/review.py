@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import getpass
+import importlib.util
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -28,6 +29,9 @@ def review_cmd(
     plugins: Optional[list[str]] = typer.Option(
         None, "--plugins", metavar="MODULES", help="modules registering custom metrics, as for run (rubrics: 0–10)"
     ),
+    mlflow: Optional[str] = typer.Option(
+        None, "--mlflow", metavar="URI", help="when stopped, push the labels to the samples' MLflow traces"
+    ),
 ) -> None:
     """Serve RUN_DIR's samples in a local web page, the most disputed first, and append each
     label to RUN_DIR/labels.jsonl (read by compare/calibrate --labels). Ctrl-C stops it."""
@@ -39,6 +43,8 @@ def review_cmd(
         except ImportError as e:
             raise ImportError(f"review needs the review extra: pip install 'unified-rag-eval[review]' ({e})") from None
         name = annotator if annotator is not None else _default_annotator()
+        if mlflow is not None and importlib.util.find_spec("mlflow") is None:  # said before an hour of labelling
+            raise ImportError("--mlflow needs the mlflow extra: pip install 'unified-rag-eval[mlflow]'")
         if plugins:  # a rubric metric a plugin registers asks people for a grade, not pass/fail
             from unified.metrics import load_plugins
 
@@ -57,6 +63,28 @@ def review_cmd(
     history = read_history(run_dir / LABELS_FILE)
     mine = sum(1 for x in history.lines if x.annotator == name and not x.skipped)
     err_console.print(f"stopped; {mine} label line(s) of {name} in {run_dir / LABELS_FILE}", highlight=False)
+    if mlflow is not None and not _push(run_dir, history, mlflow):
+        raise typer.Exit(1)
+
+
+def _push(run_dir: Path, history: Any, uri: str) -> bool:
+    """--mlflow: every person's labels to the traces (``unified.platforms.mlflow_labels``);
+    False when MLflow refused some. The URI is not printed: it may hold credentials."""
+    from unified.platforms.mlflow_labels import push_labels
+    from unified.report import Report
+
+    current = {sid: s.content_hash() for sid, s in Report.from_dir(run_dir).sample_objects().items()}
+    with user_errors():
+        done = push_labels(history, uri, current)
+    err_console.print(
+        f"MLflow: {done.logged} label(s) logged as human feedback, {done.present} already there, "
+        f"{done.no_trace} of samples that are no MLflow trace",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for line in done.errors:
+        err_console.print(f"error: MLflow: {line}", highlight=False, soft_wrap=True, markup=False)
+    return not done.errors
 
 
 __all__ = ["review_cmd"]
