@@ -15,13 +15,23 @@ from unified.platforms.mlflow_labels import push_labels, read_labels  # noqa: E4
 pytestmark = pytest.mark.slow
 
 
-@pytest.fixture
-def traces(tmp_path):
-    """Three traced calls in a fresh sqlite store: (store URI, their trace ids)."""
-    store = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    mlflow.set_tracking_uri(store)
-    exp = mlflow.create_experiment("review-labels", artifact_location=(tmp_path / "artifacts").as_uri())
+@pytest.fixture(scope="module")
+def store(tmp_path_factory):
+    """A sqlite MLflow store for the module (creating one costs seconds): (URI, experiment)."""
+    folder = tmp_path_factory.mktemp("mlflow")
+    uri = f"sqlite:///{folder / 'mlflow.db'}"
+    mlflow.set_tracking_uri(uri)
+    exp = mlflow.create_experiment("review-labels", artifact_location=(folder / "artifacts").as_uri())
     mlflow.set_experiment(experiment_id=exp)
+    yield uri, exp
+    mlflow.set_tracking_uri(None)
+
+
+@pytest.fixture
+def traces(store):
+    """Three traced calls of this test's own: (store URI, their trace ids)."""
+    uri, exp = store
+    before = {t.info.trace_id for t in mlflow.search_traces(locations=[exp], return_type="list", flush=True)}
 
     @mlflow.trace(name="rag")
     def rag(question: str) -> str:
@@ -29,9 +39,8 @@ def traces(tmp_path):
 
     for q in ("a", "b", "c"):
         rag(q)
-    ids = [t.info.trace_id for t in mlflow.search_traces(locations=[exp], return_type="list", flush=True)]
-    yield store, sorted(ids)
-    mlflow.set_tracking_uri(None)
+    now = {t.info.trace_id for t in mlflow.search_traces(locations=[exp], return_type="list", flush=True)}
+    return uri, sorted(now - before)
 
 
 def test_labels_go_to_their_traces_once_and_come_back(traces):
