@@ -120,7 +120,7 @@ def test_compare_says_when_a_metric_has_fewer_than_two_backends(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "command", ["run", "compare", "migrate", "validate", "convert", "report", "diff", "metrics", "cache"]
+    "command", ["run", "compare", "migrate", "validate", "convert", "report", "diff", "metrics", "cache", "review"]
 )
 def test_every_option_has_help_readable_at_80_columns(command):
     r = invoke(command, "--help", env={"COLUMNS": "80", "TERMINAL_WIDTH": "80"})

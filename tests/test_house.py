@@ -181,7 +181,8 @@ def test_the_cycle_check_can_fail():
 #: import"): a module imports only from its own layer or below. A module belongs to the
 #: layer of the longest name below that it is or lies under.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("unified.cli", "unified.integrations", "unified.testing"),  # where people and other tools call us
+    # where people and other tools call us (unified.review: people label a run folder in the browser)
+    ("unified.cli", "unified.integrations", "unified.testing", "unified.review"),
     ("unified.api",),  # evaluate(): the run, its end, the places it goes
     ("unified.platforms",),  # where a run can go: MLflow, Ray
     ("unified.report",),  # the Report, the end of a run, run-to-run diffs

@@ -51,16 +51,17 @@ def _units(ratings: Sequence[Sequence[Any]]) -> list[list[Any]]:
     return out
 
 
-def krippendorff_alpha(ratings: Sequence[Sequence[Any]], level: str = "interval") -> Stat:
+def krippendorff_alpha(ratings: Sequence[Sequence[Any]], level: str = "interval", coders: str = "backends") -> Stat:
     """Krippendorff's alpha (module docstring) of ``ratings[u]`` = the values unit u got
     (one per coder, None where a coder gave none). ``level``: "interval" (numbers) or
     "nominal" (any hashable categories). Undefined with fewer than 3 pairable units, or
-    when every pairable value is the same (D_e = 0)."""
+    when every pairable value is the same (D_e = 0). ``coders``: what the coders are, for
+    the reason ("backends", "people")."""
     if level not in ("interval", "nominal"):
         raise ValueError(f"level must be 'interval' or 'nominal', not {level!r}")
     units = _units(ratings)
     if len(units) < MIN_N:
-        return Undefined(f"{len(units)} sample(s) rated by ≥ 2 backends < {MIN_N}")
+        return Undefined(f"{len(units)} sample(s) rated by ≥ 2 {coders} < {MIN_N}")
     n = sum(len(u) for u in units)
     d_o = sum(_pair_sum(u, level) / (len(u) - 1) for u in units) / n
     d_e = _pair_sum([v for u in units for v in u], level) / (n * (n - 1))
@@ -156,12 +157,14 @@ def repeat_summary(values: Sequence[float], threshold: float) -> dict[str, Any]:
     }
 
 
-def alpha_for(per_backend: Mapping[str, Mapping[str, float]], level: str = "interval") -> tuple[Stat, int]:
-    """Krippendorff's alpha over the backends in ``per_backend`` ({backend: {sample: value}})
-    and the number of samples that at least two of them rated."""
+def alpha_for(
+    per_backend: Mapping[str, Mapping[str, Any]], level: str = "interval", coders: str = "backends"
+) -> tuple[Stat, int]:
+    """Krippendorff's alpha over the coders in ``per_backend`` ({backend: {sample: value}};
+    ``coders`` names them in a reason) and the number of samples at least two of them rated."""
     ids = sorted({sid for vals in per_backend.values() for sid in vals})
     table = [[per_backend[b].get(sid) for b in sorted(per_backend)] for sid in ids]
-    return krippendorff_alpha(table, level), len(_units(table))
+    return krippendorff_alpha(table, level, coders), len(_units(table))
 
 
 def backends_alpha(per_backend: Mapping[str, Mapping[str, Any]], thresholds: Mapping[str, float]) -> dict[str, Any]:

@@ -327,18 +327,28 @@ def calibrate_cmd(
         metavar="METRIC=CUT",
         help="graded human labels from CUT up count as a pass, e.g. faithfulness=4 for 1–5 ratings (repeatable)",
     ),
+    labels: Optional[Path] = typer.Option(
+        None,
+        "--labels",
+        metavar="FILE",
+        help="people's labels by sample id from a labels file (labels.jsonl, as `unified-eval review` writes it)",
+    ),
 ) -> None:
     """Fit, per metric and backend, an isotonic map from the 0–10 value to the share of people who
-    pass (labels in RUN_DIR); use it with run/compare --calibration FILE."""
+    pass (labels in RUN_DIR's samples, or --labels FILE); use it with run/compare --calibration FILE."""
     from unified.analysis.calibrated import describe_fit, fit_run
     from unified.cli.common import label_cuts
+    from unified.data.labelfile import read_people_labels
     from unified.report import Report
 
     with user_errors():
         cuts = label_cuts(label_cut)
         if not run_dir.exists():
             raise FileNotFoundError(f"{run_dir} does not exist")
-        data = fit_run(Report.from_dir(run_dir), cuts)
+        report = Report.from_dir(run_dir)
+        for note in report.use_labels(read_people_labels(labels)) if labels is not None else ():
+            err_console.print(f"note: --labels: {note}", highlight=False, soft_wrap=True)
+        data = fit_run(report, cuts)
     for line in describe_fit(data):
         out_console.print(line, highlight=False, soft_wrap=True, markup=False)
     if not data["entries"]:
@@ -388,6 +398,11 @@ def diff_cmd(
         from unified.data.files import write_text
 
         write_text(json_out, json.dumps(rows, indent=2))
+
+
+from unified.cli.review import review_cmd  # noqa: E402 - its own module, so the app grows by a line
+
+app.command("review")(review_cmd)
 
 
 # ---------------------------------------------------------------- cache

@@ -138,6 +138,16 @@ FLAGS: tuple[Flag, ...] = (
         commands=("compare",),
     ),
     Flag(
+        "labels",
+        ("--labels",),
+        Optional[Path],
+        None,
+        "people's labels by sample id from a labels file (labels.jsonl, as `unified-eval review` writes it), "
+        "for the agreement with people",
+        _INPUT,
+        commands=("compare",),
+    ),
+    Flag(
         "list_sep",
         ("--list-sep",),
         Optional[str],
@@ -357,6 +367,7 @@ _METAVARS = {
     "map_": "SRC=FIELD",
     "layout": "LAYOUT",
     "label": "METRIC=COLUMN",
+    "labels": "FILE",
     "list_sep": "SEP",
     "max_samples": "N",
     "batch_poll": "SECONDS",
@@ -554,6 +565,7 @@ class Invocation:
     max_error_rate: float = 0.0
     allow_errors: bool = False
     label_cut: list[str] | None = None
+    labels: Path | None = None
     max_flips: int = 0
     verbose: bool = False
     quiet: bool = False
@@ -684,6 +696,7 @@ class _Setup:
     judges: Any
     judge_desc: dict[str, Any]
     label_cuts: dict[str, float]  # --label-cut, by canonical metric (compare)
+    people: Any = None  # --labels: the labels file's history (unified.data.labelfile), compare
     mlflow: Any = None  # --mlflow: unified.api's MLflow logging, checked before any judge is paid
     prices: Any = None  # --price and --config's [prices]
 
@@ -704,6 +717,7 @@ def _setup(inv: Invocation) -> _Setup | None:
     gates = parse_gates(inv.fail_under)
     _check_gates_name_metrics(gates, refs)
     cuts = _label_cuts(inv.label_cut, refs)  # a bad --label-cut is said before any judge is paid
+    people = _people(inv.labels)  # so is a --labels file that is missing or holds no label
     # a missing piece, a URI that cannot work or a bad budget: said before any judge is paid
     mlflow = mlflow_logging(inv.mlflow, inv.mlflow_timeout)
     if not inv.file.exists():
@@ -719,7 +733,16 @@ def _setup(inv: Invocation) -> _Setup | None:
     # run_dir: framework backends put their stray files (ragas's uuid) in the run folder
     objs = [get_backend(b, judges, run_dir=inv.out) for b in backends]
     _check_parameters(refs, objs)
-    return _Setup(refs, backends, objs, gates, judges, desc, cuts, mlflow, _prices(inv.price, inv.judge.config))
+    return _Setup(refs, backends, objs, gates, judges, desc, cuts, people, mlflow, _prices(inv.price, inv.judge.config))
+
+
+def _people(path: Path | None) -> Any:
+    """The labels file ``--labels`` names, read (``unified.data.labelfile``), or None."""
+    if path is None:
+        return None
+    from unified.data.labelfile import read_people_labels
+
+    return read_people_labels(path)
 
 
 def dry_run(inv: Invocation, refs: list[Any], backends: list[str]) -> None:
@@ -1023,7 +1046,9 @@ def _after(inv: Invocation, s: _Setup, report: Any) -> int:
 
     out = inv.out
     if inv.command == "compare":
-        _crosscheck(report, out, inv.quiet, inv.verbose, cuts=s.label_cuts, calibration=inv.options.calibration)
+        _crosscheck(
+            report, out, inv.quiet, inv.verbose, cuts=s.label_cuts, calibration=inv.options.calibration, people=s.people
+        )
     flips_ok = _migration(report, inv, s) if inv.command == "migrate" else True
     if inv.command in ("compare", "migrate"):  # the page shows what those files say
         report.write_html(out / REPORT_FILE)
@@ -1112,10 +1137,13 @@ def _crosscheck(
     verbose: bool = False,
     cuts: dict[str, float] | None = None,
     calibration: Any = None,
+    people: Any = None,
 ) -> None:
     from unified.cli import common as cli
     from unified.run.runfolder import CROSSCHECK_FILE
 
+    for note in report.use_labels(people) if people is not None else ():  # --labels: before any figure
+        cli.err_console.print(f"note: --labels: {note}", highlight=False, soft_wrap=True)
     served: dict[str, set[str]] = {}
     for d in report.iter_score_dicts():
         served.setdefault(d["metric"], set()).add(d["backend"])

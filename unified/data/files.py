@@ -16,12 +16,21 @@ into exit code 2.
 Append-only files (``scores.jsonl`` while a run streams) cannot be renamed into place:
 ``unified.run.runfolder.AppendLog`` keeps their own rule (a line is whole or the next run
 repairs it) and reports errors with the same ``os_error`` wording.
+
+A file that several writers append to — processes that know nothing of each other, such
+as two ``unified-eval review`` servers on one run folder, or two threads of one — takes
+``append_line``'s rule: under an exclusive ``flock`` on the file itself, a line that does
+not yet end the file with a newline (a torn last line, left by a writer killed mid-write)
+is first closed with one, then the new line goes out in one ``write`` of an ``O_APPEND``
+descriptor and is fsynced before the lock is released. Two writers' lines therefore never
+interleave, and a line is on disk when the call returns.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -94,4 +103,30 @@ def write_json(path: str | Path, data: Any) -> Path:
     return write_text(path, json.dumps(data, indent=2, default=str))
 
 
-__all__ = ["OutputError", "atomic_path", "os_error", "temp_path", "write_json", "write_text"]
+def append_line(path: str | Path, line: str) -> Path:
+    """Append ``line`` (one JSONL line, no newline inside) to ``path`` by the rule in the
+    module docstring; an ``OSError`` becomes an ``OutputError`` naming ``path``."""
+    if "\n" in line or "\r" in line:
+        raise ValueError("append_line writes one line: the text holds a line break")
+    path = Path(path)
+    data = (line + "\n").encode("utf-8")
+    try:
+        # each call opens its own descriptor: flock is per open file description, so two
+        # threads of one process exclude each other as two processes do
+        fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            size = os.fstat(fd).st_size
+            if size and os.pread(fd, 1, size - 1) != b"\n":
+                data = b"\n" + data  # close a torn last line: the new line stays whole
+            if os.write(fd, data) != len(data):  # a short write: the disk filled mid-line
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(fd)
+        finally:
+            os.close(fd)  # closing releases the flock
+    except OSError as e:
+        raise os_error(path, e, "write") from None
+    return path
+
+
+__all__ = ["OutputError", "append_line", "atomic_path", "os_error", "temp_path", "write_json", "write_text"]

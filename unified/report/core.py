@@ -69,6 +69,8 @@ class Report:
         self._samples_in = samples
         self._model: tuple[Any, RunModel] | None = None
         self._source: ScoreSource | None = None  # what self._model was read from
+        # people's labels from a labels file (use_labels): sample id -> {metric: label}
+        self._people: dict[str, dict[str, int | float]] = {}
         # True when the run that returned this Report had nothing to do and wrote nothing
         # (unified.run.runindex: the folder proved it holds every task already)
         self.unchanged = False
@@ -469,7 +471,18 @@ class Report:
 
     def sample_objects(self) -> dict[str, Any]:
         """Sample id -> ``Sample``; a sample that no longer validates (written by an older
-        version) is left out: it only loses its question in the cross-check's tables."""
+        version) is left out: it only loses its question in the cross-check's tables.
+        People's labels read by ``use_labels`` are in each sample's ``metadata.labels``."""
+        out = self._validated_samples()
+        for sid, mine in self._people.items():
+            s = out.get(sid)
+            if s is not None:
+                labels = s.metadata.get("labels")
+                own = dict(labels) if isinstance(labels, Mapping) else {}
+                out[sid] = s.model_copy(update={"metadata": {**s.metadata, "labels": {**own, **mine}}})
+        return out
+
+    def _validated_samples(self) -> dict[str, Any]:
         from unified.sample import Sample
 
         out = {}
@@ -479,6 +492,24 @@ class Report:
             except Exception:
                 continue
         return out
+
+    def use_labels(self, history: Any) -> list[str]:
+        """Take people's labels from a labels file (``unified.data.labelfile``: its
+        ``LabelHistory``) into the samples' ``metadata.labels``, where the cross-check and
+        ``calibrate`` read labels; a label the file holds replaces the sample's own label
+        of the same metric (the file is the later decision). Returns what was left out,
+        as notes: stale labels, ties between people, unreadable lines, labels of samples
+        this run does not hold."""
+        from unified.data.labelfile import people_labels
+
+        samples = self._validated_samples()
+        people = people_labels(history, {sid: s.content_hash() for sid, s in samples.items()})
+        foreign = [sid for sid in people.labels if sid not in samples]
+        self._people = {sid: mine for sid, mine in people.labels.items() if sid in samples}
+        notes = list(people.notes)
+        if foreign:
+            notes.append(f"{len(foreign)} labelled sample(s) (first: '{foreign[0]}') are not in this run: left out")
+        return notes
 
     def write_html(self, path: str | Path, *, max_drilldown: int = 200) -> Path:
         """Write the self-contained HTML report (``unified.report.html``)."""
