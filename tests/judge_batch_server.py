@@ -16,6 +16,23 @@ creations make the job but answer 502, as a proxy that lost the answer would.
 ``results_gone = True``: finished jobs' output and error files answer 404 (deleted, or
 past the provider's retention).
 
+``hostile``: what a real server may write into the output file of the next job that
+finishes, or is created (one of ``HOSTILE``; the first answered line of that job is the
+one hurt, and ``hurt`` records its custom id):
+
+- ``u2028``: every answer line carries raw U+2028, U+2029 and U+0085 inside its strings
+  (valid JSON; ``str.splitlines()`` splits on them, a JSONL reader must not);
+- ``not_json``: the line cut in the middle (not JSON);
+- ``non_object``: the line replaced by a JSON array;
+- ``duplicate``: the line written twice, the second time with another answer;
+- ``usage_string``: ``usage.prompt_tokens`` is ``"many"``;
+- ``response_not_object``: ``response`` is a string;
+- ``stuck``: the next job created never leaves ``in_progress`` by itself (a cancel still
+  ends it ``cancelled``, its first ``partial`` share answered, as OpenAI does);
+- ``stuck_hard``: the same, and a cancel leaves it ``cancelling`` for good.
+
+``cancels`` counts ``POST /v1/batches/{id}/cancel``.
+
 Every answer line is ``JudgeServer.completion(body)``: the same function that answers
 ``POST /v1/chat/completions``, so a batch run and an online run see the same answers.
 Counters: ``submitted[custom_id]`` (how many jobs held it), ``answered[custom_id]``
@@ -35,6 +52,18 @@ from typing import Any, Callable
 from aiohttp import web
 
 OUTCOMES = ("completed", "cancelled", "expired", "failed")
+HOSTILE = (
+    "u2028",
+    "not_json",
+    "non_object",
+    "duplicate",
+    "usage_string",
+    "response_not_object",
+    "stuck",
+    "stuck_hard",
+)
+#: raw line and paragraph separators (and NEL) that JSON allows inside a string
+SEPARATORS = "\u2028\u2029\u0085"
 
 
 @dataclass
@@ -49,6 +78,7 @@ class _Job:
     completed: int = 0
     failed: int = 0
     metadata: dict = field(default_factory=dict)
+    stuck: bool = False  # never leaves in_progress by itself (hostile "stuck")
 
 
 class BatchEndpoints:
@@ -67,6 +97,11 @@ class BatchEndpoints:
         self.lose_creates = lose_creates
         # True: a finished job's output and error files answer 404 (deleted or past retention)
         self.results_gone = False
+        # a hostile output (HOSTILE) for the next job that finishes; ``hurt``: the custom ids it hurt
+        self.hostile: str | None = None
+        self.hurt: list[str] = []
+        self.stuck_hard = False
+        self.cancels = 0
         self.result_files: set[str] = set()
         self.files: dict[str, bytes] = {}
         self.jobs: dict[str, _Job] = {}
@@ -134,9 +169,11 @@ class BatchEndpoints:
         data = self.files.get(req.get("input_file_id", ""))
         if data is None or req.get("endpoint") != "/v1/chat/completions":
             return web.json_response({"error": {"message": "bad input_file_id or endpoint"}}, status=400)
-        lines = [json.loads(raw) for raw in data.decode().splitlines() if raw.strip()]
+        lines = [json.loads(raw) for raw in data.decode().split("\n") if raw.strip()]
         job = _Job(self._new_id("batch"), req["input_file_id"], time.time(), lines, metadata=req.get("metadata") or {})
         with self._lock:
+            if self.hostile in ("stuck", "stuck_hard"):  # the next job only
+                job.stuck, self.stuck_hard, self.hostile = True, self.hostile == "stuck_hard", None
             self.jobs[job.id] = job
             self.submitted.update(line["custom_id"] for line in lines)
             lost, self.lose_creates = self.lose_creates > 0, max(0, self.lose_creates - 1)
@@ -172,11 +209,17 @@ class BatchEndpoints:
         job = self.jobs.get(request.match_info["id"])
         if job is None:
             return web.json_response({"error": {"message": "no such batch"}}, status=404)
-        if job.status == "in_progress":
+        with self._lock:
+            self.cancels += 1
+        if job.status == "in_progress" and not (job.stuck and self.stuck_hard):
             self._finish(job, "cancelled")
+        elif job.status == "in_progress":
+            job.status = "cancelling"  # and so it stays: a provider that never ends it
         return web.json_response(self._view(job))
 
     def _advance(self, job: _Job) -> None:
+        if job.stuck:
+            return
         if job.status == "in_progress" and time.time() - job.created_at >= self.delay:
             self._finish(job, self.outcome)
 
@@ -211,12 +254,60 @@ class BatchEndpoints:
         job.completed, job.failed = len(out), len(err)
         if out:
             job.output_file_id = self._new_id("file")
-            self.files[job.output_file_id] = "".join(json.dumps(r) + "\n" for r in out).encode()
+            self.files[job.output_file_id] = self._output(out)
         if err:
             job.error_file_id = self._new_id("file")
             self.files[job.error_file_id] = "".join(json.dumps(r) + "\n" for r in err).encode()
         self.result_files |= {f for f in (job.output_file_id, job.error_file_id) if f}
         job.status = outcome
+
+    def _output(self, out: list[dict]) -> bytes:
+        """The output file's bytes: one JSON line per answer, hurt as ``hostile`` says."""
+        kind, self.hostile = self.hostile, None  # the next job's output only
+        if kind is None:
+            return "".join(json.dumps(r) + "\n" for r in out).encode()
+        if kind != "u2028":
+            self.hurt.append(out[0]["custom_id"])
+        lines = [json.dumps(r, ensure_ascii=False) for r in out]
+        first = out[0]
+        if kind == "u2028":  # raw separators inside strings, on every line: valid JSON
+            lines = [
+                json.dumps(
+                    {
+                        **r,
+                        "id": r["id"] + SEPARATORS,
+                        "response": {
+                            **r["response"],
+                            "request_id": SEPARATORS,
+                            "body": {**r["response"]["body"], "system_fingerprint": f"fp{SEPARATORS}"},
+                        },
+                    },
+                    ensure_ascii=False,
+                )
+                for r in out
+            ]
+        elif kind == "not_json":
+            lines[0] = lines[0][: len(lines[0]) // 2]
+        elif kind == "non_object":
+            lines[0] = json.dumps([first["custom_id"], "an array, not an object"])
+        elif kind == "duplicate":
+            body = first["response"]["body"]
+            other = {**body, "choices": [{**body["choices"][0], "message": {"role": "assistant", "content": "{}"}}]}
+            lines.append(json.dumps({**first, "response": {**first["response"], "body": other}}))
+        elif kind == "usage_string":
+            body = first["response"]["body"]
+            lines[0] = json.dumps(
+                {
+                    **first,
+                    "response": {
+                        **first["response"],
+                        "body": {**body, "usage": {**body["usage"], "prompt_tokens": "many"}},
+                    },
+                }
+            )
+        elif kind == "response_not_object":
+            lines[0] = json.dumps({**first, "response": "an answer went missing here"})
+        return "".join(line + "\n" for line in lines).encode("utf-8")
 
     def _view(self, job: _Job) -> dict:
         done = job.status != "in_progress"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -56,10 +57,24 @@ def _judges(srv, uses_judges: bool):
     )
 
 
-async def _score(srv, backend, sample, names):
-    srv.reset_counts()
+@contextmanager
+def _service(name: str, judge_srv):
+    """(backend options, a function giving the requests sent so far): a backend that
+    answers from its own hosted service gets a loopback one; the others ask our judge."""
+    if name != "patronus":
+        yield {}, lambda: list(judge_srv.requests)
+        return
+    from patronus_server import IDS, PatronusServer
+
+    with PatronusServer() as srv:
+        options = {"api_key": "pk-loopback-company", "api_url": srv.url}
+        yield options, lambda: [{k: v for k, v in b.items() if k not in IDS} for b in srv.posts()]
+
+
+async def _score(sent, backend, sample, names):
+    before = len(sent())
     scores = await backend.score(sample, parse_metrics(",".join(names)))
-    return scores, Counter(json.dumps(body, sort_keys=True) for body in srv.requests)
+    return scores, Counter(json.dumps(body, sort_keys=True) for body in sent()[before:])
 
 
 @pytest.mark.parametrize("name, served", list(_cases()))
@@ -70,14 +85,14 @@ async def test_a_value_alone_is_its_value_beside_the_other_core_metrics(name, se
     monkeypatch.setenv("OPENAI_API_KEY", "sk-loopback-company")
     monkeypatch.chdir(tmp_path)  # a framework that writes beside the run writes here
     values = []
-    with JudgeServer(answer_fn=framework_answers) as srv:
+    with JudgeServer(answer_fn=framework_answers) as srv, _service(name, srv) as (options, sent):
         judges = _judges(srv, info.uses_judges)
-        backend = get_backend(name, judges)
+        backend = get_backend(name, judges, **options)
         try:
             for sample in _samples():
-                beside, asked_beside = await _score(srv, backend, sample, served)
+                beside, asked_beside = await _score(sent, backend, sample, served)
                 for metric, want in zip(served, beside):
-                    (got,), asked = await _score(srv, backend, sample, [metric])
+                    (got,), asked = await _score(sent, backend, sample, [metric])
                     assert (got.value, got.error) == (want.value, want.error), (name, sample.id, metric)
                     assert not asked - asked_beside, (name, sample.id, metric)  # no request of its own
                     values.append(got.value)

@@ -6,6 +6,7 @@ unanswered request into a task error that --retry-errors redoes; never judgment 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -352,3 +353,186 @@ def test_a_job_whose_result_files_are_gone_is_ended_and_retry_errors_sends_again
     assert not [s.error for s in second.iter_scores() if s.error]
     assert all(s.value is not None for s in second.iter_scores())
     assert len(list(second.iter_scores())) == len(list(first.iter_scores()))
+
+
+# ---------------------------------------------------------------- output files as real servers write them
+
+#: what each hostile output line must be called in its task's error
+HOSTILE_REASONS = {
+    "not_json": "is not JSON",
+    "non_object": "is not a JSON object",
+    "duplicate": "appears 2 times in the job's results",
+    "usage_string": "usage.prompt_tokens is 'many', not a whole number",
+    "response_not_object": "its response is not an object",
+}
+
+
+def _bounded(srv, out, *, seconds: float = 60, batch=FAST, n: int = 4, **kw):
+    """A batch run through ``unified.api.aevaluate`` under a deadline: a poller that dies
+    or a job that never ends fails the test (TimeoutError) instead of hanging it."""
+    from unified.api import aevaluate
+
+    async def main():
+        run = aevaluate(
+            str(DATA),
+            "faithfulness",
+            ["native"],
+            judge=JudgeConfig(base_url=srv.base_url, model="fake", max_retries=1),
+            out=out,
+            batch=batch,
+            max_samples=n,
+            progress=False,
+            **kw,
+        )
+        return await asyncio.wait_for(run, seconds)
+
+    return asyncio.run(main())
+
+
+@pytest.mark.parametrize("kind", sorted(HOSTILE_REASONS))
+def test_a_bad_output_line_fails_its_task_only_and_retry_errors_resends_only_it(kind, tmp_path, monkeypatch):
+    """One line of a finished job's output is hostile (not JSON, not an object, a repeated
+    custom_id, a usage count that is no number, a response that is no object): that
+    request's task fails with one line naming why; every other task scores; the job is
+    recorded as ended, so --retry-errors sends exactly that request again and completes.
+    Before, the job's whole output was refused (or the poller died and the run hung at
+    0/N), and every rerun read the same file and failed the same way."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    be = BatchEndpoints()
+    be.hostile = kind
+    out, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    with JudgeServer(batch=be) as srv:
+        first = _bounded(srv, out, cache=cache)
+        assert len(be.hurt) == 1
+        errors = [s.error for s in first.iter_scores() if s.error]
+        assert len(errors) == 1, errors  # only the hurt line's task
+        assert HOSTILE_REASONS[kind] in errors[0] and "batch batch_" in errors[0] and "\n" not in errors[0], errors
+        assert all(s.value is not None for s in first.iter_scores() if not s.error)
+        assert len(list(first.iter_scores())) == 4
+        ledger = BatchLedger(out / "batches.jsonl")
+        assert ledger.ended_jobs() == set(be.jobs)  # every job closed, none left to poll forever
+        assert ledger.find(ledger_endpoint(srv), be.hurt[0]) is None  # its request is the one to send again
+        before = dict(be.submitted)
+        second = _bounded(srv, out, cache=cache, retry_errors=True)
+        assert srv.chat_count == 0
+    assert not [s.error for s in second.iter_scores() if s.error]
+    assert len(list(second.iter_scores())) == 4
+    assert be.submitted[be.hurt[0]] == 2  # the hurt request, sent again once
+    assert all(be.submitted[c] == 1 for c in before if c != be.hurt[0]), be.submitted
+
+
+def ledger_endpoint(srv) -> str:
+    from unified.redact import endpoint_of
+
+    return endpoint_of(srv.base_url)
+
+
+def test_raw_line_separators_inside_strings_are_one_line(tmp_path, monkeypatch):
+    """JSON allows raw U+2028, U+2029 and U+0085 inside strings and real servers write them;
+    str.splitlines() cuts a line there. Every task scores, with the values of an online run."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    be = BatchEndpoints()
+    be.hostile = "u2028"
+    with JudgeServer(batch=be) as srv:
+        batch = _bounded(srv, tmp_path / "b", cache=tmp_path / "b.sqlite")
+        assert be.hostile is None  # the job's output was written with the separators
+        online = _run(srv, tmp_path / "o", batch=False, cache=tmp_path / "o.sqlite")
+    assert not [s.error for s in batch.iter_scores() if s.error]
+    assert _values(batch) == _values(online)
+
+
+def test_a_job_stuck_in_progress_is_cancelled_at_max_wait_and_its_answers_kept(tmp_path, monkeypatch):
+    """A job that never leaves in_progress: past max_wait (counted from its creation) the
+    run cancels it, keeps what it answered, fails the rest with one line saying how to
+    retry, and ends; --retry-errors sends only the unanswered requests and completes."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    be = BatchEndpoints(partial=0.5)
+    be.hostile = "stuck"
+    out, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    with JudgeServer(batch=be) as srv:
+        first = _bounded(srv, out, cache=cache, batch={**FAST, "max_wait": 1.0})
+        assert be.cancels == 1
+        errors = [s.error for s in first.iter_scores() if s.error]
+        # half the stuck job answered before its cancel: a row fails when any of its
+        # extractions (the response's, the reference's) is in the unanswered half
+        assert 1 <= len(errors) < 4, errors
+        assert all("past max_wait" in e and "--retry-errors" in e for e in errors), errors
+        assert sum(s.value is not None for s in first.iter_scores()) == 4 - len(errors)
+        stuck_job = next(iter(be.jobs))
+        unanswered = {c for c in be.submitted if be.answered[c] == 0}
+        second = _bounded(srv, out, cache=cache, retry_errors=True)
+    assert not [s.error for s in second.iter_scores() if s.error]
+    assert be.jobs[stuck_job].status == "cancelled"
+    assert all(be.submitted[c] == 2 for c in unanswered)
+    assert len(unanswered) == len(be.jobs[stuck_job].lines) - int(len(be.jobs[stuck_job].lines) * be.partial)
+    assert all(n == 1 for c, n in be.submitted.items() if c not in unanswered)
+
+
+def test_a_job_that_never_ends_even_when_cancelled_is_given_up_and_closed(tmp_path, monkeypatch):
+    """The provider leaves the job 'cancelling' for good: after cancel_wait its requests
+    fail, the job is recorded as ended (every request failed), and --retry-errors sends
+    them again in a new job."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    be = BatchEndpoints()
+    be.hostile = "stuck_hard"
+    out, cache = tmp_path / "run", tmp_path / "c.sqlite"
+    with JudgeServer(batch=be) as srv:
+        first = _bounded(srv, out, cache=cache, batch={**FAST, "max_wait": 0.5, "cancel_wait": 0.5})
+        errors = [s.error for s in first.iter_scores() if s.error]
+        assert len(errors) == 4 and all("still not ended" in e and "--retry-errors" in e for e in errors), errors
+        assert BatchLedger(out / "batches.jsonl").ended_jobs() == set(be.jobs)
+        second = _bounded(srv, out, cache=cache, retry_errors=True)
+    assert not [s.error for s in second.iter_scores() if s.error]
+    assert len(list(second.iter_scores())) == 4
+
+
+def test_batch_wait_bound_follows_the_completion_window():
+    assert BatchSettings().wait_bound() == 25 * 3600  # OpenAI's 24 h window, and an hour for its own expiry
+    assert BatchSettings(max_wait=60).wait_bound() == 60
+    with pytest.raises(ValueError, match="completion_window"):
+        BatchSettings(completion_window="a day")
+    with pytest.raises(ValueError, match="max_wait"):
+        BatchSettings(max_wait=0)
+
+
+def test_parse_results_reads_lines_as_jsonl_is_written():
+    from unified.judge.batch import parse_results
+
+    def line(cid, **body):
+        return json.dumps(
+            {"custom_id": cid, "response": {"status_code": 200, "body": {"s": "x\u2028y\u0085z", **body}}},
+            ensure_ascii=False,
+        ).encode()
+
+    out = b"\r\n".join([line("a"), b'{"no": "id"}', b"\xff\xfe", line("b"), b""]) + b"\n"
+    err = line("b", other=True) + b"\n" + line("c", usage={"prompt_tokens": 3.0, "completion_tokens": -1})
+    r = parse_results([("file_1", out), ("file_2", err)])
+    assert r.outcome("a")[0]["s"] == "x\u2028y\u0085z"  # one line, separators and \r\n read as JSON allows
+    assert r.stray == ["line 2 of file_1 has no custom_id", "line 3 of file_1 is not UTF-8"]
+    assert r.outcome("b") == (None, r.bad["b"]) and "line 4 of file_1, line 1 of file_2" in r.bad["b"]
+    assert r.outcome("c") == (None, "usage.completion_tokens is -1, not a whole number of tokens")
+    assert r.outcome("d") == (None, None)  # no line: the caller says how the job ended
+
+
+def test_the_cli_ends_a_batch_run_with_a_bad_line_and_retry_errors_completes_it(tmp_path):
+    """The same through the command line: exit 3 with the bad line's reason on stderr (and
+    no hang), then --retry-errors exits 0 having sent one request again."""
+    out = tmp_path / "run"
+    env = {**cli_env(), "OPENAI_API_KEY": KEY}
+    be = BatchEndpoints()
+    be.hostile = "usage_string"
+    with JudgeServer(batch=be) as srv:
+        cmd = [str(CLI), "run", str(DATA), "-m", "faithfulness", "--base-url", srv.base_url, "--model", "fake"]
+        cmd += ["--max-samples", "4", "--out", str(out), "--cache", str(tmp_path / "c.sqlite")]
+        cmd += ["--batch", "--batch-poll", "0.2", "--batch-window", "0.2"]
+        first = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=180)
+        assert first.returncode == 3, first.stderr[-3000:]
+        # the grouped failures show quoted values as '…'; scores.jsonl keeps the full line
+        assert "1 task(s) failed" in first.stderr and "request failed (usage.prompt_tokens is" in first.stderr
+        lines = [json.loads(x) for x in (out / "scores.jsonl").read_text().splitlines()]
+        (error,) = [x["error"] for x in lines if x.get("error")]
+        assert "batch batch_2 (completed): request failed (usage.prompt_tokens is 'many', not a whole" in error
+        assert "\n" not in error
+        second = subprocess.run([*cmd, "--retry-errors"], env=env, capture_output=True, text=True, timeout=180)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert be.submitted[be.hurt[0]] == 2 and sum(be.submitted.values()) == len(be.submitted) + 1

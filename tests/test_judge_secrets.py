@@ -156,3 +156,29 @@ def test_redacting_filter_rewrites_message_and_traceback():
     RedactingFilter().filter(record)
     assert "http://***@h/v1" in record.exc_text
     assert_clean(logging.Formatter().format(record), KEY)
+
+
+def test_a_key_given_as_a_variable_name_is_refused_without_being_repeated():
+    """api_key_env holds a NAME; a pasted key is refused by every door (a JudgeConfig, an
+    EmbeddingConfig, resolve_judges' api_key_env) and the message never repeats it."""
+    from pydantic import ValidationError
+
+    from unified.judge import JudgeSetupError
+    from unified.redact import looks_like_secret
+
+    pasted = "3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c"  # an Azure key's shape: 32 hex characters
+    names = ["OPENAI_API_KEY", "AZURE_OPENAI_API_KEY_2024", "my_judge_key", "LITELLM_MASTER_KEY"]
+    assert not any(looks_like_secret(n) for n in names)
+    assert all(looks_like_secret(k) for k in (pasted, ENV_KEY, "AIzaSyD-9tSrke72PouQMnMX-a7eZSW0jkFMBWY"))
+    for make in (
+        lambda: JudgeConfig(model="m", api_key_env=pasted),
+        lambda: EmbeddingConfig(kind="openai", base_url="http://h/v1", api_key_env=pasted),
+        lambda: resolve_judges({"model": "m", "base_url": "http://h/v1", "api_key_env": pasted}, cache=False),
+        lambda: resolve_judges({"model": "m", "base_url": "http://h/v1"}, api_key_env=pasted, cache=False),
+    ):
+        with pytest.raises((ValidationError, JudgeSetupError)) as e:
+            make()
+        assert "NAME of an environment variable" in str(e.value) and "32 characters, not shown" in str(e.value)
+        assert_clean(str(e.value), pasted)
+    with pytest.raises(ValidationError, match="letters, digits and _"):
+        JudgeConfig(model="m", api_key_env="my-key")

@@ -8,12 +8,20 @@ from __future__ import annotations
 import pytest
 from judge_server import JudgeServer, framework_answers
 
-from unified.adapters import available, backend_info, builtin_backends, get_backend, implemented_metrics
+from unified.adapters import (
+    Backend,
+    available,
+    backend_info,
+    builtin_backends,
+    get_backend,
+    implemented_metrics,
+    registered_backend,
+)
 from unified.api import evaluate
 from unified.judge import JudgeConfig, build_judges
 from unified.metrics import parse_metric
 from unified.sample import Sample
-from unified.scores import raw_bound
+from unified.scores import Score, raw_bound
 
 SAMPLES = [
     Sample(
@@ -88,3 +96,54 @@ def test_the_embedding_backend_keeps_its_tuned_bounds_unless_the_user_gives_one(
     assert threshold_for("embedding", "answer_relevancy") == 5.0
     assert threshold_for("embedding", "answer_relevancy[threshold=8]") == 8.0
     assert threshold_for("native", "answer_relevancy") == 5.0
+
+
+class _OwnRule(Backend):
+    """A third-party backend with a pass rule of its own: bound 5 whatever was asked."""
+
+    name = "own_rule"
+    metrics = frozenset({"faithfulness"})
+    uses_judges = False
+
+    async def score(self, sample, metrics):
+        return [Score.from_raw(m.name, self.name, sample.id, 0.6, threshold=5.0) for m in metrics]
+
+
+def test_every_task_carries_its_bound_whatever_the_backend_wrote(tmp_path):
+    """The run resolves the bound once per task and every Score carries it: a backend
+    that decides with a bound of its own is judged again against the task's."""
+    with registered_backend("own_rule", f"{__name__}:_OwnRule", metrics={"faithfulness"}, uses_judges=False):
+        report = evaluate(SAMPLES, ["faithfulness[threshold=8]", "faithfulness"], ["own_rule"], quiet=True)
+    by_metric = {s.metric: s for s in report.iter_scores()}
+    assert by_metric["faithfulness[threshold=8]"].threshold == 8.0
+    assert by_metric["faithfulness[threshold=8]"].passed is False  # 6 < 8, though the backend said pass at 5
+    assert by_metric["faithfulness"].threshold == 7.0 and by_metric["faithfulness"].passed is False
+
+
+def test_a_failed_task_carries_its_bound_too(tmp_path):
+    """A task that fails before the backend is called (a missing field) carries the bound
+    it would have been judged against: the user's, else the backend's own, else the metric's."""
+    bare = Sample(id="bare", response="r", retrieved_contexts=["c"])  # no question: answer_relevancy needs one
+    report = evaluate([bare], ["answer_relevancy[threshold=8]", "answer_relevancy"], ["embedding"], quiet=True)
+    got = {s.metric: s.threshold for s in report.iter_scores()}
+    assert got == {"answer_relevancy[threshold=8]": 8.0, "answer_relevancy": 5.0}
+    assert all(s.error and s.passed is None for s in report.iter_scores())
+
+
+def test_the_bound_of_a_metric_named_with_one_is_that_bound_everywhere():
+    from unified.analysis.verdict import backend_threshold, default_threshold, score_passed
+
+    assert default_threshold("faithfulness[threshold=8]") == 8.0 and default_threshold("faithfulness") == 7.0
+    assert backend_threshold("faithfulness[threshold=8]", []) == 8.0
+    s = Score.from_raw("faithfulness[threshold=8]", "x", "s", 0.75)  # no bound written: the name's
+    assert score_passed(s) is False
+
+
+def test_assert_scores_applies_the_bound_of_the_metric_as_named():
+    from unified.testing import assert_scores
+
+    sample = Sample(id="s", retrieved_ids=["a", "b"], relevant_ids=["b"])  # mrr = 1/2 → 5
+    assert_scores([sample], ["mrr"], "native")  # 5 ≥ 5, the metric's bound
+    with pytest.raises(AssertionError, match="mrr"):
+        assert_scores([sample], ["mrr[threshold=8]"], "native")  # 5 < 8: the bound as named
+    assert_scores([sample], ["mrr[threshold=8]"], "native", thresholds={"mrr[threshold=8]": 4})  # the caller's

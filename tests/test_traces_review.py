@@ -79,10 +79,11 @@ def test_one_unreadable_span_costs_only_its_own_trace_not_the_whole_document(tmp
     # trace 1 and 4 are whole; before the fix one bad span made the whole document one error
     assert sorted(s.id for s in samples) == [f"{1:032x}", f"{4:032x}"]
     text = "\n".join(map(str, errors))
-    assert f"trace {2:032x}: span 'rag' ({2:08x}00000001): cannot read this span" in text
-    assert "field 'traceId'" in text and "has no trace id (and 1 more span(s) with a problem)" in text
-    # trace 3 lost its root span: its other span is no trace of its own to score
-    assert any(f"{3:032x}" in str(e) for e in errors)
+    assert f"field 'x': trace {2:032x}: span 'rag' ({2:08x}00000001): attribute 'x': intValue 'abc'" in text
+    # trace 3 lost its root's trace id: the error is trace 3's, found by the root's span id
+    [lost] = [e for e in errors if e.sample_id == f"{3:032x}"]
+    assert lost.field == "traceId" and "has no trace id (this trace's span, by its ids" in lost.reason
+    assert "cannot read this span (AttributeError" in text  # the garbage, a row error of its own
 
 
 def _record(tid, sid, parent, name, attrs):

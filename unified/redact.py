@@ -11,6 +11,8 @@ What counts as a secret:
   masked whole (it is never sent to a server, so it identifies nothing);
 - key-shaped tokens in free text (``sk-…``, ``Bearer …``) and any exact secret the caller
   names (the API key a client read from the environment);
+- a value given where a *name* belongs (``--api-key-env``) that looks like a key
+  (``looks_like_secret``: a long token mixing letters and digits, or cases) — never echoed;
 - in a config mapping, the value of a key whose name looks like a credential — except
   ``*_env`` keys (they hold the *name* of an environment variable, not its value) and
   token *counts* such as ``max_tokens`` (a number is not a secret).
@@ -50,6 +52,35 @@ _SPACED_USERINFO = re.compile(
 )
 # "user:password@host" without a scheme (a mistyped base URL): the password still goes
 _BARE_USERINFO = re.compile(r"(?<![\w/@])[^\s/@:'\"<>()]+:[^\s/@'\"<>()]+@(?=[\w.\-\[])")
+
+
+# a token's pieces: cut at the separators names and paths are made of
+_PIECES = re.compile(r"[^_\-./\s]+")
+
+
+def looks_like_secret(text: Any) -> bool:
+    """True for a value that may be a credential, so that it is never printed: key-shaped
+    (``sk-…``, ``Bearer …``), a URL that carries credentials (``url_secrets``), or a token —
+    a piece of 16 or more characters (cut at ``_``, ``-``, ``.``, ``/`` and spaces) that mixes
+    letters with digits or upper with lower case, as generated keys do
+    (``3f9a…`` hex, ``AIzaSy…``, ``gsk_…``). A variable's name is words in one case
+    (``OPENAI_API_KEY``, ``AZURE_OPENAI_KEY_2024``, ``my_judge_key``) and is not one.
+
+    >>> [looks_like_secret(x) for x in ("OPENAI_API_KEY", "3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c", "hf_AbCdEfGhIjKlMnOpQrSt")]
+    [False, True, True]
+    """
+    text = str(text)
+    if _KEY_SHAPED.search(text) or url_secrets(text.strip()):
+        return True
+    for piece in _PIECES.findall(text):
+        if len(piece) < 16:
+            continue
+        letters = [c for c in piece if c.isalpha()]
+        digits = any(c.isdigit() for c in piece)
+        mixed_case = any(c.isupper() for c in letters) and any(c.islower() for c in letters)
+        if (letters and digits) or mixed_case:
+            return True
+    return False
 
 
 def is_secret_name(name: str) -> bool:
@@ -354,6 +385,7 @@ __all__ = [
     "UrlParts",
     "endpoint_of",
     "is_secret_name",
+    "looks_like_secret",
     "one_line",
     "redact_argv",
     "redact_config",

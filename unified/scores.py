@@ -141,6 +141,15 @@ class Score(BaseModel):
     def ok(self) -> bool:
         return is_ok(self.error, self.value)
 
+    def judged_against(self, bound: float) -> "Score":
+        """This Score with its task's pass bound: ``threshold`` = ``bound`` and ``passed``
+        by the one test (``unified.bounds.passed``). A per-sample bound a metric derived
+        from the task's (precision@k and recall@k scale it by the best achievable value;
+        ``details.threshold_base`` is the task's bound) is kept as the metric applied it."""
+        if self.threshold == bound or self.details.get("threshold_base") == bound:
+            return self
+        return self.model_copy(update={"threshold": bound, "passed": passed(self.value, bound) if self.ok else None})
+
     @classmethod
     def failure(cls, metric: str, backend: str, sample_id: str, error: str, **kw: Any) -> "Score":
         return cls(**failure_fields(metric, backend, sample_id, error), **kw)

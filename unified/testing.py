@@ -39,6 +39,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from unified.bounds import passed
+
 __all__ = ["assert_gates", "assert_scores", "configure", "drain_records"]
 
 # set by the pytest plugin: its command-line options (session) and the running test's marker
@@ -241,8 +243,7 @@ def _verdict(s: Any, bound: float | None) -> _Check | None:
             shown,
             f"no threshold for {s.metric}: pass thresholds={{'{s.metric}': bound}}",
         )
-    passed = s.value >= threshold if bound is not None or s.passed is None else s.passed
-    if passed:
+    if passed(s.value, threshold):  # the one test, against the caller's bound or the task's
         return None
     return _Check(
         sample, s.metric, s.backend, f"{s.value:.2f}", shown, one_line(s.reason or "below the threshold", 240)

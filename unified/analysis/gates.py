@@ -27,19 +27,13 @@ def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[
     if not spec:
         return {}
     if isinstance(spec, Mapping):
-        items = [f"{k}={v}" for k, v in spec.items()]
-    elif isinstance(spec, str):
-        items = spec.split(",")
+        pairs = [(f"{k}={v}", str(k), str(v)) for k, v in spec.items()]
     else:
-        items = [p for s in spec for p in s.split(",")]
+        texts = [spec] if isinstance(spec, str) else list(spec)
+        pairs = [_split_gate(item) for t in texts for item in _outside_brackets(t, ",") if item.strip()]
     gates: dict[str, float] = {}
     written: dict[str, str] = {}  # metric -> its gate as first written
-    for item in (i.strip() for i in items):
-        if not item:
-            continue
-        name, sep, bound = item.partition("=")
-        if not sep:
-            raise GateError(f"gate '{item}' must be metric=bound, like faithfulness=7")
+    for item, name, bound in pairs:
         name = name.strip()
         try:
             parse_metric(name)
@@ -56,6 +50,28 @@ def parse_gates(spec: str | Iterable[str] | Mapping[str, float] | None) -> dict[
         gates[name] = value
         written.setdefault(name, item)
     return gates
+
+
+def _outside_brackets(text: str, sep: str) -> list[str]:
+    """``text`` split on ``sep`` where it is not inside a metric's ``[...]`` parameters:
+    ``context_relevancy[variant=mean,t=0.8]=7,mrr=5`` is two gates."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return [*parts, text[start:]]
+
+
+def _split_gate(item: str) -> tuple[str, str, str]:
+    """(the gate as written, metric, bound): the bound follows the last ``=`` outside the
+    metric's brackets (``faithfulness[threshold=8]=9`` gates that metric at 9)."""
+    item = item.strip()
+    *names, bound = _outside_brackets(item, "=")
+    if not names:
+        raise GateError(f"gate '{item}' must be metric=bound, like faithfulness=7")
+    return item, "=".join(names), bound
 
 
 def gate_matches(gate: str, metric: str) -> bool:

@@ -1,11 +1,14 @@
 """What "passed" means, in one place: a backend's verdict, a metric's default bound, and a
 human label read as pass/fail.
 
-- A metric's default pass bound is its registry ``threshold`` on 0–10; a metric the
-  registry does not know (a custom name from an old run) gets 5, the middle of the scale.
-- A backend's bound is the one its Scores carry (``Score.threshold``), else the metric's.
+- A metric's bound, read from its name as asked, is the one rule ``MetricRef.bound``: the
+  ``[threshold=…]`` written in the name, else the metric's registry default on 0–10; a
+  metric the registry does not know (a custom name from an old run) gets 5, the middle of
+  the scale.
+- A backend's bound is the one its Scores carry (``Score.threshold``: the run gives every
+  task its bound), else the metric's.
 - A Score passes when ``Score.passed`` says so; a Score written without a verdict passes
-  when value ≥ its bound.
+  by the one test, value ≥ its bound (``unified.bounds.passed``).
 - A human label is binary when every value is 0 or 1 (booleans are 0/1). A graded label
   (any other number) is binarised at a cut: the one given, else the metric's default
   bound on the labels' own scale — bound/10 when every grade lies in [0, 1] (TruLens'
@@ -23,6 +26,7 @@ import math
 from typing import Any, Iterable, Mapping
 
 from unified.analysis.stats import Undefined
+from unified.bounds import passed
 from unified.metrics import UnknownMetricError, parse_metric
 from unified.scores import Score
 
@@ -39,15 +43,17 @@ def canonical(metric: str) -> str:
 
 
 def default_threshold(metric: str) -> float:
-    """The metric's default pass bound on 0–10 (registry), else 5."""
+    """The pass bound of ``metric`` as named (``faithfulness[threshold=8]`` is 8; the one
+    rule, ``MetricRef.bound``), else 5 for a metric the registry does not know."""
     try:
-        return float(parse_metric(metric).spec.threshold)
+        return parse_metric(metric).bound()
     except UnknownMetricError:
         return FALLBACK_THRESHOLD
 
 
-def backend_threshold(metric: str, scores: Iterable[Score]) -> float:
-    """The pass bound a backend used (the first Score's own), else the metric's default."""
+def backend_threshold(metric: str, scores: Iterable[Any]) -> float:
+    """The pass bound a backend used (the first of its Scores or tasks that carries one:
+    ``threshold``), else the bound of the metric as named."""
     for s in scores:
         if s.threshold is not None:
             return float(s.threshold)
@@ -64,7 +70,7 @@ def score_passed(score: Score, threshold: float | None = None) -> bool | None:
     bound = score.threshold if score.threshold is not None else threshold
     if bound is None:
         bound = default_threshold(score.metric)
-    return float(score.value) >= float(bound)  # type: ignore[arg-type]
+    return passed(score.value, bound)
 
 
 def label_for(metric: str, labels: Mapping[str, Any]) -> str | None:

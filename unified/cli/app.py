@@ -55,28 +55,53 @@ def metrics_cmd(
             _print_metric(describe_metric(name))
             return
         m = metric_matrix()
-    names = [b["name"] for b in m["backends"]]
+    for chunk in _backend_chunks(m, out_console.width):
+        out_console.print(_backend_matrix(m, chunk))
+    out_console.print(_metric_facts(m))
+    for b in m["backends"]:
+        if not b["available"]:
+            err_console.print(f"note: {b['hint']}", highlight=False, markup=False)
+
+
+def _backend_chunks(m: dict[str, Any], width: int) -> list[list[dict[str, Any]]]:
+    """The backends in runs that fit ``width`` beside the metric column (a table of each):
+    a backend's name is never cut, however narrow the terminal."""
+    used = max(len(r["label"]) for r in m["rows"]) + 4
+    chunks: list[list[dict[str, Any]]] = [[]]
+    for b in m["backends"]:
+        need = max(len(b["name"]), 15 if not b["available"] else 0) + 3
+        if chunks[-1] and used + need > width:
+            chunks.append([])
+            used = max(len(r["label"]) for r in m["rows"]) + 4
+        chunks[-1].append(b)
+        used += need
+    return chunks
+
+
+def _backend_matrix(m: dict[str, Any], backends: list[dict[str, Any]]) -> Table:
+    """Which of ``backends`` implements which metric: a ✓ per cell."""
+    names = [b["name"] for b in backends]
     t = Table(title="metrics × backends (✓ implemented, · not) — `unified-eval metrics NAME` for one")
-    # six backends and more: the other columns wrap, a metric's name never does
     t.add_column("metric", no_wrap=True, min_width=max(len(r["label"]) for r in m["rows"]))
-    for b in m["backends"]:  # a backend's name is never cut: eight of them share the width
+    for b in backends:
         header = b["name"] if b["available"] else f"{b['name']}\n(extra missing)"
         t.add_column(header, justify="center", no_wrap=True, min_width=len(b["name"]))
+    for row in m["rows"]:
+        t.add_row(row["label"], *["✓" if row["implemented"].get(b) else "·" for b in names])
+    return t
+
+
+def _metric_facts(m: dict[str, Any]) -> Table:
+    """Each metric's fields, kind and pass bounds (the most common, then the backends
+    that apply another)."""
+    t = Table(title="metrics: what they need and when they pass (on 0–10)")
+    t.add_column("metric", no_wrap=True, min_width=max(len(r["label"]) for r in m["rows"]))
     t.add_column("required fields")  # the one column that wraps
     for col in ("kind", "pass ≥"):
         t.add_column(col, no_wrap=True)
     for row in m["rows"]:
-        t.add_row(
-            row["label"],
-            *["✓" if row["implemented"].get(b) else "·" for b in names],
-            row["required"],
-            row["kind"],
-            _pass_bounds(row["thresholds"]),
-        )
-    out_console.print(t)
-    for b in m["backends"]:
-        if not b["available"]:
-            err_console.print(f"note: {b['hint']}", highlight=False, markup=False)
+        t.add_row(row["label"], row["required"], row["kind"], _pass_bounds(row["thresholds"]))
+    return t
 
 
 def _pass_bounds(thresholds: dict[str, float | None]) -> str:
@@ -187,6 +212,10 @@ def validate_cmd(
         out_console.print(f"ERROR {e}", highlight=False, soft_wrap=True)
     for w in reader.notes:
         out_console.print(f"warning: {w}", highlight=False, soft_wrap=True)
+    from unified.data.traces.provenance import shape_lines  # samples read from traces: where each field came from
+
+    for line in shape_lines(samples, reader.source):
+        out_console.print(line, highlight=False, soft_wrap=True)
     if samples:
         _print_missing(missing, len(samples))
     out_console.print(

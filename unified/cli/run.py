@@ -750,6 +750,8 @@ def dry_run(inv: Invocation, refs: list[Any], backends: list[str]) -> None:
     model_a = getattr(judges.chat, "model", None)
     prices = _prices(inv.price, inv.judge.config)
     unpriced = _price_rows(rows, prices, model_a, getattr(judges.chat2, "model", None) or model_a)
+    for line in judges.where():  # where the calls would go
+        cli.out_console.print(line, highlight=False, soft_wrap=True)
     _print_rows(rows, f"dry run: {len(samples)} samples ({n_bad} bad rows), nothing called")
     cli.out_console.print(
         "a step that several metrics share is counted once, on the first metric that needs it", highlight=False

@@ -214,8 +214,10 @@ def _trace_format(source: Any, fmt: str | None, layout: str | None) -> str | Non
         return layout if layout in TRACE_FORMATS else None
     if isinstance(source, (str, Path)):
         path = Path(source)
-        json_file = (fmt or path.suffix).lower().lstrip(".") in ("json", "jsonl", "ndjson")
-        return detect_file(path) if json_file and path.is_file() else None
+        kind = (fmt or path.suffix).lower().lstrip(".")
+        # JSON by content; Parquet (a span DataFrame saved with to_parquet) by its columns
+        readable = kind in ("json", "jsonl", "ndjson", "parquet", "pq")
+        return detect_file(path) if readable and path.is_file() else None
     if _is_instance_of(source, "pandas", "DataFrame"):
         return detect_columns(str(c) for c in source.columns)
     if isinstance(source, (list, tuple)) and source:

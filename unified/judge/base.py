@@ -292,6 +292,11 @@ class ChatJudge(ABC):
         structured-output mode. Never a key or a URL's credentials."""
         return {"kind": type(self).__name__, "model": self.model, "sampling": self.sampling_params()}
 
+    def where(self) -> str:
+        """Where this judge's calls go, for people (the run's header, the dry run): an HTTP
+        judge says ``MODEL at URL`` (redacted); this default names the model and the class."""
+        return f"{self.model} ({type(self).__name__})"
+
     async def aclose(self) -> None:
         return None
 
@@ -309,6 +314,10 @@ class Embedder(ABC):
         """What decides the vectors, secret-free (kind and model; HTTP embedders add their
         endpoint; see ``ChatJudge.describe``)."""
         return {"kind": type(self).__name__, "model": self.model}
+
+    def where(self) -> str:
+        """Where the texts go, for people (``ChatJudge.where``)."""
+        return f"{self.model} ({type(self).__name__})"
 
     async def aclose(self) -> None:
         return None
@@ -351,6 +360,17 @@ class Judges:
             "single_judge": self.single_judge,
             "embedder": self.embedder.describe() if self.embedder is not None else None,
         }
+
+    def where(self, chat: bool = True, embedder: bool = True) -> list[str]:
+        """One line per judge a run uses (``chat``: judges A and B, ``embedder``), saying
+        where its calls go: ``judge: gpt-4o-mini at https://api.openai.com/v1 (OpenAI's API:
+        no base URL was given)``. URLs are redacted."""
+        pairs: list[tuple[str, ChatJudge | Embedder | None]] = [
+            ("judge", self.chat if chat else None),
+            ("judge 2", self.chat2 if chat else None),
+            ("embeddings", self.embedder if embedder else None),
+        ]
+        return [f"{label}: {j.where()}" for label, j in pairs if j is not None]
 
     async def aclose(self) -> None:
         for j in (self.chat, self.chat2, self.embedder):

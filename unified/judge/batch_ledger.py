@@ -8,8 +8,10 @@ so a process killed at any moment leaves a record of every job it may have paid 
 - ``{"event": "batch", "batch_id", "file_id", "endpoint", "requests", "time"}`` — the
   job was created;
 - ``{"event": "end", "batch_id", "status", "counts", "failed": [...], "usage", "time"}`` —
-  the job reached a final state and its files were read; ``failed`` are the custom ids
-  that got no usable answer (an error line, or no line at all); ``usage`` is what its
+  the job reached a final state and its files were read (or was given up: its result
+  files are gone, or it did not end after this run cancelled it); ``failed`` are the
+  custom ids that got no usable answer (an error line, a malformed line, a custom id
+  written twice, or no line at all); ``usage`` is what its
   answers were billed for, ``{model: [prompt tokens, completion tokens]}`` — the
   folder's record of what it paid, whichever process read the answers (``paid_tokens``).
 

@@ -435,6 +435,9 @@ class CachedChatJudge(ChatJudge):
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()  # the cache changes the cost, never the answer
 
+    def where(self) -> str:
+        return self.inner.where()
+
     async def ask(self, messages: Messages, schema: type[T], **params: Any) -> T:
         key = self._key("ask", messages, schema, params)
 
@@ -466,6 +469,9 @@ class CachedEmbedder(Embedder):
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
+
+    def where(self) -> str:
+        return self.inner.where()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         keys = [self._key(t) for t in texts]

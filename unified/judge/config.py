@@ -8,6 +8,7 @@ dumped into a report or a cache key without leaking anything.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -39,6 +40,52 @@ def _redacted_args(args: Any) -> list[tuple[str | None, Any]]:
     return [(k, redact_url(v) if k == "base_url" and isinstance(v, str) else v) for k, v in args]
 
 
+#: where a judge without a base URL sends its calls (the openai client's own default)
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+#: an Azure OpenAI deployment's URL: ``https://RESOURCE.openai.azure.com/openai/deployments/NAME``
+_AZURE_DEPLOYMENT = re.compile(r"/openai/deployments/([^/;]+)/?$")
+
+
+def base_url_of(config: Any) -> tuple[str, str]:
+    """(the URL a judge's or embedder's calls go to, where it came from): the config's
+    ``base_url`` ("given"); else ``$OPENAI_BASE_URL`` ("OPENAI_BASE_URL") — the openai
+    client reads it by itself, so it is named here, where a run says where its calls go
+    and which endpoint is the judge's identity; else OpenAI's API ("default")."""
+    if getattr(config, "base_url", None):
+        return str(config.base_url), "given"
+    env = os.environ.get("OPENAI_BASE_URL")
+    if env:
+        return env, "OPENAI_BASE_URL"
+    return DEFAULT_BASE_URL, "default"
+
+
+def azure_deployment(url: str | None) -> str | None:
+    """The deployment's name when ``url`` is an Azure OpenAI deployment URL (its path ends
+    ``/openai/deployments/NAME``): such a server wants the key in an ``api-key`` header and
+    an ``api-version`` query parameter on every call (``unified.judge.transport``)."""
+    from unified.redact import split_url
+
+    parts = split_url(url) if url else None
+    m = _AZURE_DEPLOYMENT.search(parts.path) if parts is not None else None
+    return m.group(1) if m else None
+
+
+def provider_prefix_problem(config: Any, where: str = "judge") -> str | None:
+    """Why this HTTP judge would quietly go to the wrong server, or None: a model named with
+    a provider prefix (``anthropic/claude-3-5-sonnet``, ``gemini/…``: a gateway's names) and
+    no base URL anywhere (``base_url_of``) would be sent to OpenAI's API, which serves no
+    such model."""
+    model = str(getattr(config, "model", "") or "")
+    if "/" not in model or getattr(config, "is_gguf", False) or base_url_of(config)[1] != "default":
+        return None
+    return (
+        f"{where}: the model {model!r} names a provider ({model.split('/', 1)[0]}/) but no base URL says "
+        f"where to send it, so its calls would go to OpenAI's API ({DEFAULT_BASE_URL}); give the URL of the "
+        "gateway or server that serves it (LiteLLM's proxy: --base-url http://127.0.0.1:4000), or set "
+        "UNIFIED_JUDGE_BASE_URL, [judge] base_url or OPENAI_BASE_URL"
+    )
+
+
 def check_base_url(url: str | None) -> str | None:
     """``url`` when it is an ``http(s)://host[:port]/...`` URL, else a ValueError that
     says what is wrong without repeating the URL (it may hold a key): a URL without a
@@ -54,7 +101,34 @@ def check_base_url(url: str | None) -> str | None:
         raise ValueError("base_url has a port that is not a number") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError("base_url must start with http:// or https:// and name a host, like http://127.0.0.1:8080/v1")
+    if azure_deployment(url) and "api-version=" not in parts.query and not os.environ.get("OPENAI_API_VERSION"):
+        raise ValueError(
+            "an Azure OpenAI deployment URL (…/openai/deployments/NAME) needs its api-version: add "
+            "?api-version=2024-10-21 (or the version your resource supports), or set OPENAI_API_VERSION"
+        )
     return url
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def key_env_problem(name: str) -> str | None:
+    """Why ``name`` cannot be the NAME of the environment variable that holds a key, or
+    None. A value that looks like a key (``unified.redact.looks_like_secret``: a user pasted
+    the key itself) is never repeated, not even in this message; it only says how long it is."""
+    from unified.redact import looks_like_secret
+
+    if looks_like_secret(name):
+        return (
+            f"takes the NAME of an environment variable that holds the key (such as OPENAI_API_KEY), "
+            f"not the key: the value given ({len(name)} characters, not shown) looks like a key itself; "
+            "export it under a name (export MY_JUDGE_KEY=...) and give that name"
+        )
+    if not _ENV_NAME.match(name):
+        return (
+            f"takes the NAME of an environment variable (letters, digits and _, such as OPENAI_API_KEY); got {name!r}"
+        )
+    return None
 
 
 def _reject_literal_key(data: Any, section: str) -> Any:
@@ -87,6 +161,14 @@ class _EndpointConfig(BaseModel):
 
     def __repr_args__(self) -> Any:  # repr() and str() never show a URL's credentials
         return _redacted_args(super().__repr_args__())
+
+    @field_validator("api_key_env", check_fields=False)
+    @classmethod
+    def _key_env(cls, v: str) -> str:
+        problem = key_env_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
+        return v
 
 
 class JudgeConfig(_EndpointConfig):
@@ -182,7 +264,13 @@ class EmbeddingConfig(_EndpointConfig):
         if value.strip().lower() == "local":
             return cls(kind="local")
         if not value.startswith(("http://", "https://")):
-            raise ValueError(f"embedding must be 'local' or an http(s) URL, got {value!r}")
+            from unified.redact import looks_like_secret, redact_value
+
+            # a URL without its scheme still carries its password (user:KEY@host): never echoed
+            shown = (
+                "a value that looks like a key (not shown)" if looks_like_secret(value) else repr(redact_value(value))
+            )
+            raise ValueError(f"embedding must be 'local' or an http(s) URL, got {shown}")
         return cls(kind="openai", base_url=value, model=model or DEFAULT_REMOTE_EMBEDDING_MODEL)
 
     @classmethod
@@ -192,8 +280,8 @@ class EmbeddingConfig(_EndpointConfig):
         if not value:
             return None
         cfg = cls.parse(value, os.environ.get("UNIFIED_EMBEDDING_MODEL"))
-        if cfg is not None and os.environ.get("UNIFIED_JUDGE_API_KEY_ENV"):
-            cfg = cfg.model_copy(update={"api_key_env": os.environ["UNIFIED_JUDGE_API_KEY_ENV"]})
+        if cfg is not None and os.environ.get("UNIFIED_JUDGE_API_KEY_ENV"):  # validated, as every name is
+            cfg = cls.model_validate({**cfg.model_dump(), "api_key_env": os.environ["UNIFIED_JUDGE_API_KEY_ENV"]})
         return cfg
 
 

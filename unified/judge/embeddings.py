@@ -17,7 +17,7 @@ import numpy as np
 from openai.types import CreateEmbeddingResponse
 
 from unified.judge.base import CallRecord, Embedder, JudgeHTTPError, record_call
-from unified.judge.config import EmbeddingConfig
+from unified.judge.config import EmbeddingConfig, base_url_of
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
 from unified.judge.structured import estimate_tokens
 from unified.judge.transport import HttpEndpoint
@@ -42,12 +42,15 @@ class OpenAIEmbedder(Embedder):
         self._http = HttpEndpoint(config, "embeddings")
         self._what = f"embeddings model={config.model} at {self._http.url}"
 
+    def where(self) -> str:
+        return self._http.where()
+
     def describe(self) -> dict[str, Any]:
         """Kind, endpoint (the URL without credentials or query but a model-choosing parameter), model and ``dimensions``:
         what decides the vectors."""
         return {
             "kind": "openai",
-            "endpoint": endpoint_of(self.config.base_url),
+            "endpoint": endpoint_of(base_url_of(self.config)[0]),
             "model": self.model,
             "dimensions": self.config.dimensions,
         }

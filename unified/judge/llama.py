@@ -158,6 +158,9 @@ class LlamaCppJudge(ChatJudge):
             **self.config.extra,
         }
 
+    def where(self) -> str:
+        return f"{self.model} (a .gguf model in this process)"
+
     def describe(self) -> dict[str, Any]:
         """The ``.gguf`` file name and sampling (incl. the chat template); not its folder."""
         return {"kind": "gguf", "model": self.model, "sampling": self.sampling_params()}

@@ -315,6 +315,9 @@ class LocalEmbedder(Embedder):
     def describe(self) -> dict[str, Any]:
         return {"kind": "local", "model": self.model}
 
+    def where(self) -> str:
+        return f"{self.model} (the packaged model, in this process)"
+
     def embed_sync(self, texts: Sequence[str]) -> list[list[float]]:
         return [s.tolist() for s, _ in encode_both(list(texts), self.batch_size)]
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ValidationError
 from unified.judge import budget
 from unified.judge.base import CallRecord, ChatJudge, Messages, T, record_call, repeat_seed
 from unified.judge.batch import BatchMode, JudgeBatchError, current_batch_mode, custom_id_for
-from unified.judge.config import JudgeConfig
+from unified.judge.config import JudgeConfig, base_url_of, provider_prefix_problem
 from unified.judge.loops import cut_error
 from unified.judge.resilience import MESSAGE_LIMIT, Attempts, expect_body
 
@@ -67,6 +67,9 @@ class OpenAIChatJudge(ChatJudge):
     """Chat judge over ``openai.AsyncOpenAI`` with our retries, limits and accounting."""
 
     def __init__(self, config: JudgeConfig):
+        problem = provider_prefix_problem(config)
+        if problem is not None:  # never a quiet call to the wrong server
+            raise ValueError(problem)
         self.config = config
         self.model = config.model
         mode = config.structured_output
@@ -100,7 +103,7 @@ class OpenAIChatJudge(ChatJudge):
         are two judges."""
         return {
             "kind": "openai",
-            "endpoint": endpoint_of(self.config.base_url),
+            "endpoint": endpoint_of(base_url_of(self.config)[0]),
             "model": self.model,
             "sampling": redact_config(
                 {
@@ -112,6 +115,9 @@ class OpenAIChatJudge(ChatJudge):
             ),
             "structured_output": self.config.structured_output,
         }
+
+    def where(self) -> str:
+        return self._http.where()
 
     # ------------------------------------------------------------ one HTTP call
     def _response_format(self, schema: type[BaseModel] | None) -> dict | None:

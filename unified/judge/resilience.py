@@ -124,8 +124,13 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
 
 
 def _status_detail(exc: openai.APIStatusError) -> str:
-    """The server's own error text, whole: the caller scrubs, then cuts."""
+    """The server's own error text, whole: the caller scrubs, then cuts. Servers' shapes:
+    ``{"error": {"message"}}`` (OpenAI, Azure, LiteLLM, Ollama), ``{"message"}`` at the top
+    (vLLM), ``{"error": "text"}`` (vLLM's 401), and a list of those (Gemini's
+    OpenAI-compatible endpoint: ``[{"error": {...}}]``)."""
     body = getattr(exc, "body", None)
+    if isinstance(body, list) and body and isinstance(body[0], dict):
+        body = body[0]
     if isinstance(body, dict):
         err = body.get("error", body)
         return str(err.get("message", "")) if isinstance(err, dict) else str(err)
@@ -185,11 +190,11 @@ def _classify(
     if isinstance(exc, openai.APIStatusError):
         status = exc.status_code
         msg = f"{what}: HTTP {status}"
+        hint = f" — check the API key in ${key_env or 'the key environment variable'}" if status in (401, 403) else ""
         detail = _status_detail(exc)
-        if detail:
-            msg += f" ({detail})"
-        if status in (401, 403):
-            msg += f" — check the API key in ${key_env or 'the key environment variable'}"
+        if detail:  # the server's words get what room the hint leaves (Azure's 401 text is long)
+            msg += f" ({one_line(detail, max(MESSAGE_LIMIT - len(msg) - len(hint) - 3, 40), secrets)})"
+        msg += hint
         return _Outcome(
             JudgeHTTPError(line(msg), status=status),
             status in _RETRY_STATUS or status >= 500,

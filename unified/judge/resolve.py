@@ -17,7 +17,11 @@ Precedence, field by field: **explicit > environment > config file > defaults**.
   ``embedding_model``), ``False`` for none; ``None``: ``UNIFIED_EMBEDDING``, the run
   file's ``[embedding]``, then the packaged local model when its extra is installed.
 - ``api_key_env``: the NAME of the variable holding the key, for both judges and a remote
-  embedder; it must be set (naming a variable is asking for a key).
+  embedder; it must be set (naming a variable is asking for a key), and a value that
+  looks like a key itself is refused without being repeated.
+- Where the calls go: ``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's API
+  (``config.base_url_of``). A provider-prefixed model (``anthropic/claude-3-5-sonnet``)
+  with none of them is refused: it would quietly go to OpenAI's API.
 - ``overrides``: the CLI's knobs, applied last to both judges — ``timeout``,
   ``max_retries``, ``concurrency``, ``structured_output``, ``requests_per_minute``
   (``timeout`` and ``max_retries`` also to a remote embedder); None values are ignored.
@@ -45,7 +49,9 @@ from unified.judge.config import (
     EmbeddingConfig,
     JudgeConfig,
     RunConfig,
+    key_env_problem,
     load_run_config,
+    provider_prefix_problem,
     section_fields,
 )
 from unified.judge.factory import assemble
@@ -86,8 +92,21 @@ def load_config_file(path: str | Path | None) -> RunConfig | None:
     try:
         return load_run_config(path)
     except Exception as exc:
-        msg = " ".join(str(exc).split())
+        msg = " ".join(_parse_error(exc).split())
         raise JudgeSetupError(msg if str(path) in msg else f"--config {path}: {type(exc).__name__}: {msg}") from None
+
+
+def _parse_error(exc: Exception) -> str:
+    """A run file's parse error without the file's text: PyYAML quotes the broken line,
+    cut anywhere — the head of a URL with its password but not the ``@`` that would let
+    ``unified.redact`` find it. Its problem and position say enough; the rest is scrubbed."""
+    from unified.redact import scrub
+
+    mark = getattr(exc, "problem_mark", None)
+    if mark is not None and getattr(exc, "problem", None):
+        context = f"{exc.context}: " if getattr(exc, "context", None) else ""  # type: ignore[attr-defined]
+        return f"{context}{exc.problem} (line {mark.line + 1}, column {mark.column + 1})"  # type: ignore[attr-defined]
+    return scrub(str(exc))
 
 
 def _env_fields(prefix: str) -> dict[str, Any]:
@@ -197,8 +216,14 @@ def _apply(cfg: Any, updates: Mapping[str, Any], where: str) -> Any:
 
 
 def _key_env_update(api_key_env: str | None) -> dict[str, str]:
+    """``--api-key-env NAME`` for every HTTP client: a name that is no variable's name — a
+    pasted key above all — is refused without repeating it (``key_env_problem``); only
+    a checked name is shown when its variable is not set."""
     if not api_key_env:
         return {}
+    problem = key_env_problem(api_key_env)
+    if problem is not None:
+        raise JudgeSetupError(f"--api-key-env {problem}")
     if not os.environ.get(api_key_env):
         raise JudgeSetupError(f"--api-key-env {api_key_env}: that environment variable is not set")
     return {"api_key_env": api_key_env}
@@ -245,6 +270,10 @@ def resolve_judges(
     j2 = _apply(j2, {**key_update, **ov}, "judge2")
     if remote_emb:
         emb = _apply(emb, {**key_update, **{k: v for k, v in ov.items() if k in _EMBEDDING_OVERRIDES}}, "embedding")
+    for cfg, where in ((j1, "judge"), (j2, "judge2")):
+        problem = provider_prefix_problem(cfg, where) if cfg is not None else None
+        if problem is not None:
+            raise JudgeSetupError(problem)
     store = _open_cache(cache) if (j1 or j2 or emb) else None
     judges = assemble(j1, j2, emb, store, single_judge)
     desc = {

@@ -2,16 +2,24 @@
 event loop, the concurrency slot, the rate limiter, the retry policy, the endpoint's
 circuit breaker and the secrets to scrub.
 
+Where the calls go: the config's ``base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's API
+(``config.base_url_of``; ``where()`` says which, for the run's header and the dry run).
+
 URL credentials: query parameters of ``base_url`` (``?api_key=KEY``) are sent with every
 request (the SDK's ``default_query``; left in the URL they would end up in front of
 ``/chat/completions``), userinfo (``user:KEY@``) is left to httpx, which turns it into
 basic auth. Either way the values are remembered as secrets: scrubbed from every error,
 call record and log line (``unified.redact``); the URL in messages is redacted.
+
+An Azure OpenAI deployment URL (``…/openai/deployments/NAME?api-version=V``,
+``config.azure_deployment``) gets the SDK's Azure client: the key goes in an ``api-key``
+header instead of ``Authorization: Bearer``, and ``api-version`` on every request.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import replace
 from typing import Any, Awaitable, Callable, TypeVar
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
@@ -20,12 +28,12 @@ import openai
 
 from unified.judge import budget
 from unified.judge.breaker import CircuitBreaker
+from unified.judge.config import DEFAULT_BASE_URL, azure_deployment, base_url_of
 from unified.judge.resilience import Attempts, RateLimiter, RetryPolicy, call_with_retries, loop_local
 from unified.redact import redact_logs, redact_url, remember_secret, url_secrets
 
 R = TypeVar("R")
 
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _PLACEHOLDER_KEY = "not-needed"  # local servers ignore the key but the client wants one
 
 
@@ -47,10 +55,11 @@ class HttpEndpoint:
     def __init__(self, config: Any, label: str):
         self.config = config
         self.key = config.api_key()  # read now; kept for the client and to scrub texts
-        self.secrets: list[str | None] = [self.key, *url_secrets(config.base_url)]
+        url, self.source = base_url_of(config)
+        self.secrets: list[str | None] = [self.key, *url_secrets(url)]
         remember_secret(*self.secrets)
         redact_logs()  # openai (and httpx) are imported now: their loggers exist
-        self.url = redact_url(config.base_url or DEFAULT_BASE_URL)
+        self.url = redact_url(url)
         # a chat judge may leave timeout and concurrency to its kind (unified.judge.budget);
         # the endpoint's own timeout is the longest one request may take (the config's max_tokens)
         self.timeout: float = budget.call_timeout(config) or budget.REMOTE_TIMEOUT
@@ -64,15 +73,32 @@ class HttpEndpoint:
             config.breaker_cooldown,
             answer_window=self.timeout,
         )
-        base_url, query = split_query(config.base_url)
-        key = self.key or _PLACEHOLDER_KEY
+        base_url, query = split_query(url)
+        self.azure = azure_deployment(base_url)
         # per event loop: httpx pools and semaphores are bound to the loop that uses them
-        self.client = loop_local(
-            lambda: openai.AsyncOpenAI(
-                base_url=base_url, api_key=key, max_retries=0, timeout=self.timeout, default_query=query or None
-            )
-        )
+        self.client = loop_local(lambda: self._client(base_url or DEFAULT_BASE_URL, query))
         self.slot = loop_local(lambda: asyncio.Semaphore(budget.concurrency(config)))
+
+    def _client(self, base_url: str, query: dict[str, str]) -> openai.AsyncOpenAI:
+        """The SDK client: ``AsyncAzureOpenAI`` for an Azure deployment URL (an ``api-key``
+        header, ``api-version`` from the URL or ``$OPENAI_API_VERSION``), else ``AsyncOpenAI``."""
+        common: dict = {"api_key": self.key or _PLACEHOLDER_KEY, "max_retries": 0, "timeout": self.timeout}
+        if self.azure is None:
+            return openai.AsyncOpenAI(base_url=base_url, default_query=query or None, **common)
+        rest = {k: v for k, v in query.items() if k != "api-version"}
+        version = query.get("api-version") or os.environ.get("OPENAI_API_VERSION")
+        return openai.AsyncAzureOpenAI(base_url=base_url, api_version=version, default_query=rest or None, **common)
+
+    def where(self) -> str:
+        """Where this endpoint's calls go, for people: ``MODEL at URL`` (redacted), and why
+        there when no URL was given (``$OPENAI_BASE_URL``, or OpenAI's API by default)."""
+        note = {
+            "OPENAI_BASE_URL": " (from $OPENAI_BASE_URL)",
+            "default": " (OpenAI's API: no base URL was given)",
+        }.get(self.source, "")
+        if self.azure is not None:
+            note = f" (Azure OpenAI deployment {self.azure})"
+        return f"{self.config.model} at {self.url}{note}"
 
     async def send(self, request: Callable[[], Awaitable[R]], timeout: float | None = None) -> R:
         """One attempt: wait for a rate-limit turn and a concurrency slot, then run

@@ -23,23 +23,16 @@ from typing import Any
 
 from unified.analysis.crosscheck import MIN_N, pair_stats, undefined_reason
 from unified.analysis.jury import JURY
+from unified.analysis.verdict import backend_threshold
 from unified.report.model import RunModel
 
 ODD_MIN_GAP = 1.0
 
 
 def threshold_of(model: RunModel, metric: str, backend: str) -> float:
-    """The pass bound a backend used (its scores' own), else the metric's default, else 5
-    (the rule ``unified.analysis.crosscheck`` applies)."""
-    for t in model.tasks.get(metric, {}).get(backend, {}).values():
-        if t.threshold is not None:
-            return t.threshold
-    from unified.metrics import UnknownMetricError, parse_metric
-
-    try:
-        return float(parse_metric(metric).spec.threshold)
-    except UnknownMetricError:
-        return 5.0
+    """The pass bound a backend used: its tasks' own, else the metric's (the one rule of
+    ``unified.analysis.verdict.backend_threshold``, as ``crosscheck`` applies it)."""
+    return backend_threshold(metric, model.tasks.get(metric, {}).get(backend, {}).values())
 
 
 def pair_notes(a: str, b: str, va: list[float], vb: list[float], ta: float, tb: float) -> list[str]:

@@ -41,10 +41,25 @@ class Pair:
     repeats: int = 1
     # the backend scores it with a plain call (``backend.compute``): no judge, no await
     computed: bool = False
+    #: the task's pass bound on 0–10, resolved once by the run plan (``Backend.bound``:
+    #: the user's ``[threshold=…]``, else the backend's own default, else the metric's)
+    bound: float | None = None
 
     @property
     def key(self) -> str:
         return f"{self.metric.name}|{self.backend.name}"
+
+    @property
+    def task_bound(self) -> float:
+        """``bound``, or — for a pair made without a plan (a Ray worker's) — the backend's."""
+        return self.bound if self.bound is not None else task_bound(self.backend, self.metric)
+
+
+def task_bound(backend: Any, ref: MetricRef) -> float:
+    """The pass bound of (``backend``, ``ref``): the backend's one rule (``Backend.bound``),
+    or the metric's for an object that is no ``Backend``."""
+    own = getattr(backend, "bound", None)
+    return float(own(ref)) if callable(own) else ref.bound()
 
 
 @dataclass
@@ -74,7 +89,7 @@ class TaskGroup:
                 self.backend.name,
                 self.sample.id,
                 why,
-                threshold=p.metric.spec.threshold,
+                threshold=p.task_bound,
                 sample_hash=self.sample_hash,
                 config_hash=p.config_hash,
             )
@@ -210,8 +225,12 @@ async def score_group(group: TaskGroup) -> list[Score]:
         )
     scores = _checked(backend, sample, refs, got)
     scores = _attribute_cost(scores, meter)
+    # every Score carries its task's bound, whatever the backend wrote (a third-party
+    # backend's own pass rule would otherwise give the same value two verdicts)
     return [
-        s.model_copy(update={"sample_hash": group.sample_hash, "config_hash": p.config_hash})
+        s.judged_against(p.task_bound).model_copy(
+            update={"sample_hash": group.sample_hash, "config_hash": p.config_hash}
+        )
         for s, p in zip(scores, group.pairs)
     ]
 

@@ -37,6 +37,7 @@ from typing import Any, Iterable, Mapping, Sequence
 from unified.analysis.reliability import icc_oneway, repeat_summary
 from unified.analysis.stats import Undefined, is_undefined, rounded
 from unified.analysis.verdict import default_threshold
+from unified.bounds import passed
 from unified.run.runfolder import REPEATS_FILE, AppendLog, iter_lines, rewrite_jsonl
 from unified.scores import Cost, Score
 
@@ -107,7 +108,7 @@ def fold(repeats: Sequence[Score], threshold: float | None) -> Score:
         sample_id=first.sample_id,
         value=mean,
         raw=sum(raws) / len(raws) if raws else None,
-        passed=None if bound is None else mean >= bound,
+        passed=passed(mean, bound),
         reason=f"mean of {len(ok)} repeats ({listed}); repeat {shown}: {ok[0].reason or ''}".strip(),
         details=details,
         degraded=bool(why),
@@ -211,7 +212,7 @@ class RepeatBook:
         if len(have) < pair.repeats:
             return None
         self.held.pop((sample_id, pair.key), None)
-        return fold([have[r] for r in range(pair.repeats)], pair.metric.spec.threshold)
+        return fold([have[r] for r in range(pair.repeats)], pair.task_bound)
 
     def compact(self, folded: set[TaskKey]) -> int:
         """Rewrite ``repeats.jsonl`` without the lines of folded tasks (their repeats live

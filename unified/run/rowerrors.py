@@ -50,7 +50,7 @@ def row_error_scores(
                 p.backend.name,
                 key[1],
                 text,
-                threshold=p.metric.spec.threshold,
+                threshold=p.task_bound,
                 row_error=True,
                 sample_hash=h,
                 config_hash=p.config_hash,
@@ -66,7 +66,7 @@ def missing_field_score(sample_id: str, pair: Pair, why: str, sample_hash: str) 
         pair.backend.name,
         sample_id,
         why,
-        threshold=pair.metric.spec.threshold,
+        threshold=pair.task_bound,
         sample_hash=sample_hash,
         config_hash=pair.config_hash,
     )

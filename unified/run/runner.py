@@ -124,10 +124,20 @@ def _setup(state: RunState) -> None:
             s.say(f"note: {note}")
     for w in s.plan.warnings():
         s.say(f"warning: {w}")
+    _say_where_calls_go(s)
     if not s.plan.pairs:
         raise ValueError(s.plan.nothing_to_run())
     s.batch = batch_settings(s)
     s.executor = _executor(s)
+
+
+def _say_where_calls_go(s: RunState) -> None:
+    """The run header's judge lines (``Judges.where``): where the judge and embedding calls
+    of the planned pairs go, URLs redacted; information, so ``-q`` leaves them out."""
+    uses = {k for c in s.plan.configs.values() for k in ("judge", "embedder") if c.get(k)}
+    if uses and s.opts.show_summary and hasattr(s.judges, "where"):
+        for line in s.judges.where(chat="judge" in uses, embedder="embedder" in uses):
+            s.say(line)
 
 
 def _resolve_judges(opts: RunOptions) -> tuple[Any, bool, dict[str, Any]]:

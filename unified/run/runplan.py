@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from unified.metrics import MetricRef
-from unified.run.executor import Pair
+from unified.run.executor import Pair, task_bound
 from unified.run.fingerprint import config_hash, judge_requirements, task_config
 
 NO_CHAT = (
@@ -133,6 +133,7 @@ def plan_run(refs: Sequence[MetricRef], backends: Sequence[Any], judges: Any, re
                 needs_judge=needs_judge,
                 repeats=times,
                 computed=not needs_judge and times == 1 and callable(computes) and bool(computes(r)),
+                bound=task_bound(b, r),
             )
             plan.configs[pair.key] = cfg
             plan.pairs.append(pair)

@@ -4,15 +4,19 @@ Sources (``--from`` names, ``layout=`` in ``read_samples``):
 
 ========================  =============================================================
 ``otlp``                  OTLP JSON (``{"resourceSpans": …}``: the Collector's file
-                          exporter, one per line, or one document) — ``otlp``
+                          exporter, one per line, or one document; Phoenix's bare
+                          spans under ``data``) — ``otlp``
 ``openinference``         span records with OpenInference attributes, one per line or
                           pretty-printed one after another (the OpenTelemetry SDK's
-                          ``ConsoleSpanExporter``), or Phoenix's span rows —
+                          ``ConsoleSpanExporter``), Phoenix's span JSON, or Phoenix's
+                          span rows (a DataFrame, or its Parquet file) —
                           ``openinference``
 ``mlflow-traces``         MLflow trace JSON exports, ``mlflow.search_traces()``
-                          DataFrames, ``mlflow.entities.Trace`` objects — ``mlflow_traces``
-``langfuse``              Langfuse trace exports (traces with observations) and
-                          observation lists — ``langfuse_export``
+                          DataFrames (or their Parquet file), ``mlflow.entities.Trace``
+                          objects — ``mlflow_traces``
+``langfuse``              Langfuse trace exports (traces with observations, or
+                          ``{"trace", "observations"}``) and observation lists —
+                          ``langfuse_export``
 ========================  =============================================================
 
 Each reader turns its source into the neutral ``model.Span``; ``assemble`` makes the
@@ -41,6 +45,8 @@ from unified.data.traces.model import Span, TraceProblem, group
 __all__ = ["EMPTY_RETRIEVERS", "TRACE_FORMATS", "detect", "detect_columns", "detect_file", "file_rows", "trace_rows"]
 
 SpanReader = Callable[[Any], "list[tuple[str, Span]]"]
+#: the suffixes of a Parquet file (as ``unified.data.readers`` knows them)
+PARQUET_SUFFIXES = (".parquet", ".pq")
 
 
 #: --from name → the reader of one top-level value
@@ -59,13 +65,15 @@ def detect(value: Any) -> str | None:
         value = value[0] if value else None
     if not isinstance(value, Mapping):
         return "mlflow-traces" if mlflow_traces.is_trace_object(value) else None
-    if "resourceSpans" in value or "resource_spans" in value:
+    if "resourceSpans" in value or "resource_spans" in value or otlp.is_bare_span(value):
         return "otlp"
     if openinference.is_span_record(value):
         return "openinference"
     if mlflow_traces.is_mlflow_trace(value):
         return "mlflow-traces"
-    if langfuse_export.is_trace(value) or langfuse_export.is_observation(value):
+    if langfuse_export.is_wrapped_trace(value) or langfuse_export.is_trace(value):
+        return "langfuse"
+    if langfuse_export.is_observation(value):
         return "langfuse"
     for key in ("data", "traces"):
         inner = value.get(key)
@@ -80,6 +88,8 @@ def detect_file(path: Path) -> str | None:
     first lines that parse share, when at least half of them do; None for a file of
     samples. The first value alone read a whole span file as samples when only its first
     line was broken: each span a "sample" every metric failed."""
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        return _detect_parquet(path)
     try:
         found = detect(first_value(path))
         if found is not None:
@@ -91,6 +101,17 @@ def detect_file(path: Path) -> str | None:
         best = max(set(formats), key=formats.count)
         return best if 2 * formats.count(best) >= len(seen) else None
     except OSError:
+        return None
+
+
+def _detect_parquet(path: Path) -> str | None:
+    """A Parquet file's trace format, from its columns (``detect_columns``): Phoenix's
+    span DataFrame or ``mlflow.search_traces()``'s, saved with ``to_parquet``."""
+    import pyarrow.parquet as pq
+
+    try:
+        return detect_columns(pq.read_schema(path).names)
+    except (OSError, ValueError):  # not Parquet after all: the samples reader says why
         return None
 
 
@@ -147,5 +168,10 @@ def _read(reader: SpanReader, value: Any) -> "list[tuple[str, Span]] | TraceProb
 
 
 def file_rows(path: Path, fmt: str) -> Iterator[tuple[int, Any]]:
-    """``trace_rows`` over the values of a file."""
+    """``trace_rows`` over the values of a file: JSON values, or a Parquet file's rows
+    (a span DataFrame saved with ``to_parquet``: one span, or one MLflow trace, a row)."""
+    if path.suffix.lower() in PARQUET_SUFFIXES:
+        from unified.data.readers import read_file
+
+        return trace_rows(read_file(path, "parquet"), fmt, path.name)
     return trace_rows(values(path), fmt, path.name)

@@ -2,11 +2,14 @@
 trace reader shares.
 
 * ``id``: the trace id.
-* ``user_input``: the root span's input (``values.text_of``, role question); absent when
-  the root has no input or an empty one (a summariser answers no question; metrics that
+* ``user_input``: the entry span's input (``values.text_of``, role question); absent when
+  it has no input or an empty one (a summariser answers no question; metrics that
   need one then say so), an error when it has one that cannot be read. The root is
-  the one span without a parent; none or several is an error (a trace cut across files), and so
-  is a span whose parents do not lead to the root (a parent missing from the source, a loop).
+  the one span without a parent in the source (``root_of``: a remote parent — the
+  caller in another service — is no parent here); none or several is an error (a trace
+  cut across files), and so is a loop. The entry span is the root, or the span below a
+  transport root (an HTTP server span: no kind, no input, no output) that holds the
+  whole retrieval (``entry_of``).
 * ``retrieved_contexts``: the documents of every outermost retriever span, spans in start
   order (ties: source order), documents in their index order within a span — retrieval
   order. A retriever span inside another (a hybrid or ensemble retriever's parts, whose
@@ -22,8 +25,8 @@ trace reader shares.
   said: ``metadata["empty_retriever_spans"]`` counts such spans (the reader's notes count
   the traces), so a metric over no contexts (``[]``: an error Score for every metric that
   judges contexts) or over fewer of them is no surprise.
-* ``response``: the root's output when it has one, else the output of the last LLM span
-  (by end time); absent when neither exists (metrics that need it then say so).
+* ``response``: the entry span's output when it has one, else the output of the last LLM
+  span (by end time); absent when neither exists (metrics that need it then say so).
 * ``metadata["provenance"]``: for each field, the span (name and id) and the source's
   field it came from, plus the JSON key inside the value and ``json`` / ``guessed json``
   when the value was JSON; ``format`` and ``trace_id``.
@@ -63,6 +66,9 @@ def _record(trace: Trace) -> dict[str, Any]:
         more = f" (and {len(broken) - 1} more span(s) with a problem)" if len(broken) > 1 else ""
         raise TraceProblem(broken[0].field, broken[0].reason + more, broken[0].span)
     root = root_of(trace)
+    retrievers, not_read = _retrievers(trace, root)
+    docs = _documents(trace, retrievers)
+    root = entry_of(trace, root, retrievers)
     # a root span without input (or with an empty one) is a trace that answered no
     # question (a summariser): the sample has none; an input it cannot read is an error
     question, q_prov = _text(root, "input", "question", optional=True)
@@ -73,8 +79,6 @@ def _record(trace: Trace) -> dict[str, Any]:
             "span unless OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT is raised): its question may be among them",
             root,
         )
-    retrievers, not_read = _retrievers(trace)
-    docs = _documents(trace, retrievers)
     record: dict[str, Any] = {"id": trace.trace_id, "retrieved_contexts": [d.content for _, d in docs]}
     if question is not None:
         record["user_input"] = question
@@ -103,44 +107,77 @@ def _record(trace: Trace) -> dict[str, Any]:
 
 
 def root_of(trace: Trace) -> Span:
-    """The one span without a parent; raises ``TraceProblem`` for none or several."""
+    """The head of this source's part of the trace: the one span without a parent here —
+    no parent at all, or a parent that is not in the source. A service's entry span
+    whose parent lives in another service (a remote parent: distributed tracing's
+    normal case) is such a head; so is a span whose parent was lost, which cannot be
+    told apart unless OTLP's flags say the parent is not remote (then it is an error).
+    None or several heads is an error (a trace cut across files), and so is a loop."""
     if not trace.spans:
         raise TraceProblem(None, "has no spans")
-    roots = [s for s in trace.spans if not s.parent_id]
-    if len(roots) == 1:
+    ids = {s.span_id for s in trace.spans}
+    heads = [s for s in trace.spans if not s.parent_id or s.parent_id not in ids]
+    cut = [s for s in heads if s.parent_id and s.remote_parent is False]
+    if len(heads) == 1 and not cut:
         _check_tree(trace)
-        return roots[0]
-    if not roots:
-        missing = trace.spans[0].parent_id
+        if heads[0].parent_id:  # this service's entry span; its caller is in another source
+            trace.metadata["remote_parent"] = heads[0].parent_id
+        return heads[0]
+    if not heads:
+        raise TraceProblem("parent_id", "its parent ids form a loop that never reaches a root", trace.spans[0])
+    dangling = cut or [s for s in heads if s.parent_id]
+    if dangling and len(heads) > 1 or cut:
+        s = dangling[0]
+        more = f" ({len(heads)} spans have no parent in the source)" if len(heads) > 1 else ""
         raise TraceProblem(
-            "parent_id",
-            f"has no root span (the parent {missing} of {trace.spans[0].label()} "
-            f"is not in the source; is the trace cut across files?)",
+            "parent_id", f"its parent {s.parent_id} is not in the source; is the trace cut across files?{more}", s
         )
-    names = ", ".join(s.label() for s in roots[:3])
-    raise TraceProblem("parent_id", f"has {len(roots)} root spans ({names}); one trace needs one root")
+    names = ", ".join(s.label() for s in heads[:3])
+    raise TraceProblem("parent_id", f"has {len(heads)} root spans ({names}); one trace needs one root")
 
 
 def _check_tree(trace: Trace) -> None:
-    """Every span must reach the root through its parents. A span whose parent is not in
-    the trace, or a loop of parents, means spans are missing or mislinked: their documents
-    would otherwise be read as this trace's contexts without a word."""
+    """Every span must reach the root through its parents (called once the root is the
+    only head): a loop of parents means spans are mislinked, and their documents would
+    otherwise be read as this trace's contexts without a word."""
     by_id = {s.span_id: s for s in trace.spans}
     rooted: set[str] = set()  # spans already shown to reach the root: each chain is walked once
     for span in trace.spans:
         seen: set[str] = set()
-        cur = span
-        while cur.parent_id and cur.span_id not in rooted:
+        cur: Span | None = span
+        while cur is not None and cur.parent_id and cur.span_id not in rooted:
             if cur.span_id in seen:
                 raise TraceProblem("parent_id", "its parent ids form a loop that never reaches the root", cur)
             seen.add(cur.span_id)
-            parent = by_id.get(cur.parent_id)
-            if parent is None:
-                raise TraceProblem(
-                    "parent_id", f"its parent {cur.parent_id} is not in the source; is the trace cut across files?", cur
-                )
-            cur = parent
+            cur = by_id.get(cur.parent_id)
         rooted |= seen
+
+
+def entry_of(trace: Trace, root: Span, retrievers: list[Span]) -> Span:
+    """The span the question and the answer are read from: the root, or — when the root
+    is a transport span (no kind, no input, no output: a web framework's HTTP server
+    span above the RAG chain, a service's entry span) — the span below it that holds the
+    whole retrieval, descending while that span is such a transport span too. Where the
+    retrieval is split over several children, the root stays: its input is the only
+    one that is the whole question's."""
+    children: dict[str | None, list[Span]] = {}
+    for s in trace.spans:
+        children.setdefault(s.parent_id, []).append(s)
+    parent = {s.span_id: s.parent_id for s in trace.spans}
+    # every ancestor of a read retriever span: the spans on the retrieval's paths
+    on_path: set[str] = set()
+    for r in retrievers:
+        cur: str | None = r.span_id
+        while cur and cur not in on_path:
+            on_path.add(cur)
+            cur = parent.get(cur)
+    entry = root
+    while not entry.kind and entry.input is None and entry.output is None:
+        below = [c for c in children.get(entry.span_id, []) if c.span_id in on_path]
+        if len(below) != 1 or below[0].kind == RETRIEVER:
+            break
+        entry = below[0]
+    return entry
 
 
 def _text(span: Span, side: str, role: str, *, optional: bool = False) -> tuple[Any, dict[str, Any]]:
@@ -169,7 +206,7 @@ def _text(span: Span, side: str, role: str, *, optional: bool = False) -> tuple[
     return text, prov
 
 
-def _retrievers(trace: Trace) -> tuple[list[Span], int]:
+def _retrievers(trace: Trace, root: Span) -> tuple[list[Span], int]:
     """(the retriever spans whose documents are read, in start order — ties: source
     order; how many retriever spans are left out). A retriever span inside another adds
     nothing when the enclosing one returned documents (they are its merged result); when
@@ -193,7 +230,7 @@ def _retrievers(trace: Trace) -> tuple[list[Span], int]:
         return found
 
     chosen: list[Span] = []
-    todo = [s for s in trace.spans if not s.parent_id]
+    todo = [root]
     while todo:  # from the root down: a retriever with documents ends its branch
         s = todo.pop()
         if s.kind != RETRIEVER:
@@ -212,10 +249,15 @@ def _documents(trace: Trace, retrievers: list[Span]) -> list[tuple[Span, Doc]]:
     """The documents of ``retrievers`` (``_retrievers``' choice), in retrieval order."""
     if not retrievers:
         kinds = sorted({s.kind or "?" for s in trace.spans})
+        why = (
+            "no span has a kind (OpenInference's openinference.span.kind, MLflow's span type, Langfuse's "
+            "observation type): written under another convention, whose retrievals this reader cannot tell"
+            if kinds == ["?"]
+            else f"kinds: {', '.join(kinds)}"
+        )
         raise TraceProblem(
             "retrieved_contexts",
-            f"has no RETRIEVER span among its {len(trace.spans)} span(s) "
-            f"(kinds: {', '.join(kinds)}); its contexts cannot be told",
+            f"has no RETRIEVER span among its {len(trace.spans)} span(s) ({why}); its contexts cannot be told",
         )
     out: list[tuple[Span, Doc]] = []
     for span in retrievers:

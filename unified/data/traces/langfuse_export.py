@@ -6,7 +6,10 @@ one per line, a list, or ``{"data": [...]}``), or flat observations grouped by t
 Observation fields read (camelCase as the API writes them; snake_case too): ``id``,
 ``traceId``, ``type`` (``RETRIEVER`` is a retriever, ``GENERATION`` an LLM call),
 ``name``, ``startTime``, ``endTime``, ``parentObservationId`` (ignored when
-``isRootObservation`` is true), ``input``, ``output``. A retriever's ``output`` holds its
+``isRootObservation`` is true), ``input``, ``output``. Langfuse's own one-trace export
+wraps the trace: ``{"trace": {…}, "observations": [...]}`` (read the same way). Inputs
+and outputs that are JSON text — Langfuse's exports encode a trace's input as a JSON
+string, sometimes twice — are decoded (``values.decode``). A retriever's ``output`` holds its
 documents (``values.documents_of``). When the trace object has an ``input``, it is the
 root (a span named after the trace, ``trace.input`` / ``trace.output``) and the
 observations without a parent hang below it; otherwise the observation without a parent
@@ -36,6 +39,21 @@ def is_trace(value: Any) -> bool:
     return isinstance(value, Mapping) and "id" in value and isinstance(value.get("observations"), list)
 
 
+def is_wrapped_trace(value: Any) -> bool:
+    """Langfuse's own export of one trace: ``{"trace": {trace without observations},
+    "observations": [...]}`` (the UI's download merged with its observations, as in
+    Langfuse's framework-trace fixtures)."""
+    if not isinstance(value, Mapping) or not isinstance(value.get("observations"), list):
+        return False
+    trace = value.get("trace")
+    return isinstance(trace, Mapping) and "id" in trace
+
+
+def unwrap(value: Mapping[str, Any]) -> dict[str, Any]:
+    """A wrapped trace (``is_wrapped_trace``) as a trace object with its observations."""
+    return {**value["trace"], "observations": value["observations"]}
+
+
 def is_observation(value: Any) -> bool:
     return (
         isinstance(value, Mapping)
@@ -47,7 +65,10 @@ def is_observation(value: Any) -> bool:
 
 
 def spans_of(value: Any) -> list[tuple[str, Span]]:
-    """(trace id, Span) for a trace object, an observation, or a list / wrapper of them."""
+    """(trace id, Span) for a trace object (or a wrapped one), an observation, or a list /
+    wrapper of them."""
+    if is_wrapped_trace(value):
+        value = unwrap(value)
     if isinstance(value, Mapping) and not is_trace(value) and not is_observation(value):
         key = next((k for k in _WRAPPERS if isinstance(value.get(k), list)), None)
         if key is None:

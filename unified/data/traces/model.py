@@ -17,8 +17,14 @@ from typing import Any
 #: Langfuse's are mapped onto them by their readers)
 RETRIEVER = "RETRIEVER"
 LLM = "LLM"
+#: the kind a producer writes for a span it did not type (Phoenix's ``span_kind``): no kind
+UNKNOWN = "UNKNOWN"
 #: the trace id under which a reader files spans whose own trace id cannot be read
 NO_TRACE_ID = "(no trace id)"
+NO_SPAN_ID = (
+    "has no span id (none, or all zeros: OTLP's invalid id, which means none): a repeated delivery "
+    "of it could not be told from a second span, nor its children linked to it"
+)
 
 
 class TraceProblem(ValueError):
@@ -69,6 +75,8 @@ class Span:
     documents: list[Doc] | None = None
     problem: TraceProblem | None = None
     dropped: int = 0  # attributes the SDK dropped (its per-span limit): any of them may be missing
+    #: OTLP's flags say whether the parent is in another process: True / False, None when unsaid
+    remote_parent: bool | None = None
 
     def label(self) -> str:
         return f"span '{self.name}' ({self.span_id})"
@@ -90,14 +98,29 @@ class Trace:
 def group(spans: "list[tuple[str, Span]]", source: str) -> list[Trace]:
     """(trace id, span) pairs → traces in order of first appearance; a span keeps its
     position in the source as ``order`` (spans of one trace may be spread over several
-    lines or batches)."""
+    lines or batches).
+
+    * A span delivered twice (the same span id, the same content) counts once
+      (``metadata["repeated_spans"]``); two spans under one id with other content, and a
+      span without a span id (a second delivery of it could not be told from a second
+      span, nor its children linked to it), are problems of their trace.
+    * A span without a trace id (filed under ``NO_TRACE_ID``) belongs to the trace whose
+      spans it is linked to, by its parent or as a parent: that trace becomes the row
+      error (read without the span, it would be scored with part of its contexts). One
+      linked to no trace stays a row error of its own."""
     traces: dict[str, Trace] = {}
     seen: dict[tuple[str, str], Span] = {}
+    lost: list[Span] = []
     for order, (trace_id, span) in enumerate(spans):
         span.order = order
+        if trace_id == NO_TRACE_ID and span.span_id:
+            lost.append(span)
+            continue
         trace = traces.get(trace_id)
         if trace is None:
             trace = traces[trace_id] = Trace(trace_id, len(traces) + 1, source)
+        if not span.span_id and span.problem is None:
+            span.problem = TraceProblem("span_id", NO_SPAN_ID, span)
         first = seen.setdefault((trace_id, span.span_id), span) if span.span_id else span
         if first is not span and _same_span(first, span):
             # an exporter that retries delivers a span twice: its documents counted twice
@@ -111,7 +134,26 @@ def group(spans: "list[tuple[str, Span]]", source: str) -> list[Trace]:
                 span,
             )
         trace.spans.append(span)
+    _place_lost(lost, traces, source)
     return list(traces.values())
+
+
+def _place_lost(lost: list[Span], traces: dict[str, Trace], source: str) -> None:
+    """Each span without a trace id into the trace it is linked to (``group``)."""
+    owner: dict[str, Trace] = {}
+    parents: dict[str, Trace] = {}
+    for trace in traces.values():
+        for s in trace.spans:
+            if s.span_id:
+                owner.setdefault(s.span_id, trace)
+            if s.parent_id:
+                parents.setdefault(s.parent_id, trace)
+    for span in lost:
+        found = (owner.get(span.parent_id) if span.parent_id else None) or parents.get(span.span_id)
+        if found is not None and span.problem is not None:
+            span.problem.reason += " (this trace's span, by its ids: the trace cannot be read without it)"
+        trace = found or traces.setdefault(NO_TRACE_ID, Trace(NO_TRACE_ID, len(traces) + 1, source))
+        trace.spans.append(span)
 
 
 def _same_span(a: Span, b: Span) -> bool:

@@ -5,15 +5,19 @@ retriever's output (MLflow, Langfuse).
 The rules, in order, for a question (``role="question"``) or an answer (``"answer"``):
 
 1. a string is the text itself — unless it is JSON: when the MIME type is
-   ``application/json``, or when no MIME type is given and the string is a JSON object
-   or list (recorded as ``guessed`` in the provenance);
+   ``application/json``, or when no MIME type is given and the string is a JSON object,
+   list or string (recorded as ``guessed`` in the provenance; a JSON string holding JSON
+   again — Langfuse's exports encode a trace's input twice — is decoded again, at most
+   ``_MAX_ENCODINGS`` times);
 2. an object: the first of the known keys holding a string — question: ``question``,
    ``query``, ``input``, ``user_input``, ``prompt``, ``q``, ``text``, ``content``,
    ``message``; answer: ``output``, ``answer``, ``response``, ``result``, ``content``,
    ``text``, ``output_text``, ``generated_text``; then chat shapes (``messages``: the last
-   ``user`` message for a question, the last ``assistant`` one for an answer; OpenAI's
-   ``choices[0].message.content``); then an object of exactly one key is unwrapped (at
-   most ``_MAX_UNWRAP`` levels);
+   ``user`` message for a question, the last ``assistant`` one for an answer, in any of
+   the message shapes ``message_of`` reads — OpenAI's, LangChain's and LangGraph's,
+   OpenInference's); for an answer, a model's reply object (OpenAI's
+   ``choices[0].message.content``, LangChain's ``generations``, one assistant message);
+   then an object of exactly one key is unwrapped (at most ``_MAX_UNWRAP`` levels);
 3. a list of chat messages, as ``messages`` above;
 4. anything else is a ``TraceProblem`` naming the keys seen: the trace is a row error,
    never a question made of JSON.
@@ -40,6 +44,7 @@ _KEYS = {
 }
 _ROLE = {"question": "user", "answer": "assistant"}
 _MAX_UNWRAP = 3
+_MAX_ENCODINGS = 3
 _DOC_LISTS = ("documents", "results", "contexts", "output", "nodes", "retrieved_documents")
 _DOC_TEXT = ("page_content", "content", "text", "document.content", "pageContent")
 _DOC_ID = ("id", "doc_id", "document.id", "document_id", "chunk_id")
@@ -60,13 +65,17 @@ def decode(value: Any, mime: str | None) -> tuple[Any, str | None]:
             return json.loads(value), "json"
         except (ValueError, RecursionError) as e:
             raise TraceProblem(None, f"declared {JSON_MIME} but is not JSON ({e})") from None
-    head = value.lstrip()[:1]
-    if not declared and head in ("{", "["):
+    if declared:
+        return value, None
+    decoded = value
+    for _ in range(_MAX_ENCODINGS):  # JSON text encoded again as a JSON string (Langfuse's trace input)
+        if not isinstance(decoded, str) or decoded.lstrip()[:1] not in ("{", "[", '"'):
+            break
         try:
-            return json.loads(value), "guessed json"
+            decoded = json.loads(decoded)
         except (ValueError, RecursionError):
-            return value, None  # text that merely starts with a bracket
-    return value, None
+            break  # text that merely starts with a bracket or a quote
+    return (decoded, "guessed json") if decoded is not value else (value, None)
 
 
 def text_of(value: Any, role: str) -> tuple[str, str | None]:
@@ -99,23 +108,72 @@ def _from_object(obj: dict[str, Any], role: str) -> tuple[str, str] | None:
     if isinstance(obj.get("messages"), list):
         text, where = _from_messages(obj["messages"], role)
         return text, f"messages{where}"
-    choices = obj.get("choices")
-    if role == "answer" and isinstance(choices, list) and choices and isinstance(choices[0], dict):
-        content = (choices[0].get("message") or {}).get("content")
-        if isinstance(content, str):
-            return content, "choices[0].message.content"
+    if role == "answer":
+        return _from_completion(obj)
     return None
 
 
+def _from_completion(obj: dict[str, Any]) -> tuple[str, str] | None:
+    """An answer in a model's own reply object: OpenAI's ``choices[0].message.content``,
+    LangChain's ``LLMResult`` (``generations[-1][-1]``: its ``text``, else its
+    message's content), or one message object of the assistant."""
+    choices = obj.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        content = (choices[0].get("message") or {}).get("content")
+        if isinstance(content, str):
+            return content, "choices[0].message.content"
+    generations = obj.get("generations")
+    if isinstance(generations, list) and generations and isinstance(generations[-1], list) and generations[-1]:
+        last = generations[-1][-1]
+        i, j = len(generations) - 1, len(generations[-1]) - 1
+        if isinstance(last, dict) and isinstance(last.get("text"), str) and last["text"].strip():
+            return last["text"], f"generations[{i}][{j}].text"
+        said = message_of(last.get("message")) if isinstance(last, dict) else None
+        if said is not None:
+            return said[1], f"generations[{i}][{j}].message.content"
+    said = message_of(obj)
+    if said is not None and said[0] == "assistant":
+        return said[1], "content"
+    return None
+
+
+#: LangChain's and OpenInference's names for a message's author → chat roles
+_ROLES = {"human": "user", "ai": "assistant", "humanmessage": "user", "aimessage": "assistant",
+          "aimessagechunk": "assistant", "humanmessagechunk": "user", "systemmessage": "system",
+          "toolmessage": "tool"}  # fmt: skip
+
+
+def message_of(m: Any) -> tuple[str, str] | None:
+    """(role, text) of one chat message in the shapes producers write: OpenAI's
+    ``{"role", "content"}``; LangChain's ``{"type": "human", "content"}`` (a message's
+    dump, LangGraph's state), ``{"type": "human", "data": {"content"}}``
+    (``messages_to_dict``) and ``{"lc": 1, "id": [..., "HumanMessage"], "kwargs":
+    {"content"}}`` (``dumpd``); OpenInference's ``{"message.role", "message.content"}``.
+    Roles ``human`` / ``ai`` are ``user`` / ``assistant``. None when it is none of these."""
+    if not isinstance(m, dict):
+        return None
+    body = m.get("kwargs") if isinstance(m.get("kwargs"), dict) else m.get("data")
+    body = body if isinstance(body, dict) else m
+    lc_id = m.get("id")
+    named = lc_id[-1] if m.get("lc") and isinstance(lc_id, list) and lc_id else None
+    role = m.get("role") or m.get("message.role") or named or body.get("type") or m.get("type")
+    content = _content_text(body.get("content", m.get("message.content")))
+    if not isinstance(role, str) or content is None:
+        return None
+    return _ROLES.get(role.lower(), role.lower()), content
+
+
 def _from_messages(messages: list[Any], role: str) -> tuple[str, str]:
-    """The last message of ``role`` (user for a question, assistant for an answer)."""
+    """The last message of ``role`` (user for a question, assistant for an answer); a
+    list of conversations (LangChain's chat model input, ``[[message, ...]]``): its last."""
+    prefix = ""
+    if messages and all(isinstance(m, list) for m in messages):
+        prefix, messages = f"[{len(messages) - 1}]", messages[-1]
     want = _ROLE[role]
     for i in range(len(messages) - 1, -1, -1):
-        m = messages[i]
-        if isinstance(m, dict) and m.get("role") == want:
-            content = _content_text(m.get("content"))
-            if content is not None:
-                return content, f"[{i}].content"
+        said = message_of(messages[i])
+        if said is not None and said[0] == want:
+            return said[1], f"{prefix}[{i}].content"
     raise TraceProblem(None, f"no {want} message with text content among {len(messages)} message(s)")
 
 

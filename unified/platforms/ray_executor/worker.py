@@ -25,7 +25,7 @@ from unified.judge.base import CallRecord, add_listener
 from unified.metrics import MetricRef
 from unified.platforms.ray_executor.recipes import RunRecipe, build_backends, share
 from unified.redact import one_line
-from unified.run.executor import Pair, TaskGroup, score_group
+from unified.run.executor import Pair, TaskGroup, score_group, task_bound
 from unified.sample import Sample
 from unified.scores import Score
 
@@ -142,7 +142,7 @@ class ScoringWorker:
                             w.backend,
                             w.sample.id,
                             f"{type(e).__name__}: {one_line(e, 200)}",
-                            threshold=m.spec.threshold,
+                            threshold=task_bound(self.backends[w.backend], m),
                             sample_hash=w.sample_hash,
                             config_hash=h,
                         )
