@@ -174,7 +174,7 @@ def test_the_cycle_check_can_fail():
 #: layer of the longest name below that it is or lies under.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("unified.cli", "unified.integrations", "unified.testing"),  # where people and other tools call us
-    ("unified.api",),  # evaluate(): the run, its end, the places it goes
+    ("unified.api", "unified.benchmarking"),  # evaluate(), benchmark(): the run, its end, the places it goes
     ("unified.platforms",),  # where a run can go: MLflow, Ray
     ("unified.report",),  # the Report, the end of a run, run-to-run diffs
     ("unified.run",),  # the run path: scoring into the folder

@@ -19,6 +19,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
+from unified.cli import benchmark as cli_benchmark
 from unified.cli import run as cli_run
 from unified.cli.common import (
     App,
@@ -233,6 +234,7 @@ def validate_cmd(
 # ---------------------------------------------------------------- run / compare
 
 cli_run.register(app)  # run, compare, migrate: one table of flags
+cli_benchmark.register(app)  # benchmark: run and compare's flags over labelled sets
 
 
 # ---------------------------------------------------------------- convert / report / diff

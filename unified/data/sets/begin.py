@@ -72,6 +72,9 @@ def rows(path: Path) -> Iterator[tuple[int, dict[str, str] | RowError]]:
                 header = cells
             elif any(c.strip() for c in cells):
                 if len(cells) != len(header):
-                    yield line_no, RowError(path.name, line_no, None, f"{len(cells)} cells, the header has {len(header)}")
+                    yield (
+                        line_no,
+                        RowError(path.name, line_no, None, f"{len(cells)} cells, the header has {len(header)}"),
+                    )
                 else:
                     yield line_no, dict(zip(header, cells))

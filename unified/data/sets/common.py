@@ -74,7 +74,7 @@ def read_set(spec: SetSpec) -> Iterator[Item]:
     if not spec.path.exists():
         raise FileNotFoundError(f"--set {spec.fmt}:{spec.path}: no such file or folder")
     module = importlib.import_module(READERS[spec.fmt])
-    return module.read(spec.path, spec.name)  # type: ignore[no-any-return]
+    return module.read(spec.path, spec.name)
 
 
 def labelled(
@@ -107,7 +107,7 @@ def row_or_error(source: str, row: int, build: Any) -> Item:
     """``build()``'s Sample, or the RowError saying why the row is none (a missing key,
     a value of the wrong kind, a field the Sample refuses)."""
     try:
-        return build()  # type: ignore[no-any-return]
+        return build()
     except KeyError as e:
         return RowError(source, row, str(e.args[0]), "missing")
     except SampleError as e:

@@ -115,8 +115,10 @@ def _per_source(path: Path, name: str) -> Iterator[Item]:
 
 def _from_source(src: dict[str, Any], resp: dict[str, Any], i: int, name: str) -> Any:
     info = src["source"]
-    task = "QA" if isinstance(info, dict) and {"question", "passages"} <= set(info) else (
-        "Data2txt" if isinstance(info, dict) else "Summary"
+    task = (
+        "QA"
+        if isinstance(info, dict) and {"question", "passages"} <= set(info)
+        else ("Data2txt" if isinstance(info, dict) else "Summary")
     )
     question, context = task_and_context(task, info)
     model = resp.get("model") or f"response{i + 1}"
