@@ -51,7 +51,7 @@ def parse_set(text: str) -> SetSpec:
     """``FORMAT:PATH`` or ``NAME=FORMAT:PATH`` -> a ``SetSpec`` (the name defaults to the
     file's stem, or the folder's name). Raises ``ValueError`` naming the formats."""
     given, sep, rest = text.partition("=")
-    if not sep or ":" not in given:
+    if not sep or ":" in given:  # an "=" inside PATH, not a NAME
         named, spec = None, text
     else:
         named, spec = given.strip(), rest
