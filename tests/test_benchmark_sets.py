@@ -105,7 +105,7 @@ def test_aggrefact_each_dataset_is_a_set_of_its_own(tmp_path):
     f.write_text("dataset,doc,claim,label\nAggreFact-CNN,D1,C1,1\nLFQA,D2,C2,0\nLFQA,D3,C3,2\n")
     ok, bad = _read(f"agg=aggrefact:{f}")
     assert [(s.id, s.metadata["benchmark_set"]) for s in ok] == [("agg:AggreFact-CNN/2", "agg:AggreFact-CNN"), ("agg:LFQA/3", "agg:LFQA")]  # the file line
-    assert len(bad) == 1 and bad[0].row == 4 and "label 2" in str(bad[0])
+    assert len(bad) == 1 and bad[0].row == 4 and "label '2' is not 0 or 1" in str(bad[0])
     assert {s.metadata["benchmark_set"] for s in read_sets([f"agg=aggrefact:{f}"]).samples} == {"agg:AggreFact-CNN", "agg:LFQA"}
 
 
