@@ -74,19 +74,30 @@ def markdown(table: dict[str, Any]) -> str:
     ]
     for e in table["entries"]:
         if "note" in e:
-            lines.append(f"| {e['set']} | {e['backend']} | {e.get('n', 0)} | {e['note']} | | | | {f(e.get('failed'), 2)} | | |")
+            lines.append(
+                f"| {e['set']} | {e['backend']} | {e.get('n', 0)} | {e['note']} | | | | {f(e.get('failed'), 2)} | | |"
+            )
             continue
         ci = e.get("auc_ci")
-        auc = f(e.get("auc")) + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if isinstance(ci, list) else "") + (" ★" if e.get("winner") else "")
+        auc = (
+            f(e.get("auc"))
+            + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if isinstance(ci, list) else "")
+            + (" ★" if e.get("winner") else "")
+        )
         lines.append(
             f"| {e['set']} | {e['backend']} | {e['n']} | {auc} | {f(e.get('ba_default'))} | {f(e.get('ba_tuned'))} "
             f"| {f(e.get('ece'))} | {f(e.get('failed'), 2)} | {e.get('judge_calls', 0)} | {f(e.get('seconds_per_sample'), 2)} |"
         )
     lines += ["", "| backend | mean AUC | mean BA @ bound | mean BA @ tuned | sets |", "|---|---|---|---|---|"]
     for a in table["averages"]:
-        lines.append(f"| {a['backend']} | {f(a.get('auc'))} | {f(a.get('ba_default'))} | {f(a.get('ba_tuned'))} | {a.get('auc_sets', 0)} |")
+        lines.append(
+            f"| {a['backend']} | {f(a.get('auc'))} | {f(a.get('ba_default'))} | {f(a.get('ba_tuned'))} | {a.get('auc_sets', 0)} |"
+        )
     wall = table.get("wall_per_sample")
-    lines += ["", f"Run wall time: {f(table.get('wall_seconds'), 0)} s for {table.get('samples')} rows ({f(wall, 2)} s per row)."]
+    lines += [
+        "",
+        f"Run wall time: {f(table.get('wall_seconds'), 0)} s for {table.get('samples')} rows ({f(wall, 2)} s per row).",
+    ]
     return "\n".join(lines)
 
 

@@ -46,7 +46,9 @@ def test_ragtruth_redistribution_real_file_counts_match_its_readme():
 def test_ares_tsv_agrees_row_by_row_with_its_converted_copy():
     ok, bad = _read(f"ares:{SHARED}/ares/LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.tsv")
     assert not bad and len(ok) == 111
-    converted = {s.id: s for s in read_samples(SHARED / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl")}
+    converted = {
+        s.id: s for s in read_samples(SHARED / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.jsonl")
+    }
     assert len(converted) == 111
     for s in ok:
         c = converted[s.id.replace("/", ":", 1)]  # the README: <stem>:<index column>
@@ -57,7 +59,11 @@ def test_ares_tsv_agrees_row_by_row_with_its_converted_copy():
 @needs_shared
 @pytest.mark.parametrize(
     ("rel", "rows", "zeros"),
-    [("labelled/begin/test_wow.jsonl", 600, 362), ("labelled/wice/test.jsonl", 143, 32), ("labelled/summac/summeval_val.jsonl", 100, 37)],
+    [
+        ("labelled/begin/test_wow.jsonl", 600, 362),
+        ("labelled/wice/test.jsonl", 143, 32),
+        ("labelled/summac/summeval_val.jsonl", 100, 37),
+    ],
 )
 def test_own_labelled_jsonl_real_copies(rel, rows, zeros):
     ok, bad = _read(f"jsonl:{SHARED / rel}")
@@ -69,17 +75,59 @@ def test_own_labelled_jsonl_real_copies(rel, rows, zeros):
 
 def test_ragtruth_original_pair_keeps_test_split_good_quality(tmp_path):
     (tmp_path / "source_info.jsonl").write_text(
-        json.dumps({"source_id": "s1", "task_type": "QA", "source_info": {"question": "Q?", "passages": "P."}, "prompt": "x"})
+        json.dumps(
+            {"source_id": "s1", "task_type": "QA", "source_info": {"question": "Q?", "passages": "P."}, "prompt": "x"}
+        )
         + "\n"
         + json.dumps({"source_id": "s2", "task_type": "Summary", "source_info": "News text.", "prompt": "x"})
         + "\n"
     )
     rows = [
-        {"id": "1", "source_id": "s1", "model": "m", "labels": [], "split": "test", "quality": "good", "response": "A."},
-        {"id": "2", "source_id": "s2", "model": "m", "labels": [{"start": 0}], "split": "test", "quality": "good", "response": "B."},
-        {"id": "3", "source_id": "s2", "model": "m", "labels": [], "split": "train", "quality": "good", "response": "C."},
-        {"id": "4", "source_id": "s2", "model": "m", "labels": [], "split": "test", "quality": "truncated", "response": "D."},
-        {"id": "5", "source_id": "nope", "model": "m", "labels": [], "split": "test", "quality": "good", "response": "E."},
+        {
+            "id": "1",
+            "source_id": "s1",
+            "model": "m",
+            "labels": [],
+            "split": "test",
+            "quality": "good",
+            "response": "A.",
+        },
+        {
+            "id": "2",
+            "source_id": "s2",
+            "model": "m",
+            "labels": [{"start": 0}],
+            "split": "test",
+            "quality": "good",
+            "response": "B.",
+        },
+        {
+            "id": "3",
+            "source_id": "s2",
+            "model": "m",
+            "labels": [],
+            "split": "train",
+            "quality": "good",
+            "response": "C.",
+        },
+        {
+            "id": "4",
+            "source_id": "s2",
+            "model": "m",
+            "labels": [],
+            "split": "test",
+            "quality": "truncated",
+            "response": "D.",
+        },
+        {
+            "id": "5",
+            "source_id": "nope",
+            "model": "m",
+            "labels": [],
+            "split": "test",
+            "quality": "good",
+            "response": "E.",
+        },
     ]
     (tmp_path / "response.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     ok, bad = _read(f"rt=ragtruth:{tmp_path}")
@@ -93,10 +141,16 @@ def test_ragtruth_original_pair_keeps_test_split_good_quality(tmp_path):
 def test_halueval_gives_a_right_and_a_hallucinated_sample_per_row(tmp_path):
     f = tmp_path / "qa_data.json"
     f.write_text(
-        json.dumps({"knowledge": "K.", "question": "Q?", "right_answer": "R", "hallucinated_answer": "H"}) + "\n" + json.dumps({"oops": 1}) + "\n"
+        json.dumps({"knowledge": "K.", "question": "Q?", "right_answer": "R", "hallucinated_answer": "H"})
+        + "\n"
+        + json.dumps({"oops": 1})
+        + "\n"
     )
     ok, bad = _read(f"halueval:{f}")
-    assert [(s.id, s.response, s.metadata["labels"]["faithfulness"]) for s in ok] == [("qa_data/1:right", "R", 1), ("qa_data/1:hallucinated", "H", 0)]
+    assert [(s.id, s.response, s.metadata["labels"]["faithfulness"]) for s in ok] == [
+        ("qa_data/1:right", "R", 1),
+        ("qa_data/1:hallucinated", "H", 0),
+    ]
     assert len(bad) == 1 and bad[0].row == 2 and "right_answer" in str(bad[0])
 
 
@@ -104,39 +158,71 @@ def test_aggrefact_each_dataset_is_a_set_of_its_own(tmp_path):
     f = tmp_path / "llm_aggrefact.csv"
     f.write_text("dataset,doc,claim,label\nAggreFact-CNN,D1,C1,1\nLFQA,D2,C2,0\nLFQA,D3,C3,2\n")
     ok, bad = _read(f"agg=aggrefact:{f}")
-    assert [(s.id, s.metadata["benchmark_set"]) for s in ok] == [("agg:AggreFact-CNN/2", "agg:AggreFact-CNN"), ("agg:LFQA/3", "agg:LFQA")]  # the file line
+    assert [(s.id, s.metadata["benchmark_set"]) for s in ok] == [
+        ("agg:AggreFact-CNN/2", "agg:AggreFact-CNN"),
+        ("agg:LFQA/3", "agg:LFQA"),
+    ]  # the file line
     assert len(bad) == 1 and bad[0].row == 4 and "label '2' is not 0 or 1" in str(bad[0])
-    assert {s.metadata["benchmark_set"] for s in read_sets([f"agg=aggrefact:{f}"]).samples} == {"agg:AggreFact-CNN", "agg:LFQA"}
+    assert {s.metadata["benchmark_set"] for s in read_sets([f"agg=aggrefact:{f}"]).samples} == {
+        "agg:AggreFact-CNN",
+        "agg:LFQA",
+    }
 
 
 def test_faithbench_csv_and_batch_binarise_by_the_worst_label(tmp_path):
     csv_file = tmp_path / "FaithBench.csv"
-    csv_file.write_text("source,summary,LLM,worst-label,best-label\nS,A,m,Benign,Consistent\nS,B,m,Unwanted.Intrinsic,Benign\n")
+    csv_file.write_text(
+        "source,summary,LLM,worst-label,best-label\nS,A,m,Benign,Consistent\nS,B,m,Unwanted.Intrinsic,Benign\n"
+    )
     ok, _ = _read(f"faithbench:{csv_file}")
     assert [s.metadata["labels"]["faithfulness"] for s in ok] == [1, 0]
     batch = tmp_path / "batch_1.json"
     samples = [
         {"sample_id": 1, "source": "S", "summary": "A", "annotations": []},
-        {"sample_id": 2, "source": "S", "summary": "B", "annotations": [{"label": ["Benign"]}, {"label": ["Questionable"]}]},
+        {
+            "sample_id": 2,
+            "source": "S",
+            "summary": "B",
+            "annotations": [{"label": ["Benign"]}, {"label": ["Questionable"]}],
+        },
     ]
     batch.write_text(json.dumps({"samples": samples}))
     ok, _ = _read(f"faithbench:{tmp_path}")
-    assert [(s.id, s.metadata["labels"]["faithfulness"]) for s in ok] == [("FaithBench/batch_1:1", 1), ("FaithBench/batch_1:2", 0)] or [
-        (s.id.split("/", 1)[1], s.metadata["labels"]["faithfulness"]) for s in ok
-    ] == [("batch_1:1", 1), ("batch_1:2", 0)]
+    assert [(s.id, s.metadata["labels"]["faithfulness"]) for s in ok] == [
+        ("FaithBench/batch_1:1", 1),
+        ("FaithBench/batch_1:2", 0),
+    ] or [(s.id.split("/", 1)[1], s.metadata["labels"]["faithfulness"]) for s in ok] == [
+        ("batch_1:1", 1),
+        ("batch_1:2", 0),
+    ]
 
 
 def test_summac_object_of_rows(tmp_path):
     f = tmp_path / "summeval.json"
-    f.write_text(json.dumps({"k1": {"document": "D", "claim": "C", "label": 1, "model_name": "M1"}, "k2": {"document": "D", "claim": "X", "label": 0}}))
+    f.write_text(
+        json.dumps(
+            {
+                "k1": {"document": "D", "claim": "C", "label": 1, "model_name": "M1"},
+                "k2": {"document": "D", "claim": "X", "label": 0},
+            }
+        )
+    )
     ok, _ = _read(f"summac:{f}")
-    assert [(s.id, s.metadata["labels"]["faithfulness"], s.metadata.get("model_name")) for s in ok] == [("summeval/k1", 1, "M1"), ("summeval/k2", 0, None)]
+    assert [(s.id, s.metadata["labels"]["faithfulness"], s.metadata.get("model_name")) for s in ok] == [
+        ("summeval/k1", 1, "M1"),
+        ("summeval/k2", 0, None),
+    ]
 
 
 def test_wice_drops_partial_and_splits_pages(tmp_path):
     f = tmp_path / "test.jsonl"
     rows = [
-        {"label": "supported", "claim": "C1", "evidence": ["(meta data) TITLE: A", "a1", "(meta data) TITLE: B", "b1"], "meta": {"id": "t1"}},
+        {
+            "label": "supported",
+            "claim": "C1",
+            "evidence": ["(meta data) TITLE: A", "a1", "(meta data) TITLE: B", "b1"],
+            "meta": {"id": "t1"},
+        },
         {"label": "partially_supported", "claim": "C2", "evidence": ["x"], "meta": {"id": "t2"}},
         {"label": "not_supported", "claim": "C3", "evidence": ["y"], "meta": {"id": "t3"}},
     ]
@@ -175,7 +261,9 @@ def test_parse_set_names_and_errors():
 
 def test_two_sets_of_one_name_are_refused(tmp_path):
     f = tmp_path / "a.jsonl"
-    f.write_text(json.dumps({"id": "1", "response": "r", "retrieved_contexts": ["c"], "labels": {"faithfulness": 1}}) + "\n")
+    f.write_text(
+        json.dumps({"id": "1", "response": "r", "retrieved_contexts": ["c"], "labels": {"faithfulness": 1}}) + "\n"
+    )
     with pytest.raises(ValueError, match="two sets are named 'a'"):
         read_sets([f"jsonl:{f}"], labels=[f])
 
@@ -185,8 +273,14 @@ def test_two_sets_of_one_name_are_refused(tmp_path):
 
 def _own(tmp_path: Path, n_pass: int, n_fail: int) -> Path:
     f = tmp_path / "own.jsonl"
-    rows = [{"id": f"p{i}", "response": "r", "retrieved_contexts": ["c"], "labels": {"faithfulness": 1}} for i in range(n_pass)]
-    rows += [{"id": f"f{i}", "response": "r", "retrieved_contexts": ["c"], "labels": {"faithfulness": 0}} for i in range(n_fail)]
+    rows = [
+        {"id": f"p{i}", "response": "r", "retrieved_contexts": ["c"], "labels": {"faithfulness": 1}}
+        for i in range(n_pass)
+    ]
+    rows += [
+        {"id": f"f{i}", "response": "r", "retrieved_contexts": ["c"], "labels": {"faithfulness": 0}}
+        for i in range(n_fail)
+    ]
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return f
 
