@@ -16,10 +16,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sklearn.metrics import roc_auc_score
-
 from judge_server import JudgeServer
+from sklearn.metrics import roc_auc_score
 from support import cli_env
+
 from unified.analysis.benchmark import benchmark_table, entry, folds
 from unified.analysis.calibration import best_threshold
 from unified.analysis.stats import balanced_accuracy
