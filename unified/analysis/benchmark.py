@@ -41,7 +41,7 @@ import numpy as np
 
 from unified.analysis.calibration import best_threshold, people_pass
 from unified.analysis.isotonic import isotonic_fit, isotonic_predict
-from unified.analysis.stats import auc, balanced_accuracy, bootstrap_ci, ece, rounded
+from unified.analysis.stats import Undefined, auc, balanced_accuracy, bootstrap_ci, ece, rounded
 from unified.analysis.verdict import backend_threshold, cut_for
 from unified.scores import Score
 
@@ -247,7 +247,11 @@ def benchmark_table(
 
 
 def _rounded(d: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: str(v) if isinstance(v, str) and k not in ("set", "backend", "metric", "note") else rounded(v)
-        for k, v in d.items()
-    }
+    """The entry for JSON: numbers rounded; a statistic that cannot be computed is
+    ``"undefined"`` with its reason beside it under ``<key>_why``."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        out[k] = rounded(v) if not isinstance(v, str) else str(v)
+        if isinstance(v, Undefined):
+            out[f"{k}_why"] = v.reason
+    return out

@@ -36,6 +36,8 @@ def _f(v: Any, digits: int = 3) -> str:
 
 def _auc(e: dict[str, Any]) -> str:
     ci = e.get("auc_ci")
+    if isinstance(e.get("auc"), str):  # undefined: say why (constant scores, ...)
+        return f"— ({e.get('auc_why') or e['auc']})"
     shown = _f(e.get("auc"))
     if isinstance(ci, list) and len(ci) == 2:
         shown += f" [{ci[0]:.3f}, {ci[1]:.3f}]"
