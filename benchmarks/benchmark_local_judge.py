@@ -3,7 +3,7 @@ over the labelled sets of a data folder laid out like the project's shared one, 
 packaged local judge (Qwen2.5-Coder-1.5B-Instruct Q4_K_M GGUF, run in-process by
 llama.cpp), then the table as Markdown.
 
-    python benchmarks/benchmark_local_judge.py --data ../shared/data --out runs/bench-local
+    python benchmarks/benchmark_local_judge.py --data /path/to/labelled-data --out runs/bench-local
     python benchmarks/benchmark_local_judge.py --backends embedding --out runs/bench-embedding
 
 Sets (each skipped when its file is absent), 100 rows each by default (``--limit``,
