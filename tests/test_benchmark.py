@@ -231,3 +231,31 @@ def test_benchmark_cli_two_public_sets_and_own_file_killed_and_resumed(tmp_path)
     assert "average over sets" in done.stdout and "BA@tuned: two folds stratified by label" in done.stdout
     html = (out / "report.html").read_text()
     assert "<section id='benchmark'>" in html and "AUC against cost per sample" in html
+
+
+def test_python_benchmark_through_the_batch_api_prices_and_resumes(tmp_path, monkeypatch):
+    """``unified.benchmark`` is the ordinary run: judge calls go as Batch API jobs when
+    asked, are priced, and a second call into the folder scores nothing again."""
+    from judge_batch_server import BatchEndpoints
+
+    import unified
+    from unified.judge import JudgeConfig
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    own = _own_file(tmp_path)
+    be = BatchEndpoints(delay=0.1)
+    with JudgeServer(batch=be) as srv:
+        kw = dict(judge=JudgeConfig(base_url=srv.base_url, model="fake", max_retries=1), progress=False, quiet=True)
+        kw |= dict(batch={"window": 0.2, "poll_first": 0.05, "poll_max": 0.2}, prices={"fake": (1.0, 4.0)})
+        b = unified.benchmark([f"mine=jsonl:{own}"], "faithfulness", ["native"], limit=6, out=tmp_path / "b", **kw)
+        assert srv.chat_count == 0 and len(be.jobs) >= 1  # every judge call went as a job
+        requests = srv.request_count
+        again = unified.benchmark([f"mine=jsonl:{own}"], "faithfulness", ["native"], limit=6, out=tmp_path / "b", **kw)
+        assert srv.request_count == requests  # resumed: nothing asked again
+    (e,) = b.table["entries"]
+    assert (e["set"], e["backend"], e["n"], e["failed"]) == ("mine", "native", 6, 0.0)
+    assert e["judge_calls"] > 0 and e["usd"] > 0 and e["input_tokens"] > 0
+    assert again.table["entries"][0]["n"] == 6
+    on_disk = json.loads((tmp_path / "b" / "benchmark.json").read_text())
+    assert on_disk["entries"][0]["auc"] == again.table["entries"][0]["auc"]
+    assert len(_lines(tmp_path / "b" / "benchmark_input.jsonl")) == 6
