@@ -294,3 +294,32 @@ def test_limit_is_balanced_deterministic_and_fills_from_the_larger_class(tmp_pat
     assert _faith(balanced) == {0: 4, 1: 3}  # the fail class gets the odd one
     read = read_sets([f"jsonl:{tmp_path / 'own.jsonl'}"], limit=8)
     assert len(read.samples) == 8 and "8 of 34 rows" in read.notes[0]
+
+
+# ------------------------------------------------------------------ the shipped subsets
+
+
+def test_shipped_subsets_read_balanced_and_carry_their_notice():
+    read = read_sets(["ares:shipped", "ragtruth:shipped"])
+    counts = Counter((s.metadata["benchmark_set"], s.metadata["labels"]["faithfulness"]) for s in read.samples)
+    assert counts == {
+        ("ares_20", 1): 10,
+        ("ares_20", 0): 10,
+        ("ragtruth_summary_4", 1): 13,
+        ("ragtruth_summary_4", 0): 11,
+    }
+    assert not read.notes  # no row left out
+    notice = (
+        Path(__import__("unified.data.sets", fromlist=["x"]).__file__).parent / "shipped" / "NOTICE.md"
+    ).read_text()
+    assert "Copyright (c) 2023 Particle Media" in notice and "Apache License 2.0" in notice
+    with pytest.raises(ValueError, match="no wice subset ships"):
+        parse_set("wice:shipped")
+
+
+@needs_shared
+def test_shipped_ares_rows_are_the_originals_byte_for_byte():
+    original = (SHARED / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.tsv").read_bytes().split(b"\n")
+    shipped = parse_set("ares:shipped").path.read_bytes().split(b"\n")
+    assert shipped[0] == original[0] and len([x for x in shipped if x]) == 21
+    assert set(x for x in shipped if x) <= set(original)

@@ -32,6 +32,9 @@ READERS: dict[str, str] = {
     "ares": "unified.data.sets.ares",
     "jsonl": "unified.data.sets.ownfile",
 }
+#: FORMAT -> the small subset that ships in the package (``--set FORMAT:shipped``; where the
+#: licence allows it: shipped/NOTICE.md)
+SHIPPED = {"ares": "ares_20.tsv", "ragtruth": "ragtruth_summary_4.jsonl"}
 #: what a summary answered, for frameworks that need a question (RAGAS's faithfulness)
 SUMMARISE = "Summarize the document."
 
@@ -49,7 +52,7 @@ class SetSpec:
 
 def parse_set(text: str) -> SetSpec:
     """``FORMAT:PATH`` or ``NAME=FORMAT:PATH`` -> a ``SetSpec`` (the name defaults to the
-    file's stem, or the folder's name). Raises ``ValueError`` naming the formats."""
+    file's stem, or the folder's name); PATH ``shipped`` is the package's own subset. Raises ``ValueError`` naming the formats."""
     given, sep, rest = text.partition("=")
     if not sep or ":" in given:  # an "=" inside PATH, not a NAME
         named, spec = None, text
@@ -62,6 +65,10 @@ def parse_set(text: str) -> SetSpec:
     if fmt not in READERS:
         raise ValueError(f"--set '{text}': unknown format '{fmt}'; one of {', '.join(READERS)}")
     p = Path(path.strip()).expanduser()
+    if path.strip() == "shipped":
+        if fmt not in SHIPPED:
+            raise ValueError(f"--set '{text}': no {fmt} subset ships with the package; shipped: {', '.join(SHIPPED)}")
+        p = Path(__file__).parent / "shipped" / SHIPPED[fmt]
     name = named or (p.name if p.is_dir() else p.stem)
     if not name or "/" in name:
         raise ValueError(f"--set '{text}': a set name must be non-empty and hold no '/'")
