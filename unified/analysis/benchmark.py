@@ -152,11 +152,16 @@ def _note(
     if not scores:
         return "no row of this set can be scored by this metric on this backend"
     if len(failed) == len(scores):
-        first = (failed[0].error or "no value").splitlines()[0][:160]
+        first = _short((failed[0].error or "no value").splitlines()[0])
         return f"every task failed ({len(failed)}): {first}"
     if len(set(ys)) < 2:
         return f"the {len(usable)} rows scored hold labels of one class only"
     return None
+
+
+def _short(text: str, most: int = 160) -> str:
+    """``text`` cut at a word before ``most`` characters, with an ellipsis when cut."""
+    return text if len(text) <= most else text[:most].rsplit(" ", 1)[0] + " …"
 
 
 def paired_gap(a: Mapping[str, float], b: Mapping[str, float], passed: Mapping[str, float]) -> Any:
