@@ -259,3 +259,38 @@ def test_python_benchmark_through_the_batch_api_prices_and_resumes(tmp_path, mon
     on_disk = json.loads((tmp_path / "b" / "benchmark.json").read_text())
     assert on_disk["entries"][0]["auc"] == again.table["entries"][0]["auc"]
     assert len(_lines(tmp_path / "b" / "benchmark_input.jsonl")) == 6
+
+
+def test_two_judges_compared_by_diff_of_their_benchmark_folders(tmp_path, monkeypatch):
+    """A benchmark per judge (here two loopback judges that answer differently), then
+    ``diff``: AUC of each over the rows both scored, and the paired interval of B − A."""
+    from typer.testing import CliRunner
+
+    import unified
+    from unified.benchmarking import diff_benchmarks
+    from unified.cli.app import app
+    from unified.judge import JudgeConfig
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    spec = f"mine=jsonl:{_own_file(tmp_path)}"
+    for seed, name in ((1, "a"), (2, "b")):
+        with JudgeServer(seed=seed) as srv:
+            judge = JudgeConfig(base_url=srv.base_url, model=f"judge-{name}", max_retries=1)
+            unified.benchmark(
+                [spec], "faithfulness", ["native"], out=tmp_path / name, judge=judge, progress=False, quiet=True
+            )
+    (row,) = diff_benchmarks(tmp_path / "a", tmp_path / "b")
+    inputs = {
+        r["id"]: r["metadata"]["labels"]["faithfulness"] for r in _lines(tmp_path / "a" / "benchmark_input.jsonl")
+    }
+    for side in ("a", "b"):
+        pairs = [(inputs[x["sample_id"]], x["value"]) for x in _lines(tmp_path / side / "scores.jsonl")]
+        y, s = zip(*pairs)
+        assert row[f"auc_{side}"] == pytest.approx(roc_auc_score(y, s), abs=1e-4)
+    assert row["n"] == 8 and (row["set"], row["backend"]) == ("mine", "native")
+    assert row["gap"] == pytest.approx(row["auc_b"] - row["auc_a"], abs=2e-4) and row["auc_a"] != row["auc_b"]
+    lo, hi = row["gap_ci"]
+    assert lo <= row["gap"] <= hi
+    out = CliRunner().invoke(app, ["diff", str(tmp_path / "a"), str(tmp_path / "b")])
+    assert "agreement with people, B − A" in out.output and "mine" in out.output
+    assert diff_benchmarks(tmp_path / "a", tmp_path / "nothing") is None

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
-from unified.analysis.benchmark import benchmark_table
+from unified.analysis.benchmark import agreement_change, benchmark_table
 from unified.analysis.calibration import people_pass
 from unified.api import evaluate
 from unified.data.files import write_json
@@ -36,7 +36,7 @@ from unified.run.runfolder import BENCHMARK_FILE, BENCHMARK_INPUT, REPORT_FILE
 from unified.run.runindex import stamp_lines
 from unified.sample import Sample
 
-__all__ = ["Benchmark", "benchmark", "choose", "finish", "read_sets"]
+__all__ = ["Benchmark", "benchmark", "choose", "diff_benchmarks", "finish", "read_sets"]
 
 
 @dataclass
@@ -191,6 +191,18 @@ def benchmark(
     report = evaluate(given, metrics, backend_list, out=folder, **options)
     shown = [b if isinstance(b, str) else getattr(b, "name", str(b)) for b in backend_list]
     return Benchmark(report, finish(report, shown, names, folder, read.notes, cuts))
+
+
+def diff_benchmarks(run_a: str | Path, run_b: str | Path) -> list[dict[str, Any]] | None:
+    """How agreement with people changed from benchmark A to benchmark B
+    (``analysis.benchmark.agreement_change``, rows matched by sample id; labels from A's
+    samples); None unless both folders hold a ``benchmark.json``."""
+    from unified.report import Report
+
+    if not all((Path(f) / BENCHMARK_FILE).is_file() for f in (run_a, run_b)):
+        return None
+    a, b = Report.from_dir(run_a), Report.from_dir(run_b)
+    return agreement_change(a.iter_scores(), b.iter_scores(), a.sample_objects())
 
 
 def load_table(out: str | Path) -> dict[str, Any]:

@@ -260,3 +260,46 @@ def _rounded(d: Mapping[str, Any]) -> dict[str, Any]:
         if isinstance(v, Undefined):
             out[f"{k}_why"] = v.reason
     return out
+
+
+def agreement_change(
+    scores_a: Iterable[Score],
+    scores_b: Iterable[Score],
+    samples: Mapping[str, Any],
+    label_cuts: Mapping[str, float] | None = None,
+) -> list[dict[str, Any]]:
+    """Two benchmarks of the same rows (two judges, say), per (set, backend, metric) both
+    scored: AUC of A and of B over the rows both scored, ``gap`` = AUC(B) − AUC(A) and the
+    paired bootstrap interval of that gap (``paired_gap``: the same resampled rows for
+    both, so the rows' own difficulty cancels). Rows are matched by sample id."""
+    sets: dict[str, dict[str, Any]] = defaultdict(dict)
+    for sid, sample in samples.items():
+        sets[str((getattr(sample, "metadata", None) or {}).get(SET_KEY, "(no set)"))][sid] = sample
+    set_of = {sid: name for name, members in sets.items() for sid in members}
+
+    def values(scores: Iterable[Score]) -> dict[tuple[str, str, str], dict[str, float]]:
+        out: dict[tuple[str, str, str], dict[str, float]] = defaultdict(dict)
+        for sc in scores:
+            if sc.ok and sc.value is not None and sc.sample_id in set_of:
+                out[(set_of[sc.sample_id], sc.backend, sc.metric)][sc.sample_id] = float(sc.value)
+        return out
+
+    va, vb = values(scores_a), values(scores_b)
+    rows = []
+    for key in sorted(set(va) & set(vb)):
+        name, backend, metric = key
+        _, passed, _ = people_pass(metric, sets[name], cut_for(metric, label_cuts))
+        ids = sorted(set(va[key]) & set(vb[key]) & set(passed))
+        row: dict[str, Any] = {"set": name, "backend": backend, "metric": metric, "n": len(ids)}
+        a = np.array([va[key][i] for i in ids])
+        b = np.array([vb[key][i] for i in ids])
+        y = np.array([passed[i] for i in ids])
+        row.update(auc_a=auc(a, y), auc_b=auc(b, y))
+        row["gap"] = (
+            row["auc_b"] - row["auc_a"]
+            if not any(isinstance(row[k], str) for k in ("auc_a", "auc_b"))
+            else Undefined("an AUC is undefined")
+        )
+        row["gap_ci"] = paired_gap({i: vb[key][i] for i in ids}, {i: va[key][i] for i in ids}, passed)
+        rows.append(_rounded(row))
+    return rows

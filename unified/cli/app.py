@@ -358,6 +358,8 @@ def diff_cmd(
             )
         if note := unpaired_note(r):
             err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
+    with user_errors():  # two benchmark folders: how agreement with people changed too
+        cli_benchmark.print_agreement_change(run_a, run_b)
     if json_out:
         from unified.data.files import write_text
 

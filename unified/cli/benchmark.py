@@ -143,3 +143,27 @@ def print_table(table: dict[str, Any]) -> None:
 
     for t in render(table):
         cli.out_console.print(t, highlight=False, soft_wrap=True)
+
+
+def print_agreement_change(run_a: Path, run_b: Path) -> None:
+    """``diff`` of two benchmark folders: per set, backend and metric, AUC against people
+    in A and in B and the paired interval of the change (nothing when either folder is no
+    benchmark)."""
+    from rich.table import Table
+
+    from unified.benchmarking import diff_benchmarks
+    from unified.cli import common as cli
+
+    rows = diff_benchmarks(run_a, run_b)
+    if rows is None:
+        return
+    t = Table(title="agreement with people, B − A (paired bootstrap 95% CI over the rows both scored)")
+    for h in ("set", "metric", "backend", "n", "AUC A", "AUC B", "Δ AUC", "95% CI"):
+        t.add_column(h, justify="left" if h in ("set", "metric", "backend") else "right")
+    for r in rows:
+        ci = r.get("gap_ci")
+        shown = f"[{ci[0]:+.3f}, {ci[1]:+.3f}]" if isinstance(ci, list) else f"— ({r.get('gap_ci_why') or ci})"
+        cells = [f"{r[k]:.3f}" if isinstance(r[k], float) else "—" for k in ("auc_a", "auc_b")]
+        gap = f"{r['gap']:+.3f}" if isinstance(r["gap"], float) else "—"
+        t.add_row(r["set"], r["metric"], r["backend"], str(r["n"]), *cells, gap, shown)
+    cli.out_console.print(t)
