@@ -294,3 +294,23 @@ def test_two_judges_compared_by_diff_of_their_benchmark_folders(tmp_path, monkey
     out = CliRunner().invoke(app, ["diff", str(tmp_path / "a"), str(tmp_path / "b")])
     assert "agreement with people, B − A" in out.output and "mine" in out.output
     assert diff_benchmarks(tmp_path / "a", tmp_path / "nothing") is None
+
+
+def test_the_report_hides_a_table_whose_score_lines_changed(tmp_path, monkeypatch):
+    """The page shows benchmark.json only while scores.jsonl is what it was computed from:
+    a later run into the folder makes it stale, said in its place, never shown as current."""
+    import unified
+    from unified.judge import JudgeConfig
+    from unified.report import Report
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    out = tmp_path / "b"
+    with JudgeServer(seed=1) as srv:  # its answers rank these rows: an AUC to plot
+        kw = dict(judge=JudgeConfig(base_url=srv.base_url, model="m", max_retries=1), progress=False, quiet=True)
+        unified.benchmark([f"mine=jsonl:{_own_file(tmp_path)}"], "faithfulness", ["native"], out=out, **kw)
+        page = (out / "report.html").read_text()
+        assert "<section id='benchmark'>" in page and "AUC against cost per sample" in page
+        unified.evaluate(str(out / "benchmark_input.jsonl"), "answer_relevancy", ["native"], out=out, **kw)
+    html = Report.from_dir(out).write_html(tmp_path / "again.html").read_text()
+    assert "<section id='benchmark'>" in html and "benchmark.json: not shown" in html
+    assert "AUC against cost per sample" not in html
