@@ -310,7 +310,7 @@ def test_the_report_hides_a_table_whose_score_lines_changed(tmp_path, monkeypatc
         unified.benchmark([f"mine=jsonl:{_own_file(tmp_path)}"], "faithfulness", ["native"], out=out, **kw)
         page = (out / "report.html").read_text()
         assert "<section id='benchmark'>" in page and "AUC against cost per sample" in page
-        unified.evaluate(str(out / "benchmark_input.jsonl"), "answer_relevancy", ["native"], out=out, **kw)
+        unified.evaluate(str(out / "benchmark_input.jsonl"), "faithfulness[threshold=8]", ["native"], out=out, **kw)
     html = Report.from_dir(out).write_html(tmp_path / "again.html").read_text()
     assert "<section id='benchmark'>" in html and "benchmark.json: not shown" in html
     assert "AUC against cost per sample" not in html
