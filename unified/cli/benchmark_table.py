@@ -94,5 +94,21 @@ def render(table: dict[str, Any]) -> list[Any]:
             _f(a.get("failed"), 2),
             str(a.get("auc_sets", 0)),
         )
-    lines: list[Any] = [per_set, avg, f"BA@tuned: {table.get('split', '')}"]
+    lines: list[Any] = [per_set, leaderboard(table), avg, f"BA@tuned: {table.get('split', '')}"]
     return lines + [f"note: {n}" for n in table.get("notes", [])]
+
+
+def leaderboard(table: dict[str, Any], key: str = "ba_tuned") -> Table:
+    """LLM-AggreFact's layout: one row per (backend, metric), one column per set, then the
+    average — here balanced accuracy at the tuned bound (``—`` where a set has none)."""
+    entries = table.get("entries", [])
+    sets = sorted({e["set"] for e in entries})
+    cell = {(e["backend"], e["metric"], e["set"]): e.get(key) for e in entries}
+    titles = {"ba_tuned": "balanced accuracy at the tuned bound", "auc": "ROC AUC"}
+    board = Table(title=f"{titles.get(key, key)} per set (LLM-AggreFact layout)")
+    for h in ("metric", "backend", *sets, "avg"):
+        board.add_column(h, justify="left" if h in ("metric", "backend") else "right", overflow="fold")
+    for a in table.get("averages", []):
+        row = [_f(cell.get((a["backend"], a["metric"], s))) for s in sets]
+        board.add_row(a["metric"], a["backend"], *row, _f(a.get(key)))
+    return board
