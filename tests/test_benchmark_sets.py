@@ -323,3 +323,21 @@ def test_shipped_ares_rows_are_the_originals_byte_for_byte():
     shipped = parse_set("ares:shipped").path.read_bytes().split(b"\n")
     assert shipped[0] == original[0] and len([x for x in shipped if x]) == 21
     assert set(x for x in shipped if x) <= set(original)
+
+
+def test_rows_without_a_label_for_the_metrics_are_not_paid_for(tmp_path):
+    f = tmp_path / "mixed.jsonl"
+    rows = [
+        {"id": f"r{i}", "response": "r", "retrieved_contexts": ["c"], "labels": {"faithfulness": i % 2}}
+        for i in range(4)
+    ]
+    rows += [
+        {"id": "x", "response": "r", "retrieved_contexts": ["c"], "labels": {"context_relevance": 1}},
+        {"id": "y", "response": "r", "retrieved_contexts": ["c"]},
+    ]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    read = read_sets([f"jsonl:{f}"])
+    assert [s.id for s in read.samples] == ["mixed/r0", "mixed/r1", "mixed/r2", "mixed/r3"]
+    assert read.notes == ["mixed: 2 rows carry no label for faithfulness; left out"]
+    both = read_sets([f"jsonl:{f}"], metrics=["faithfulness", "context_relevance"])
+    assert len(both.samples) == 5

@@ -65,10 +65,11 @@ def read_sets(
     sets: Sequence[str | SetSpec],
     labels: Sequence[str | Path] = (),
     limit: int | None = None,
-    metric: str = "faithfulness",
+    metrics: Sequence[str] = ("faithfulness",),
 ) -> SetsRead:
-    """Every set's samples (module docstring), ``limit`` applied per set by ``metric``'s
-    labels. Raises ``ValueError`` / ``FileNotFoundError`` (one line) for a set that is
+    """Every set's samples (module docstring) that people labelled for one of ``metrics``
+    (a row without such a label would be paid for and never read), ``limit`` applied per
+    set by the first metric's labels. Raises ``ValueError`` / ``FileNotFoundError`` (one line) for a set that is
     not there or not of its format, and for two sets of one name."""
     specs = [_spec(s) for s in sets] + [parse_set(f"jsonl:{p}") for p in labels]
     names = [s.name for s in specs]
@@ -86,13 +87,24 @@ def read_sets(
                 continue
             rows.setdefault(str(item.metadata.get("benchmark_set", spec.name)), []).append(item)
         for name, members in rows.items():
-            kept = choose(members, limit, metric) if limit else members
-            if len(kept) < len(members):
-                out.notes.append(f"{name}: {len(kept)} of {len(members)} rows (--limit {limit}, label-balanced)")
-            out.samples += kept
+            out.samples += _kept(name, members, limit, metrics, out.notes)
     if out.row_errors > 1:
         out.notes.append(f"{out.row_errors} rows in all were left out as unreadable")
     return out
+
+
+def _kept(
+    name: str, members: list[Sample], limit: int | None, metrics: Sequence[str], notes: list[str]
+) -> list[Sample]:
+    """The rows of one set the run scores (``read_sets``), each leaving-out said once."""
+    labelled = set().union(*(people_pass(m, {s.id: s for s in members})[1] for m in metrics))
+    kept = [s for s in members if s.id in labelled]
+    if len(kept) < len(members):
+        notes.append(f"{name}: {len(members) - len(kept)} rows carry no label for {', '.join(metrics)}; left out")
+    chosen = choose(kept, limit, metrics[0]) if limit else kept
+    if len(chosen) < len(kept):
+        notes.append(f"{name}: {len(chosen)} of {len(kept)} rows (--limit {limit}, label-balanced)")
+    return chosen
 
 
 def _order(sid: str) -> str:
@@ -178,7 +190,7 @@ def benchmark(
     ``unified.api.evaluate``'s (``judges``, ``prices``, ``batch``, ``executor``, ...)."""
     names = metric_names(metrics)
     cuts = options.pop("label_cuts", None)  # --label-cut: graded labels binarised at a given bound
-    read = read_sets(sets, labels, limit, names[0])
+    read = read_sets(sets, labels, limit, names)
     if not read.samples:
         raise ValueError("no labelled rows in the sets given")
     folder = Path(out) if out is not None else None

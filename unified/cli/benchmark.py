@@ -110,7 +110,7 @@ def run_benchmark(values: dict[str, Any]) -> None:
         if limit is not None and limit < 2:
             raise cli.UserError(f"--limit {limit}: a set needs at least 2 rows (one of each class)")
         names = metric_names(",".join(values["metrics"]))
-        read = read_sets(sets, labels, limit, names[0])
+        read = read_sets(sets, labels, limit, names)
         for note in read.notes:
             cli.err_console.print(note, highlight=False, soft_wrap=True)
         if not read.samples:
