@@ -160,7 +160,7 @@ def test_benchmark_cli_two_public_sets_and_own_file_killed_and_resumed(tmp_path)
     out = tmp_path / "bench"
     ragtruth = SHARED / "labelled" / "ragtruth" / "ragtruth_summary.jsonl"
     ares = SHARED / "ares" / "LLM_Judge_Test_Set_Human_Annotations_V1.1_Filtered.tsv"
-    with JudgeServer(latency=0.4) as srv:
+    with JudgeServer(latency=0.25) as srv:
         cmd = [
             str(CLI),
             "benchmark",
