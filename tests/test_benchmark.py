@@ -229,6 +229,7 @@ def test_benchmark_cli_two_public_sets_and_own_file_killed_and_resumed(tmp_path)
         abs=1e-4,
     )
     assert "average over sets" in done.stdout and "BA@tuned: two folds stratified by label" in done.stdout
+    assert "wall: " in done.stdout and "rows (" in done.stdout
     html = (out / "report.html").read_text()
     assert "<section id='benchmark'>" in html and "AUC against cost per sample" in html
 

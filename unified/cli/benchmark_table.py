@@ -95,6 +95,11 @@ def render(table: dict[str, Any]) -> list[Any]:
             str(a.get("auc_sets", 0)),
         )
     lines: list[Any] = [per_set, leaderboard(table), avg, f"BA@tuned: {table.get('split', '')}"]
+    if isinstance(table.get("wall_seconds"), (int, float)):  # backends run side by side: the run's wall
+        lines.append(
+            f"wall: {table['wall_seconds']:.1f} s for {table.get('samples')} rows "
+            f"({_f(table.get('wall_per_sample'), 2)} s per row; s/sample above is task time, which overlaps)"
+        )
     return lines + [f"note: {n}" for n in table.get("notes", [])]
 
 
