@@ -183,7 +183,7 @@ def test_the_cycle_check_can_fail():
 LAYERS: tuple[tuple[str, ...], ...] = (
     # where people and other tools call us (unified.review: people label a run folder in the browser)
     ("unified.cli", "unified.integrations", "unified.testing", "unified.review"),
-    ("unified.api",),  # evaluate(): the run, its end, the places it goes
+    ("unified.api", "unified.benchmarking"),  # evaluate(), benchmark(): the run, its end, the places it goes
     ("unified.platforms",),  # where a run can go: MLflow, Ray
     ("unified.report",),  # the Report, the end of a run, run-to-run diffs
     ("unified.run",),  # the run path: scoring into the folder

@@ -25,6 +25,7 @@ _LAZY = {
     "evaluate": "unified.api",
     "aevaluate": "unified.api",
     "Report": "unified.report",
+    "benchmark": "unified.benchmarking",
     "evaluate_pipeline": "unified.api",
     "aevaluate_pipeline": "unified.api",
     "load_samples": "unified.data.io",

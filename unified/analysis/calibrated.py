@@ -36,12 +36,12 @@ from typing import Any, Iterable, Iterator, Mapping, Protocol
 
 import numpy as np
 
-from unified.analysis.calibration import human_labels
+from unified.analysis.calibration import people_pass
 from unified.analysis.configdiff import diff_configs
 from unified.analysis.isotonic import cross_validated, isotonic_fit, isotonic_predict
 from unified.analysis.jury import JURY
 from unified.analysis.stats import MIN_N, rounded
-from unified.analysis.verdict import cut_for, is_binary, label_cut
+from unified.analysis.verdict import cut_for
 from unified.scores import Score
 
 
@@ -66,22 +66,6 @@ class CalibrationError(ValueError):
 def _fingerprint(pairs: Iterable[tuple[str, float]]) -> str:
     blob = json.dumps(sorted(pairs), separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-def _passed(
-    metric: str, samples: Mapping[str, Any], cut: float | None = None
-) -> tuple[str | None, dict[str, float], Any]:
-    """(label key, {sample_id: 1.0/0.0 people pass}, binarised_at or None); ``cut``: the
-    one given for graded labels (``--label-cut``), else ``label_cut``'s."""
-    key, raw = human_labels(metric, samples)
-    if key is None or not raw:
-        return key, {}, None
-    if is_binary(raw.values()):
-        return key, {sid: float(v >= 0.5) for sid, v in raw.items()}, None
-    bound = label_cut(metric, raw.values(), cut)
-    if isinstance(bound, str):
-        return key, {}, bound
-    return key, {sid: float(v >= bound) for sid, v in raw.items()}, bound
 
 
 def fit_entry(
@@ -130,7 +114,7 @@ def fit_run(report: ScoredRun, label_cuts: Mapping[str, float] | None = None) ->
     configs = manifest.get("configs") or {}
     entries, notes = [], []
     for (metric, backend), scores in _scores_by_pair(report).items():
-        key, passed, cut = _passed(metric, samples, cut_for(metric, label_cuts))
+        key, passed, cut = people_pass(metric, samples, cut_for(metric, label_cuts))
         if not passed:
             # a cut that cannot be told says why
             why = f" ({getattr(cut, 'reason', cut)})" if isinstance(cut, str) else ""
@@ -165,7 +149,7 @@ def in_sample_notes(path: str | Path, report: ScoredRun, label_cuts: Mapping[str
     for key, e in cal.entries.items():
         metric, backend = key.split("|", 1)
         scores = table.get((metric, backend), {})
-        _, passed, _ = _passed(metric, samples, cut_for(metric, label_cuts))
+        _, passed, _ = people_pass(metric, samples, cut_for(metric, label_cuts))
         ids = _labelled(scores, passed)
         seen = _in_fit(e, scores, passed, ids)
         if seen:

@@ -224,6 +224,24 @@ def human_labels(metric: str, samples: Mapping[str, Sample]) -> tuple[str | None
     return first, out
 
 
+def people_pass(
+    metric: str, samples: Mapping[str, Sample], cut: float | None = None
+) -> tuple[str | None, dict[str, float], Any]:
+    """(label key, {sample_id: 1.0 when people pass it, else 0.0}, the cut or None) over
+    the samples labelled for ``metric`` (``human_labels``): binary labels as they are,
+    graded ones binarised at ``cut`` (``--label-cut``), else at ``label_cut``'s; when no
+    cut can be told, no verdicts and the cut's ``Undefined`` (its reason)."""
+    key, raw = human_labels(metric, samples)
+    if key is None or not raw:
+        return key, {}, None
+    if is_binary(raw.values()):
+        return key, {sid: float(v >= 0.5) for sid, v in raw.items()}, None
+    bound = label_cut(metric, raw.values(), cut)
+    if isinstance(bound, str):
+        return key, {}, bound
+    return key, {sid: float(v >= bound) for sid, v in raw.items()}, bound
+
+
 def human_calibration(
     metric: str,
     per_backend: Mapping[str, Mapping[str, Score]],

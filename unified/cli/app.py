@@ -19,6 +19,7 @@ from typing import Any, Optional
 import typer
 from rich.table import Table
 
+from unified.cli import benchmark as cli_benchmark
 from unified.cli import run as cli_run
 from unified.cli.common import (
     App,
@@ -240,6 +241,7 @@ def validate_cmd(
 # ---------------------------------------------------------------- run / compare
 
 cli_run.register(app)  # run, compare, migrate: one table of flags
+cli_benchmark.register(app)  # benchmark: run and compare's flags over labelled sets
 
 
 # ---------------------------------------------------------------- convert / report / diff
@@ -394,6 +396,8 @@ def diff_cmd(
             )
         if note := unpaired_note(r):
             err_console.print(f"note: {note}", highlight=False, soft_wrap=True, markup=False)
+    with user_errors():  # two benchmark folders: how agreement with people changed too
+        cli_benchmark.print_agreement_change(run_a, run_b)
     if json_out:
         from unified.data.files import write_text
 

@@ -481,7 +481,7 @@ def exit_code(n_failed: int, gates_ok: bool, allow_errors: bool) -> int:
 
 # ---------------------------------------------------------------- the flow
 
-DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval"}
+DEFAULT_BACKENDS = {"run": "native", "compare": "native,ragas,deepeval", "benchmark": "native,embedding"}
 
 
 @dataclass(frozen=True)
@@ -632,14 +632,20 @@ def _run_options(command: str, file: Path, v: dict[str, Any]) -> RunOptions:
     )
 
 
-def run_command(command: str, file: Path, values: dict[str, Any]) -> None:
-    """What ``run`` and ``compare`` do: check the arguments, run, report, exit."""
+def run_command(command: str, file: Path, values: dict[str, Any], argv: list[str] | None = None) -> None:
+    """What ``run`` and ``compare`` do: check the arguments, run, report, exit. ``argv``:
+    the command line that resumes the run, when FILE is not what the user typed
+    (``benchmark`` writes its input)."""
+    from dataclasses import replace
+
     from unified.cli import common as cli
     from unified.run.interrupts import RunInterrupted
 
     with cli.plain_warnings(), _sigterm_deferred() as terminated:
         with cli.user_errors():
             inv = Invocation.read(command, file, values)
+            if argv is not None:
+                inv = replace(inv, options=replace(inv.options, command=argv))
             setup = _setup(inv)
             if setup is None:
                 return

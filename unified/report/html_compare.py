@@ -15,7 +15,8 @@ from typing import Any, Mapping
 from unified.analysis.migrate import bound_text, num_text, used_bound, value_text
 from unified.report.html_agreement import section_alpha, section_jury, section_probability, section_retest
 from unified.report.html_base import e, num, table
-from unified.run.runfolder import CROSSCHECK_FILE, MIGRATION_FILE, SUMMARY_FILE
+from unified.report.html_benchmark import section_benchmark
+from unified.run.runfolder import BENCHMARK_FILE, CROSSCHECK_FILE, MIGRATION_FILE, SUMMARY_FILE
 from unified.run.runindex import describes_lines
 
 
@@ -154,6 +155,10 @@ def compare_sections(folder: Path | None) -> tuple[list[tuple[str, str]], list[s
             if html:
                 links.append((anchor, title))
                 parts.append(html)
+    bench = _current(folder, BENCHMARK_FILE, "benchmark", links, parts)
+    if bench:
+        links.append(("benchmark", "Benchmark"))
+        parts.append(section_benchmark(bench))
     mig = _current(folder, MIGRATION_FILE, "migrate", links, parts)
     if mig:
         links.append(("migration", "Migration"))

@@ -57,6 +57,8 @@ SUMMARY_FILE = "summary.json"
 REPORT_FILE = "report.html"
 CROSSCHECK_FILE = "crosscheck.json"
 MIGRATION_FILE = "migration.json"
+BENCHMARK_FILE = "benchmark.json"  # agreement with people per set (unified.benchmarking)
+BENCHMARK_INPUT = "benchmark_input.jsonl"  # the sets' chosen rows, written before the run reads them
 REPEATS_FILE = "repeats.jsonl"  # test–retest repeats not yet folded (unified.run.repeats)
 MANIFEST_FILE = "run.json"
 LOCK_FILE = ".lock"
@@ -359,7 +361,7 @@ class RunFolder:
         # the cache owns its name; imported here, so readers of a folder load no judge layer
         from unified.judge.cache import CACHE_FILE
 
-        ours = (LOCK_FILE, ".ragas")
+        ours = (LOCK_FILE, ".ragas", BENCHMARK_INPUT)
         return sorted(
             p.name
             for p in self.path.iterdir()
