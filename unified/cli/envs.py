@@ -40,6 +40,28 @@ def env_list_cmd() -> None:
     out_console.print(t)
 
 
+@env_app.command("build")
+def env_build_cmd(
+    names: list[str] = typer.Argument(..., help="isolated backends: ragas@0.3.9, deepeval@3.9.9, embedchain"),
+) -> None:
+    """Build (or find) the environments of isolated backends now, e.g. in a CI image, so
+    the first run does not pay for it."""
+    from unified.adapters.isolated import RECIPES, split_name
+    from unified.adapters.isolated.envs import EnvBuildError, EnvSpec, ensure_env
+
+    with user_errors():
+        for name in names:
+            split = split_name(name)
+            if split is None:
+                raise UserError(f"'{name}' is no isolated backend (ragas@VERSION, deepeval@VERSION, embedchain)")
+            recipe = RECIPES[split[0]]
+            try:
+                folder = ensure_env(EnvSpec(recipe.distribution, split[1] or recipe.default_version, recipe.pins))
+            except EnvBuildError as e:
+                raise UserError(str(e)) from None
+            out_console.print(f"{name}: {folder}", highlight=False, soft_wrap=True)
+
+
 @env_app.command("remove")
 def env_remove_cmd(
     keys: list[str] = typer.Argument(..., help="environment keys as `env list` shows them (ragas-0.3.9-py3.11)"),

@@ -326,7 +326,7 @@ def _number(raw: Any) -> dict[str, Any]:
         value = None
     if value is not None and math.isfinite(value):
         return {"raw": value}
-    return {"raw": None, "returned": repr(raw)}
+    return {"raw": None, "returned": repr(raw) if value is None else repr(value)}  # "nan", not "np.float64(nan)"
 
 
 class Worker:
