@@ -96,7 +96,9 @@ def backend_info(name: str) -> BackendFacts:
         return table[name]
     isolated = _isolated(name, table)
     if isolated is None:
-        raise KeyError(f"unknown backend '{name}'; known: {', '.join(sorted(table))} (and ragas@VERSION, deepeval@VERSION)")
+        raise KeyError(
+            f"unknown backend '{name}'; known: {', '.join(sorted(table))} (and ragas@VERSION, deepeval@VERSION)"
+        )
     return isolated
 
 

@@ -8,7 +8,9 @@ from rich.table import Table
 
 from unified.cli.common import App, UserError, out_console, user_errors
 
-env_app = App(no_args_is_help=True, help="List or remove the environments of isolated backends (ragas@0.3.9, embedchain).")
+env_app = App(
+    no_args_is_help=True, help="List or remove the environments of isolated backends (ragas@0.3.9, embedchain)."
+)
 
 
 def _size(n: int) -> str:

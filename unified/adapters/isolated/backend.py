@@ -142,7 +142,9 @@ class IsolatedBackend(FrameworkBackend):
         why = f"returned {answer.get('returned', repr(raw))}"
         if raw is None and "nan" in str(answer.get("returned", "")).lower():
             why += getattr(row, "nan_means", "")
-        return Outcome(math.nan if raw is None else raw, why, reason=answer.get("reason"), domain=getattr(row, "domain", None))
+        return Outcome(
+            math.nan if raw is None else raw, why, reason=answer.get("reason"), domain=getattr(row, "domain", None)
+        )
 
     async def aclose(self) -> None:
         """End the worker (bye, SIGTERM, SIGKILL) and give back the bridge."""

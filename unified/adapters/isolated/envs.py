@@ -205,9 +205,7 @@ def _uv(
 ) -> None:
     """Run uv, passing its progress lines on; its failure as one ``EnvBuildError`` line."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("VIRTUAL_ENV")}
-    proc = subprocess.Popen(
-        [uv_binary(), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
-    )
+    proc = subprocess.Popen([uv_binary(), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     lines: list[str] = []
     assert proc.stdout is not None
     for line in proc.stdout:

@@ -360,7 +360,9 @@ class Worker:
         except Exception as e:  # the framework's own message is the task's error
             self.send({"id": msg["id"], "error": f"{type(e).__name__}: {e}"})
             return
-        self.send({"id": msg["id"], **_number(raw), "reason": reason if isinstance(reason, str) else None, "details": details})
+        self.send(
+            {"id": msg["id"], **_number(raw), "reason": reason if isinstance(reason, str) else None, "details": details}
+        )
 
 
 async def serve(worker: Worker) -> None:
