@@ -70,5 +70,5 @@ FACTS = BackendFacts(
     metrics=EMBEDCHAIN_METRICS,
     extra="isolated",
     package=None,
-    doc=None,
+    doc="embedchain.md",
 )

@@ -176,7 +176,8 @@ def _build(spec: EnvSpec, root: Path, progress: Callable[[str], None]) -> Path:
     try:
         _uv(["venv", "--quiet", "--python", sys.executable, str(tmp)], spec, indexes, progress, label)
         _uv(
-            ["pip", "install", "--python", str(env_python(tmp)), *uv_index_args(indexes), *spec.requirements],
+            ["pip", "install", "--compile-bytecode", "--python", str(env_python(tmp)), *uv_index_args(indexes)]
+            + spec.requirements,
             spec,
             indexes,
             progress,
@@ -219,12 +220,13 @@ def _uv(
 
 
 def _reason(lines: list[str]) -> str:
-    """uv's own words, cut to the line that says why (its "error:" and "Caused by:" lines)."""
+    """uv's own words, cut to the lines that say why (its "error:", "cause:", "Caused by:"
+    and "hint:" lines: "not found in the cache", "the network was disabled")."""
     said = [ln.strip() for ln in lines if ln.strip()]
-    errors = [ln for ln in said if ln.startswith(("error:", "Caused by:", "×", "╰─▶"))]
+    errors = [ln for ln in said if ln.startswith(("error:", "cause:", "Caused by:", "hint:", "×", "╰─▶"))]
     picked = errors or said[-2:] or ["uv failed without a message"]
     text = " ".join(picked)
-    return text if len(text) <= 400 else text[:397] + "..."
+    return text if len(text) <= 600 else text[:597] + "..."
 
 
 def _installed_version(folder: Path, framework: str) -> str | None:
