@@ -16,7 +16,6 @@ import os
 import re
 from pathlib import Path
 
-import platformdirs
 import pytest
 from judge_server import JudgeServer
 from typer.testing import CliRunner
@@ -25,10 +24,7 @@ from unified.cli.app import app
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
-#: read at import, before conftest points XDG_CACHE_HOME at a per-test folder
-ENVS = Path(
-    os.environ.get("UNIFIED_ENVS_DIR") or platformdirs.user_cache_path("unified-rag-eval", appauthor=False) / "envs"
-)
+ENVS = Path(os.environ["UNIFIED_ENVS_DIR"])  # the machine's (tests/conftest.py)
 ALL = "ragas,ragas@0.3.9,deepeval,deepeval@3.9.9,embedchain"
 
 
@@ -119,11 +115,15 @@ def test_compare_scores_every_served_pair_across_versions_and_migrate_reports_th
     with JudgeServer(answer_fn=embedchain_answers()) as srv:
         r = invoke(
             "compare", DATA, "--backends", ALL, "--metrics", "faithfulness", "--base-url", srv.base_url,
-            "--model", "m", "--max-samples", "12", "--out", out, "--quiet",
+            "--model", "m", "--max-samples", "12", "--out", out, "--quiet", "--jury", "median",
         )  # fmt: skip
         assert r.exit_code == 0, r.output
         rows = lines(out / "scores.jsonl")
         by_backend = {b: [d for d in rows if d["backend"] == b] for b in ALL.split(",")}
+        jury = [d for d in rows if d["backend"] == "jury"]
+        assert len(jury) == 12
+        assert all(set(d["details"]["members"]) == set(ALL.split(",")) for d in jury)
+        assert "ragas@0.3.9" in (out / "report.html").read_text()
         assert all(len(v) == 12 and all(d["value"] is not None for d in v) for v in by_backend.values())
         assert {d["details"]["ragas_version"] for d in by_backend["ragas@0.3.9"]} == {"0.3.9"}
         assert {d["details"]["deepeval_version"] for d in by_backend["deepeval@3.9.9"]} == {"3.9.9"}

@@ -18,7 +18,6 @@ import sys
 import time
 from pathlib import Path
 
-import platformdirs
 import pytest
 from judge_server import JudgeServer
 from support import cli_env
@@ -26,9 +25,7 @@ from support import cli_env
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "examples" / "data" / "rag_examples.jsonl"
 CLI = Path(sys.executable).parent / "unified-eval"
-ENVS = Path(
-    os.environ.get("UNIFIED_ENVS_DIR") or platformdirs.user_cache_path("unified-rag-eval", appauthor=False) / "envs"
-)
+ENVS = Path(os.environ["UNIFIED_ENVS_DIR"])  # the machine's (tests/conftest.py)
 KEY = "sk-test-not-a-real-key"
 
 pytestmark = pytest.mark.slow

@@ -40,6 +40,7 @@ in a thread.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import inspect
 import json
 import math
@@ -52,6 +53,7 @@ import urllib.request
 from typing import Any
 
 ROUTE_HEADER = "X-Unified-Route"
+MAX_THREADS = 64
 PLACEHOLDER_KEY = "unused-by-the-bridge"
 QUIET = {
     "RAGAS_DO_NOT_TRACK": "true",
@@ -367,6 +369,9 @@ class Worker:
 
 async def serve(worker: Worker) -> None:
     loop = asyncio.get_running_loop()
+    # every judge call blocks a thread until the bridge answers: the default pool (cores + 4
+    # threads) would cap the tasks in flight far below the parent's concurrency
+    loop.set_default_executor(concurrent.futures.ThreadPoolExecutor(max_workers=MAX_THREADS))
     lines: asyncio.Queue[str] = asyncio.Queue()
     stdin = sys.stdin
 
