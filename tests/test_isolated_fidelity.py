@@ -114,36 +114,40 @@ def _direct(python: Path, url: str, route: str, metric: str, fields: dict) -> fl
     return float(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-@pytest.mark.parametrize("metric", ["faithfulness", "answer_relevancy"])  # chat only; chat and embeddings
-async def test_isolated_ragas_equals_ragas_called_directly_in_its_environment(metric, tmp_path, monkeypatch):
-    monkeypatch.setenv("UNIFIED_ENVS_DIR", str(ENVS))
+async def test_isolated_ragas_equals_ragas_called_directly_in_its_environment(tmp_path):
+    """faithfulness (chat only) and answer_relevancy (chat and embeddings), one worker and
+    one direct interpreter for both."""
+    metrics = ["faithfulness", "answer_relevancy"]
     cache = tmp_path / "c.sqlite"
-    row = FACTS.metrics[metric]  # type: ignore[index]
     with JudgeServer() as srv:
         judges_a = _judges(srv, cache)
         backend = get_backend("ragas@0.3.9", judges_a)
         try:
-            (score,) = await backend.score(SAMPLE, [parse_metric(metric)])
+            scores = await backend.score(SAMPLE, [parse_metric(m) for m in metrics])
             python = env_python(Path(backend.worker.python).parents[1])  # type: ignore[attr-defined]
         finally:
             await backend.aclose()
             await judges_a.aclose()
-        assert score.ok, score.error
-        assert srv.request_count > 0 and score.cost.calls > 0
+        assert all(s.ok for s in scores), [s.error for s in scores]
+        assert srv.request_count > 0 and all(s.cost.calls > 0 for s in scores)
 
         srv.reset_counts()
         judges_b = _judges(srv, cache)
         b = bridge.acquire()
+        direct = {}
         try:
-            # the same task scope: the cache counts repeated identical requests per task
-            with task_scope("ragas@0.3.9", metric, SAMPLE.id), b.route(judges_b) as headers:
-                direct = await asyncio.to_thread(
-                    _direct, python, b.base_url, headers[bridge.ROUTE_HEADER], row.cls, row.fields(SAMPLE)
-                )
+            for metric in metrics:
+                row = FACTS.metrics[metric]  # type: ignore[index]
+                # the same task scope: the cache counts repeated identical requests per task
+                with task_scope("ragas@0.3.9", metric, SAMPLE.id), b.route(judges_b) as headers:
+                    direct[metric] = await asyncio.to_thread(
+                        _direct, python, b.base_url, headers[bridge.ROUTE_HEADER], row.cls, row.fields(SAMPLE)
+                    )
         finally:
             bridge.release()
             await judges_b.aclose()
-        assert srv.request_count == 0, "the direct call must replay the cache, not ask again"
-    assert score.details["ragas_version"] == "0.3.9"
-    assert abs(score.raw - direct) <= 1e-12
-    assert abs(score.value - 10 * max(0.0, min(1.0, direct))) <= 1e-9
+        assert srv.request_count == 0, "the direct calls must replay the cache, not ask again"
+    for score in scores:
+        assert score.details["ragas_version"] == "0.3.9" and score.details["verdicts"]
+        assert abs(score.raw - direct[score.metric]) <= 1e-12
+        assert abs(score.value - 10 * max(0.0, min(1.0, direct[score.metric]))) <= 1e-9

@@ -161,7 +161,9 @@ class RagasDriver(Driver):
     def version(self) -> str:
         return str(self.ragas.__version__)
 
-    def models(self, route: str) -> tuple[Any, Any]:
+    def models(self, route: str, answers: list[dict[str, Any]]) -> tuple[Any, Any]:
+        """ragas's LLM and embeddings for one task; the LLM keeps the judge's structured
+        answers in ``answers`` (ragas returns no reason: they are what a reader checks)."""
         bridge = self.bridge
 
         class BridgeLLM(self.llm_base):  # type: ignore[name-defined]
@@ -175,7 +177,9 @@ class RagasDriver(Driver):
 
             def generate(self, prompt: str, response_model: Any) -> Any:
                 schema = bridge.narrowed(response_model.model_json_schema())
-                return response_model.model_validate_json(bridge.chat(prompt, route, schema))
+                answer = response_model.model_validate_json(bridge.chat(prompt, route, schema))
+                answers.append(answer.model_dump(mode="json"))
+                return answer
 
         class BridgeEmbedding(self.emb_base):  # type: ignore[name-defined]
             def __init__(self) -> None:
@@ -196,7 +200,8 @@ class RagasDriver(Driver):
         return BridgeLLM(), BridgeEmbedding()
 
     async def score(self, req: dict[str, Any]) -> tuple[Any, Any, dict[str, Any]]:
-        llm, emb = self.models(req["route"])
+        answers: list[dict[str, Any]] = []
+        llm, emb = self.models(req["route"], answers)
         cls = getattr(self.collections, req["metric"])
         details: dict[str, Any] = {}
         kwargs = settings(cls, req, details)
@@ -205,7 +210,20 @@ class RagasDriver(Driver):
         if "embeddings" in req["uses"]:
             kwargs["embeddings"] = emb
         result = await cls(**kwargs).ascore(**req["fields"])
+        if answers:
+            details["verdicts"] = verdict_items(answers)
         return result.value, getattr(result, "reason", None), details
+
+
+def verdict_items(answers: list[dict[str, Any]], limit: int = 50) -> list[dict[str, Any]]:
+    """The judge's answers as the in-process ragas backend keeps them: of each answer, the
+    items of its one list of objects (statements with verdicts) when it has one, else the
+    answer itself (a rating); at most ``limit``."""
+    out: list[dict[str, Any]] = []
+    for data in answers:
+        lists = [v for v in data.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
+        out.extend(lists[0] if len(lists) == 1 else [data])
+    return out[:limit]
 
 
 class DeepEvalDriver(Driver):
