@@ -162,3 +162,23 @@ def test_a_minus_one_verdict_makes_embedchain_groundedness_an_error_not_a_number
     faith = [d for (_, m), d in rows.items() if m == "faithfulness"]
     assert all(d["value"] is None and "returned nan" in d["error"] and "-1" in d["error"] for d in faith)
     assert all(d["value"] is not None for (_, m), d in rows.items() if m == "context_relevancy")
+
+
+def test_a_run_whose_environment_cannot_be_built_tries_once_and_fails_each_task_in_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("UNIFIED_ENVS_DIR", str(tmp_path / "envs"))
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    monkeypatch.setenv("UV_OFFLINE", "1")
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", "http://127.0.0.1:9/simple")
+    monkeypatch.delenv("PIP_FIND_LINKS", raising=False)
+    out = tmp_path / "run"
+    with JudgeServer() as srv:
+        r = invoke(
+            "run", DATA, "--backend", "deepeval@3.9.9", "--metrics", "faithfulness", "--base-url", srv.base_url,
+            "--model", "m", "--max-samples", "3", "--out", out,
+        )  # fmt: skip
+        assert srv.request_count == 0
+    assert r.exit_code == 3 and "Traceback" not in r.output
+    assert r.output.count("building an isolated environment") == 1  # once for the run, not once per task
+    rows = lines(out / "scores.jsonl")
+    assert len(rows) == 3 and all("could not install deepeval==3.9.9" in d["error"] for d in rows)

@@ -26,7 +26,7 @@ from unified.adapters.facts import BackendFacts
 from unified.adapters.framework import FrameworkBackend, Outcome
 from unified.adapters.isolated import RECIPES, split_name
 from unified.adapters.isolated.client import WorkerProcess
-from unified.adapters.isolated.envs import EnvSpec, ensure_env, env_python
+from unified.adapters.isolated.envs import EnvBuildError, EnvSpec, ensure_env, env_python
 from unified.judge import bridge
 from unified.judge.base import Judges
 from unified.metrics import MetricRef
@@ -60,6 +60,7 @@ class IsolatedBackend(FrameworkBackend):
         self._worker: WorkerProcess | None = None
         self._bridge: bridge.JudgeBridge | None = None
         self._start = threading.Lock()
+        self._unbuildable: str | None = None  # the build's failure, said to every later task
 
     # ------------------------------------------------------------ the environment, the worker
     def spec(self) -> EnvSpec:
@@ -73,8 +74,14 @@ class IsolatedBackend(FrameworkBackend):
     def _worker_now(self) -> WorkerProcess:
         """The worker, its environment built and the bridge started on first use."""
         with self._start:
+            if self._unbuildable is not None:
+                raise EnvBuildError(self._unbuildable)
             if self._worker is None:
-                folder = ensure_env(self.spec())
+                try:
+                    folder = ensure_env(self.spec())
+                except EnvBuildError as e:  # one build per run, not one per task
+                    self._unbuildable = str(e)
+                    raise
                 self._bridge = bridge.acquire()
                 chat = self.judges.chat
                 hello = {

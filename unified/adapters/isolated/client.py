@@ -54,6 +54,9 @@ class WorkerProcess:
         self.ready: dict[str, Any] = {}
         self.starts = 0
         self.start_seconds: float | None = None
+        #: why the worker could not start (it died or hung before ``ready``): said again to
+        #: every later task instead of starting it again for each
+        self.broken: str | None = None
 
     # ------------------------------------------------------------ start
     def _ensure(self) -> subprocess.Popen[str]:
@@ -61,6 +64,8 @@ class WorkerProcess:
         with self._lock:
             if self._proc is not None and self._proc.poll() is None:
                 return self._proc
+        if self.broken is not None:
+            raise WorkerDied(self.broken)
         started = time.monotonic()
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k != "PYTHONPATH"}
         proc = subprocess.Popen(
@@ -84,8 +89,11 @@ class WorkerProcess:
             self.ready = ready.result(self.start_timeout)
         except concurrent.futures.TimeoutError:
             self._kill(proc)
-            raise WorkerDied(f"{self.label} worker did not start within {self.start_timeout:g} s") from None
-        # a worker that died while starting failed ``ready`` with WorkerDied (raised above)
+            self.broken = f"{self.label} worker did not start within {self.start_timeout:g} s"
+            raise WorkerDied(self.broken) from None
+        except WorkerDied as e:  # it died before ``ready`` (the framework would not import)
+            self.broken = str(e)
+            raise
         self.start_seconds = round(time.monotonic() - started, 2)
         return proc
 
