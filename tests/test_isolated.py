@@ -182,3 +182,27 @@ def test_a_run_whose_environment_cannot_be_built_tries_once_and_fails_each_task_
     assert r.output.count("building an isolated environment") == 1  # once for the run, not once per task
     rows = lines(out / "scores.jsonl")
     assert len(rows) == 3 and all("could not install deepeval==3.9.9" in d["error"] for d in rows)
+
+
+def test_uv_gets_the_indexes_pip_would_use_with_pips_best_match_rule(monkeypatch):
+    from unified.adapters.isolated.envs import describe_indexes, pip_indexes, uv_index_args
+
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_INDEX_URL", "https://mirror.example/simple")
+    monkeypatch.setenv("PIP_EXTRA_INDEX_URL", "file:///srv/a/simple file:///srv/b/simple")
+    monkeypatch.setenv("PIP_FIND_LINKS", "/srv/wheels")
+    indexes = pip_indexes()
+    assert indexes == {
+        "index-url": ["https://mirror.example/simple"],
+        "extra-index-url": ["file:///srv/a/simple", "file:///srv/b/simple"],
+        "find-links": ["/srv/wheels"],
+    }
+    args = uv_index_args(indexes)
+    assert args[:2] == ["--index-strategy", "unsafe-best-match"]  # pip's rule, not uv's first-index rule
+    assert args[2:] == [
+        "--index-url", "https://mirror.example/simple",
+        "--extra-index-url", "file:///srv/a/simple",
+        "--extra-index-url", "file:///srv/b/simple",
+        "--find-links", "/srv/wheels",
+    ]  # fmt: skip
+    assert describe_indexes(indexes).startswith("https://mirror.example/simple, file:///srv/a/simple")
