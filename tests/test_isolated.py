@@ -206,3 +206,15 @@ def test_uv_gets_the_indexes_pip_would_use_with_pips_best_match_rule(monkeypatch
         "--find-links", "/srv/wheels",
     ]  # fmt: skip
     assert describe_indexes(indexes).startswith("https://mirror.example/simple, file:///srv/a/simple")
+
+
+def test_an_isolated_backend_takes_the_bound_and_refuses_other_bracket_parameters_in_one_line():
+    from unified.adapters import get_backend
+    from unified.metrics import parse_metric
+
+    b = get_backend("ragas@0.3.9")
+    assert b.param_error(parse_metric("faithfulness[threshold=8]")) is None
+    assert b.bound(parse_metric("faithfulness[threshold=8]")) == 8.0
+    why = b.param_error(parse_metric("answer_relevancy[strictness=2]"))
+    assert why is not None and "strictness" in why and "ragas@0.3.9" in why
+    assert b.worker is None  # asking costs no environment and no worker

@@ -104,12 +104,27 @@ class IsolatedBackend(FrameworkBackend):
         return frozenset({"llm": "chat", "embeddings": "embedder"}[u] for u in uses)
 
     def details_for(self, row: Any) -> dict[str, Any]:
-        return {
+        details = {
             "framework": self.framework,
             f"{self.framework}_version": self.version(),
             f"{self.framework}_{self.metric_key}": row.cls,
             "isolated": True,
         }
+        if getattr(row, "note", None):
+            details["note"] = row.note
+        return details
+
+    def param_error(self, ref: MetricRef) -> str | None:
+        """Only ``threshold`` for now: the other bracket parameters go to the framework's
+        constructor, which this process cannot read for another release (and ragas drops
+        unknown keywords silently), so they are refused in one line rather than risked."""
+        passed = [k for k, _ in self.passed_params(ref)]
+        if not passed:
+            return None
+        return (
+            f"metric '{ref.name}': parameter '{passed[0]}' is not passed to isolated backends ({self.name}); "
+            "only threshold is taken here"
+        )
 
     def payload(self, sample: Sample, ref: MetricRef, row: Any) -> dict[str, Any]:
         """What the worker is asked for this task (the module docstring)."""
