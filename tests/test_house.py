@@ -41,7 +41,15 @@ def _imported(tree: ast.AST) -> set[str]:
     return names
 
 
-FRAMEWORKS = {"ragas", "deepeval", "phoenix", "trulens", "opik", "mlflow", "ray"}
+def _frameworks() -> set[str]:
+    """The top-level package of every registered backend's framework, and the platforms'."""
+    from unified.adapters import backend_info, backend_names
+
+    packages = {backend_info(n).package for n in backend_names()} - {None}
+    return {p.split(".")[0] for p in packages if p} | {"mlflow", "ray"}
+
+
+FRAMEWORKS = _frameworks()
 
 
 def test_the_core_imports_no_framework_not_even_lazily():

@@ -173,7 +173,7 @@ def test_the_dry_run_says_where_the_calls_would_go(tmp_path):
 
 
 def test_batch_on_an_azure_deployment_url_is_refused_before_the_folder_is_touched(tmp_path, monkeypatch):
-    from unified.run.runner import evaluate
+    from unified.api import evaluate
 
     monkeypatch.setenv("TEAM_JUDGE_KEY", KEY)
     url = f"https://res.openai.azure.com/openai/deployments/{AZURE_DEPLOYMENT}?api-version={AZURE_VERSION}"

@@ -9,18 +9,14 @@ errors; nothing is printed and no other host is reached.
 
 from __future__ import annotations
 
-import asyncio
-import hashlib
 import json
 import logging
 import os
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import httpx
 import pytest
@@ -28,9 +24,9 @@ import pytest
 pytest.importorskip("patronus", reason="the patronus extra is not installed")
 
 from aiohttp import web
-from patronus_server import IDS, PatronusServer, success
 from patronus.api.api_client import PatronusAPIClient
 from patronus.evals import AsyncRemoteEvaluator
+from patronus_server import IDS, PatronusServer, success
 
 from unified.adapters import describe_metric, estimate_calls, get_backend
 from unified.adapters.patronus import PATRONUS_EVALUATORS
@@ -49,6 +45,8 @@ S = Sample(
     id="pt-1",
 )
 ALL = ",".join(sorted(PATRONUS_EVALUATORS))
+
+
 async def _score(srv: PatronusServer, metrics: str = ALL, sample: Sample = S, **opts: Any):
     backend = get_backend("patronus", None, api_key=KEY, api_url=srv.url, **opts)
     try:

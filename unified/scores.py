@@ -90,6 +90,16 @@ def is_ok(error: str | None, value: float | None) -> bool:
     return error is None and value is not None
 
 
+def judged_update(fields: Mapping[str, Any], bound: float) -> dict[str, Any]:
+    """The fields that give a Score — or a Score's field dict, as a computed block writes
+    it — its task's pass bound (``Score.judged_against``): {} when it already has it."""
+    details = fields.get("details") or {}
+    if fields.get("threshold") == bound or details.get("threshold_base") == bound:
+        return {}
+    ok = is_ok(fields.get("error"), fields.get("value"))
+    return {"threshold": bound, "passed": passed(fields["value"], bound) if ok else None}
+
+
 class Score(BaseModel):
     """One (sample, metric, backend) result.
 
@@ -146,9 +156,8 @@ class Score(BaseModel):
         by the one test (``unified.bounds.passed``). A per-sample bound a metric derived
         from the task's (precision@k and recall@k scale it by the best achievable value;
         ``details.threshold_base`` is the task's bound) is kept as the metric applied it."""
-        if self.threshold == bound or self.details.get("threshold_base") == bound:
-            return self
-        return self.model_copy(update={"threshold": bound, "passed": passed(self.value, bound) if self.ok else None})
+        update = judged_update(self.model_dump(include={"value", "error", "threshold", "details"}), bound)
+        return self.model_copy(update=update) if update else self
 
     @classmethod
     def failure(cls, metric: str, backend: str, sample_id: str, error: str, **kw: Any) -> "Score":

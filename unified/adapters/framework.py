@@ -62,6 +62,32 @@ def run_blocking(factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
         return pool.submit(ctx.run, lambda: asyncio.run(factory())).result()
 
 
+def on_loop(
+    loop: asyncio.AbstractEventLoop | None,
+    factory: Callable[[], Coroutine[Any, Any, R]],
+    context: contextvars.Context | None = None,
+) -> R:
+    """Run a coroutine on ``loop`` from a framework's worker thread and block for its result.
+
+    A framework that calls its model synchronously from a thread of its own reaches our
+    judge this way: the call runs on the backend task's loop (where the judge's clients,
+    limits and breaker live), in a copy of ``context`` (the task's, so the call is billed to
+    its metric) or of the calling thread's. With no loop, or from that loop itself, it runs
+    as ``run_blocking`` does.
+    """
+    if loop is None or _running_loop() is loop:
+        return run_blocking(factory)
+    ctx = (context or contextvars.copy_context()).copy()  # one Context per call: threads share none
+    return ctx.run(asyncio.run_coroutine_threadsafe, factory(), loop).result()
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 #: (answer model's class name, field) -> the values a framework's prompt allows there
 Verdicts = Mapping[tuple[str, str], tuple[int, ...]]
 _strict: dict[tuple[type, int], type] = {}

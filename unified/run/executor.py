@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Protocol
 from unified.judge.base import TaskMeter, task_scope
 from unified.metrics import MetricRef
 from unified.sample import Sample
-from unified.scores import Score
+from unified.scores import Score, judged_update
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,7 @@ def compute_group(group: TaskGroup) -> list[Any]:
     key = {"backend": group.backend.name, "sample_id": group.sample.id, "sample_hash": group.sample_hash}
     for f, p in zip(got, group.pairs):
         f.update(key, metric=p.metric.name, config_hash=p.config_hash)
+        f.update(judged_update(f, p.task_bound))  # as score_group stamps a Score
     return got
 
 

@@ -76,7 +76,7 @@ if not any(isinstance(f, _NotDingo) for f in _root.filters):
     _root.addFilter(_NotDingo())
 
 from unified.adapters.dingo import FACTS, DingoMetric  # noqa: E402
-from unified.adapters.framework import FrameworkBackend, Outcome, run_blocking  # noqa: E402
+from unified.adapters.framework import FrameworkBackend, Outcome, on_loop  # noqa: E402
 from unified.judge.base import Judges  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
 from unified.sample import Sample  # noqa: E402
@@ -127,13 +127,7 @@ class JudgeDingoClient:
 
     def _run(self, factory: Callable[[], Coroutine[Any, Any, R]]) -> R:
         task = _task.get()
-        try:
-            running: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if task is None or running is task.loop:
-            return run_blocking(factory)
-        return asyncio.run_coroutine_threadsafe(factory(), task.loop).result()
+        return on_loop(task.loop if task is not None else None, factory)
 
     def _chat(self, model: str, messages: list[dict[str, Any]], **params: Any) -> ChatCompletion:
         msgs = [{"role": str(m.get("role", "user")), "content": str(m.get("content") or "")} for m in messages]

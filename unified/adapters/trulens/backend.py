@@ -54,7 +54,7 @@ from trulens.core.feedback.endpoint import Endpoint  # noqa: E402
 from trulens.feedback.groundtruth import GroundTruthAgreement  # noqa: E402
 from trulens.feedback.llm_provider import LLMProvider  # noqa: E402
 
-from unified.adapters.framework import FrameworkBackend, Outcome  # noqa: E402
+from unified.adapters.framework import FrameworkBackend, Outcome, on_loop  # noqa: E402
 from unified.adapters.trulens import FACTS, TruLensMetric  # noqa: E402
 from unified.judge.base import Judges  # noqa: E402
 from unified.metrics import MetricRef  # noqa: E402
@@ -110,11 +110,7 @@ class JudgeTruLensProvider(LLMProvider):
         msgs = [{"role": str(m["role"]), "content": str(m["content"])} for m in messages or ()]
         if prompt is not None:
             msgs.append({"role": "user", "content": prompt})
-        coro = self._ask(msgs, response_format)
-        if self._loop is None:
-            return asyncio.run(coro)
-        ctx = (self._context or contextvars.copy_context()).copy()  # one Context per thread
-        return ctx.run(asyncio.run_coroutine_threadsafe, coro, self._loop).result()
+        return on_loop(self._loop, lambda: self._ask(msgs, response_format), self._context)
 
 
 #: a number with a minus sign: TruLens's rating parser reads the digits and drops the sign
