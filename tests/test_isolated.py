@@ -90,7 +90,10 @@ def test_an_environment_is_built_once_listed_reused_and_removed(tmp_path, monkey
     monkeypatch.setenv("UNIFIED_ENVS_DIR", str(tmp_path / "envs"))
     said: list[str] = []
     spec = EnvSpec("deepeval", "3.9.9")
+    killed = tmp_path / "envs" / f".building-{spec.key}-0dead0"  # what a build killed with -9 leaves
+    (killed / "bin").mkdir(parents=True)
     folder = ensure_env(spec, said.append)
+    assert not killed.exists()  # cleared by the next build of that key
     record = json.loads((folder / "unified-env.json").read_text())
     assert folder.name == spec.key == "deepeval-3.9.9-py3.11" and record["installed"] == "3.9.9"
     assert said[0].startswith("[env deepeval 3.9.9] building") and said[-1].startswith("[env deepeval 3.9.9] ready")

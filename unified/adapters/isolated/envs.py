@@ -149,6 +149,8 @@ def ensure_env(spec: EnvSpec, progress: Callable[[str], None] | None = None) -> 
         found = find_env(spec)  # another run built it while we waited
         if found is not None:
             return found
+        for leftover in root.glob(f".building-{spec.key}-*"):  # a build killed (-9) mid-way; we hold its lock
+            shutil.rmtree(leftover, ignore_errors=True)
         return _build(spec, root, progress or _to_stderr)
 
 
