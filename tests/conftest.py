@@ -34,6 +34,13 @@ for _k, _v in {
 }.items():
     os.environ.setdefault(_k, _v)
 
+# the isolated backends' environments are the machine's (``make install-test`` builds them into
+# the user cache; a test that finds none builds it from uv's cache): read before the next line
+if not os.environ.get("UNIFIED_ENVS_DIR"):
+    import platformdirs
+
+    os.environ["UNIFIED_ENVS_DIR"] = str(platformdirs.user_cache_path("unified-rag-eval", appauthor=False) / "envs")
+
 # the shared judge cache lives in the user cache folder: a session of its own (module-scoped
 # fixtures run before any per-test folder is set) and never the machine's ~/.cache
 os.environ["XDG_CACHE_HOME"] = tempfile.mkdtemp(prefix="unified-test-cache-")

@@ -258,6 +258,7 @@ ANSWER_MODULES = (
     "judge_answers_evidently",
     "judge_answers_lynx",
     "judge_answers_autoevals",
+    "judge_answers_embedchain",
 )
 
 

@@ -48,6 +48,13 @@ SAMPLE = Sample(
     retrieved_contexts=["The Eiffel Tower was built from 1887 to 1889.", "Paris is in France."],
     reference="It was built from 1887 to 1889.",
 )
+#: (backend, metric) whose judge answer holds no verdict: a number there is content
+NO_VERDICT = {
+    # the judge writes questions the answer would answer; the score is a cosine of embeddings
+    ("embedchain", "answer_relevancy"),
+    # the judge copies the context sentences it finds useful; the score counts sentences
+    ("embedchain", "context_relevancy"),
+}
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?")
 
 
@@ -99,7 +106,7 @@ async def test_an_out_of_scale_verdict_is_an_error_never_a_score(backend, shape)
                 [score] = await b.score(SAMPLE, [parse_metric(metric)])
             finally:
                 await b.aclose()
-        if hostile.altered:
+        if hostile.altered and (backend, metric) not in NO_VERDICT:
             assert score.value is None and score.error, (backend, metric, shape, score.value, score.details)
 
 

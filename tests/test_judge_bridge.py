@@ -141,3 +141,57 @@ def test_the_last_release_stops_the_server():
         urllib.request.urlopen(
             urllib.request.Request(url + "/v1/chat/completions", data=b"{}", method="POST"), timeout=5
         )
+
+
+def test_schema_model_follows_nested_objects_refs_and_integer_verdicts():
+    """The answer models frameworks send (pydantic's ``model_json_schema``): a list of
+    objects by ``$ref`` into ``$defs``, an optional field, an integer verdict narrowed to
+    its allowed values (``enum``)."""
+    model = bridge.schema_model(
+        {
+            "title": "NLIStatementOutput",
+            "type": "object",
+            "$defs": {
+                "Verdict": {
+                    "title": "Verdict",
+                    "type": "object",
+                    "required": ["statement", "verdict"],
+                    "properties": {
+                        "statement": {"type": "string"},
+                        "verdict": {"type": "integer", "enum": [0, 1]},
+                        "reason": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                    },
+                }
+            },
+            "required": ["statements"],
+            "properties": {"statements": {"type": "array", "items": {"$ref": "#/$defs/Verdict"}}},
+        }
+    )
+    assert model is not None
+    ok = model.model_validate({"statements": [{"statement": "a", "verdict": 1}]})
+    assert ok.statements[0].verdict == 1 and ok.statements[0].reason is None
+    with pytest.raises(ValueError):  # a verdict the framework's prompt never allows
+        model.model_validate({"statements": [{"statement": "a", "verdict": -3}]})
+    assert bridge.schema_model({"type": "object", "properties": {"r": {"$ref": "#/$defs/Missing"}}}) is None
+
+
+async def test_embeddings_are_answered_by_the_embedder_and_billed_to_the_task():
+    with JudgeServer() as srv:
+        judges = build_judges(
+            JudgeConfig(base_url=srv.base_url, model="fake", max_retries=0), embedding=srv.base_url, cache=False
+        )
+        b = bridge.acquire()
+        try:
+            with task_scope("ragas@0.3.9", "answer_relevancy", "s1") as meter, b.route(judges) as headers:
+                req = urllib.request.Request(
+                    b.base_url + "/v1/embeddings",
+                    data=json.dumps({"model": "e", "input": ["one", "two"]}).encode(),
+                    headers={"Content-Type": "application/json", **headers},
+                )
+                answer = await asyncio.to_thread(lambda: json.loads(urllib.request.urlopen(req, timeout=30).read()))
+        finally:
+            bridge.release()
+            await judges.aclose()
+    vectors = [d["embedding"] for d in answer["data"]]
+    assert [d["index"] for d in answer["data"]] == [0, 1] and len(vectors) == 2 and vectors[0] != vectors[1]
+    assert meter.cost().embedding_calls == 1  # one batched request, as the framework sent it

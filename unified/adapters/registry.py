@@ -88,11 +88,44 @@ def backend_names() -> list[str]:
 
 
 def backend_info(name: str) -> BackendFacts:
-    """The facts of backend ``name`` (KeyError naming the known ones)."""
+    """The facts of backend ``name`` (KeyError naming the known ones). A versioned name
+    (``ragas@0.3.9``) is its room's facts run in an isolated environment
+    (``unified.adapters.isolated``)."""
     table = _table()
-    if name not in table:
-        raise KeyError(f"unknown backend '{name}'; known: {', '.join(sorted(table))}")
-    return table[name]
+    if name in table:
+        return table[name]
+    isolated = _isolated(name, table)
+    if isolated is None:
+        raise KeyError(
+            f"unknown backend '{name}'; known: {', '.join(sorted(table))} (and ragas@VERSION, deepeval@VERSION)"
+        )
+    return isolated
+
+
+#: isolated backends' facts, made once per name (their classes are kept per name too)
+_isolated_made: dict[str, BackendFacts] = {}
+
+
+def _isolated(name: str, table: dict[str, BackendFacts]) -> BackendFacts | None:
+    from unified.adapters.isolated import split_name
+
+    split = split_name(name)
+    if split is None or "@" not in name or split[0] not in table:
+        return None
+    if name not in _isolated_made:
+        from unified.adapters.isolated import isolated_facts
+
+        _isolated_made[name] = isolated_facts(name, table[split[0]])
+    return _isolated_made[name]
+
+
+def is_backend(name: str) -> bool:
+    """Whether ``name`` is a backend: a known name, or a room's framework at a version."""
+    try:
+        backend_info(name)
+    except KeyError:
+        return False
+    return True
 
 
 def available(info: BackendFacts) -> bool:
@@ -113,9 +146,11 @@ def get_backend_class(name: str) -> "type[Backend]":
     """Import and return the class of backend ``name`` (first use imports its module)."""
     info = backend_info(name)
     try:
-        return resolve(info.backend)
+        cls = resolve(info.backend)
     except ImportError as e:
         raise BackendUnavailableError(f"{info.hint} ({e})") from None
+    bind = getattr(cls, "bound_to", None)  # an isolated backend: one class per name
+    return bind(info) if bind is not None else cls
 
 
 def get_backend(name: str, judges: "Judges | None" = None, **options: Any) -> "Backend":

@@ -61,14 +61,15 @@ APPROX_GATE = (
 def framework_name(metric: str, backend: str) -> str:
     """The name ``backend``'s framework gives ``metric`` (registry alias: ``faithfulness``
     is ``FaithfulnessMetric`` in deepeval, ``Faithfulness`` in ragas); our own name for
-    backends without an alias (native, embedding, jury) and for metrics with a cutoff."""
+    backends without an alias (native, embedding, jury) and for metrics with a cutoff. A
+    framework at a version (``ragas@0.3.9``, an isolated backend) has its framework's names."""
     try:
         ref = parse_metric(metric)
     except UnknownMetricError:
         return metric
     if ref.k is not None or ref.params:
         return ref.name
-    return ref.spec.aliases.get(backend, ref.name)
+    return ref.spec.aliases.get(backend.partition("@")[0], ref.name)
 
 
 def _collect(scores: Iterable[Score], backends: tuple[str, str]) -> dict[str, dict[str, dict[str, Score]]]:

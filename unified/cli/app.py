@@ -491,6 +491,13 @@ def cache_clear_cmd(
     )
 
 
+# ---------------------------------------------------------------- env
+
+from unified.cli.envs import env_app  # noqa: E402
+
+app.add_typer(env_app, name="env")
+
+
 def main() -> None:  # pragma: no cover - console-script entry when not using typer's app directly
     app()
 

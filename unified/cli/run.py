@@ -756,12 +756,12 @@ def dry_run(inv: Invocation, refs: list[Any], backends: list[str]) -> None:
     metric) without calling anything or importing a framework: the registry knows what a
     backend implements and what a metric costs; the run plan's own rule (``why_not``) says
     which pairs the run would skip for want of a judge."""
-    from unified.adapters import backend_names, estimate_calls
+    from unified.adapters import backend_names, estimate_calls, is_backend
     from unified.cli import common as cli
 
     o = inv.options
     for b in backends:
-        if b not in backend_names():
+        if not is_backend(b):
             raise cli.UserError(f"unknown backend '{b}'; known: {', '.join(sorted(backend_names()))}")
     judges, _ = inv.judge.resolve(cached=False)
     served = _dry_plan(refs, backends, judges)

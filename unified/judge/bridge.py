@@ -6,7 +6,7 @@ whose address is a plain setting is MLflow's own AI gateway (``gateway:/<endpoin
 ``MLFLOW_GATEWAY_URI``). The bridge is that address: an HTTP server on 127.0.0.1, in this
 process, on a random port, started on first use and stopped when its last user releases
 it (and at exit). It answers ``POST …/chat/completions`` by calling the ``ChatJudge`` of
-the task that sent the request, so every framework call still goes through our cache,
+the task that sent the request (and ``POST …/embeddings`` with its ``Embedder``), so every framework call still goes through our cache,
 retries, circuit breaker, prices and accounting, to the judge the user chose.
 
 Routing. A caller opens a route inside its task (``with bridge.route(judges) as
@@ -18,7 +18,8 @@ request without a live route gets HTTP 403. No key is involved on this hop: the 
 ignores ``Authorization`` and never logs a header; the judge layer holds the user's key.
 
 Structured output. A request's ``response_format`` JSON schema (an object of strings,
-numbers, integers, booleans, string enums or lists of those) becomes a pydantic model,
+numbers, integers, booleans, enums, nested objects or lists of those) becomes a pydantic
+model,
 so the judge layer validates and repairs the answer as it does for every backend; a
 request without one gets the judge's free text. The answer is an OpenAI
 ``chat.completion`` with zero ``usage`` (tokens are counted by the judge layer, once).
@@ -61,31 +62,56 @@ class _Route:
     answers: list[str] | None = None  # the texts sent back, when the caller asked to see them
 
 
-def schema_model(schema: dict[str, Any]) -> type[BaseModel] | None:
-    """A pydantic model for a flat JSON object schema (title kept as the class name), or
-    None when the schema uses anything else (the request then gets free text)."""
+def schema_model(schema: dict[str, Any], root: dict[str, Any] | None = None) -> type[BaseModel] | None:
+    """A pydantic model for a JSON object schema (title kept as the class name), or None
+    when the schema uses anything else (the request then gets free text). Served: strings,
+    numbers, integers, booleans, string or integer enums, nested objects (inline or by
+    ``$ref`` into ``$defs``, as pydantic writes them), lists of any of those, and
+    ``anyOf [X, null]`` (an optional field)."""
+    root = schema if root is None else root
     props = schema.get("properties")
-    if schema.get("type") != "object" or not isinstance(props, dict) or not props:
+    if schema.get("type", "object") != "object" or not isinstance(props, dict) or not props:
         return None
     fields: dict[str, Any] = {}
     required = set(schema.get("required", props))
     for name, sub in props.items():
-        typ = _field_type(sub)
+        typ = _field_type(sub, root)
         if typ is None:
             return None
         fields[name] = (typ, ...) if name in required else (typ | None, None)
     return create_model(str(schema.get("title") or "BridgeAnswer"), **fields)
 
 
-def _field_type(sub: Any) -> Any:
+def _field_type(sub: Any, root: dict[str, Any]) -> Any:
     if not isinstance(sub, dict):
         return None
-    if isinstance(sub.get("enum"), list) and all(isinstance(v, str) for v in sub["enum"]):
-        return Literal[tuple(sub["enum"])]
+    if isinstance(sub.get("$ref"), str):
+        sub = _deref(sub["$ref"], root)
+        if sub is None:
+            return None
+    options = sub.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        inner = _field_type(next(o for o in options if o != {"type": "null"}), root)
+        return None if inner is None else inner | None
+    enum = sub.get("enum")
+    if isinstance(enum, list) and enum and all(isinstance(v, (str, int)) and not isinstance(v, bool) for v in enum):
+        return Literal[tuple(enum)]
     if sub.get("type") == "array":
-        inner = _field_type(sub.get("items", {}))
+        inner = _field_type(sub.get("items", {}), root)
         return None if inner is None else list[inner]  # type: ignore[valid-type]
+    if sub.get("type") == "object" or "properties" in sub:
+        return schema_model(sub, root)
     return _TYPES.get(str(sub.get("type")))
+
+
+def _deref(ref: str, root: dict[str, Any]) -> dict[str, Any] | None:
+    """``#/$defs/Name`` -> that schema in ``root`` (the only references pydantic writes)."""
+    if not ref.startswith("#/"):
+        return None
+    node: Any = root
+    for part in ref[2:].split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    return node if isinstance(node, dict) else None
 
 
 def request_schema(body: dict[str, Any]) -> dict[str, Any] | None:
@@ -108,6 +134,14 @@ async def _answer(judges: Judges, body: dict[str, Any]) -> str:
     if model is not None:
         return (await chat.ask(messages, model)).model_dump_json()
     return await chat.ask_text(messages)
+
+
+async def _embed(judges: Judges, body: dict[str, Any]) -> list[list[float]]:
+    """The embedder's vectors for an OpenAI ``embeddings`` request (``input``: a text or
+    a list of texts), one request to the judge layer as the framework batched them."""
+    texts = body.get("input")
+    texts = [texts] if isinstance(texts, str) else [str(t) for t in texts or []]
+    return await judges.require_embedder().embed(texts)
 
 
 def _text(content: Any) -> str:
@@ -154,18 +188,25 @@ class JudgeBridge:
 
     def call(self, route: _Route, body: dict[str, Any]) -> str:
         """Run ``_answer`` on the route's loop in a copy of its context; block for it."""
-        with self._lock:
-            self.requests += 1
-        ctx = route.context.copy()
-
-        async def in_context() -> str:
-            return await asyncio.get_running_loop().create_task(_answer(route.judges, body), context=ctx)
-
-        text = asyncio.run_coroutine_threadsafe(in_context(), route.loop).result()
+        text = self._on_loop(route, _answer(route.judges, body))
         if route.answers is not None:
             with self._lock:
                 route.answers.append(text)
         return text
+
+    def embed(self, route: _Route, body: dict[str, Any]) -> list[list[float]]:
+        """Run ``_embed`` on the route's loop in a copy of its context; block for it."""
+        return self._on_loop(route, _embed(route.judges, body))
+
+    def _on_loop(self, route: _Route, coro: Any) -> Any:
+        with self._lock:
+            self.requests += 1
+        ctx = route.context.copy()
+
+        async def in_context() -> Any:
+            return await asyncio.get_running_loop().create_task(coro, context=ctx)
+
+        return asyncio.run_coroutine_threadsafe(in_context(), route.loop).result()
 
     def close(self) -> None:
         self._server.shutdown()
@@ -182,10 +223,13 @@ def _handler_for(bridge: JudgeBridge) -> type[BaseHTTPRequestHandler]:
             route = bridge.lookup(self.headers.get(ROUTE_HEADER))
             if route is None:
                 return self._send(403, {"error": {"message": "unknown or closed bridge route"}})
-            if not self.path.rstrip("/").endswith("/chat/completions"):
-                return self._send(404, {"error": {"message": "only chat/completions is served"}})
+            path = self.path.rstrip("/")
+            if not path.endswith(("/chat/completions", "/embeddings")):
+                return self._send(404, {"error": {"message": "only chat/completions and embeddings are served"}})
             try:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
+                if path.endswith("/embeddings"):
+                    return self._send(200, _embeddings(body, bridge.embed(route, body)))
                 text = bridge.call(route, body)
             except Exception as e:  # the judge layer's messages are already scrubbed
                 return self._send(
@@ -212,6 +256,15 @@ def _completion(body: dict[str, Any], text: str) -> dict[str, Any]:
         "model": str(body.get("model", "unified-judge")),
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
         "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+
+
+def _embeddings(body: dict[str, Any], vectors: list[list[float]]) -> dict[str, Any]:
+    return {
+        "object": "list",
+        "model": str(body.get("model", "unified-embedder")),
+        "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+        "usage": {"prompt_tokens": 0, "total_tokens": 0},
     }
 
 
