@@ -18,8 +18,12 @@ import typer
 
 from unified.cli import run as cli_run
 
-#: the run flags benchmark does not take: the input is the sets (their own fields and labels)
-NOT_HERE = {"map_", "layout", "label", "list_sep", "max_samples", "verbose", "jury", "from_backend", "to_backend"}
+#: the run flags benchmark does not take: the input is the sets (their own fields and labels);
+#: compare's --labels (people's labels of a run's samples by id) is benchmark's own --labels
+#: (a file of samples, each with its labels)
+NOT_HERE = {
+    "map_", "layout", "label", "labels", "list_sep", "max_samples", "verbose", "jury", "from_backend", "to_backend",
+}  # fmt: skip
 #: a run that ended by a signal: no table (the folder is resumable, the table comes then)
 SIGNALLED = (cli_run.EXIT_SIGINT, cli_run.EXIT_SIGTERM)
 
