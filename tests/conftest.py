@@ -62,3 +62,8 @@ def _private_judge_cache(tmp_path_factory, monkeypatch):
     """Each test gets its own user cache folder: the shared judge cache must neither leak
     answers between tests (call counts would lie) nor touch the machine's ~/.cache."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    # the pytest plugin's default judge cache is a file in the checkout, shared by every test
+    # of the session and kept between runs: this suite's tests use the per-test folder above
+    plugin = sys.modules.get("unified.integrations.pytest_plugin")
+    if plugin is not None:
+        monkeypatch.setattr(plugin, "session_cache", None)
