@@ -193,7 +193,8 @@ def test_from_flag_forces_a_layout(tmp_path):
     (forced,), _ = load_samples(path, layout="deepeval")
     assert forced.reference_contexts == ["ideal"] and forced.retrieved_contexts is None and forced.id == "g1"
     r = runner.invoke(app, ["validate", str(path), "--from", "deepeval", "--metrics", "faithfulness"])
-    assert "field 'response' is missing" in r.output and r.exit_code == 1
+    # named as the file's layout names it, with ours beside it
+    assert "field 'actual_output' (response) is missing" in " ".join(r.output.split()) and r.exit_code == 1
     r = runner.invoke(app, ["validate", str(path), "--from", "nosuch"])
     assert r.exit_code == 2 and "not a layout" in r.output
 
